@@ -1,0 +1,193 @@
+/// A channel on an `AMQPConnection`: topology, publishing, consuming and acknowledgements.
+///
+/// A value that names the channel; copies refer to the same channel. Once the broker closes the channel
+/// (for example after a declare with conflicting arguments) every call throws that `channelClosed` error;
+/// open a new channel with `AMQPConnection.openChannel()`.
+public struct AMQPChannel: Sendable, Hashable {
+    /// The channel number on its connection.
+    public let id: UInt16
+    let mailbox: Mailbox
+
+    init(id: UInt16, mailbox: Mailbox) {
+        self.id = id
+        self.mailbox = mailbox
+    }
+
+    public static func == (lhs: AMQPChannel, rhs: AMQPChannel) -> Bool {
+        lhs.id == rhs.id && lhs.mailbox === rhs.mailbox
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(id)
+        hasher.combine(ObjectIdentifier(mailbox))
+    }
+
+    static func send(_ operation: Command.Operation, channel: UInt16, mailbox: Mailbox) async throws -> Command.Reply
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            mailbox.submit(Command(channel: channel, operation: operation, promise: continuation))
+        }
+    }
+
+    @discardableResult
+    private func send(_ operation: Command.Operation) async throws -> Command.Reply {
+        try await Self.send(operation, channel: id, mailbox: mailbox)
+    }
+
+    // MARK: Topology
+
+    /// Declares an exchange (`passive` only checks that it exists).
+    public func declareExchange(
+        _ name: String,
+        type: AMQPExchangeType,
+        durable: Bool = true,
+        autoDelete: Bool = false,
+        `internal`: Bool = false,
+        passive: Bool = false,
+        arguments: AMQPTable = [:]
+    ) async throws {
+        try await send(
+            .exchangeDeclare(
+                name: name, type: type.rawValue, passive: passive, durable: durable, autoDelete: autoDelete,
+                isInternal: `internal`, arguments: arguments))
+    }
+
+    /// Deletes an exchange.
+    public func deleteExchange(_ name: String, ifUnused: Bool = false) async throws {
+        try await send(.exchangeDelete(name: name, ifUnused: ifUnused))
+    }
+
+    /// Declares a queue. Arguments such as `x-queue-type: quorum`, `x-single-active-consumer: true`,
+    /// `x-delivery-limit` and `x-dead-letter-exchange` go in `arguments`.
+    @discardableResult
+    public func declareQueue(
+        _ name: String,
+        durable: Bool = true,
+        exclusive: Bool = false,
+        autoDelete: Bool = false,
+        passive: Bool = false,
+        arguments: AMQPTable = [:]
+    ) async throws -> AMQPQueueInfo {
+        let reply = try await send(
+            .queueDeclare(
+                name: name, passive: passive, durable: durable, exclusive: exclusive, autoDelete: autoDelete,
+                arguments: arguments))
+        guard case .queue(let info) = reply else { throw AMQPError(.library, "queue.declare: unexpected reply") }
+        return info
+    }
+
+    /// Binds a queue to an exchange.
+    public func bindQueue(
+        _ queue: String,
+        exchange: String,
+        routingKey: String,
+        arguments: AMQPTable = [:]
+    ) async throws {
+        try await send(.queueBind(queue: queue, exchange: exchange, routingKey: routingKey, arguments: arguments))
+    }
+
+    /// Deletes a queue and returns how many messages it held.
+    @discardableResult
+    public func deleteQueue(_ name: String, ifUnused: Bool = false, ifEmpty: Bool = false) async throws -> UInt32 {
+        let reply = try await send(.queueDelete(name: name, ifUnused: ifUnused, ifEmpty: ifEmpty))
+        guard case .messageCount(let count) = reply else { return 0 }
+        return count
+    }
+
+    /// Removes every ready message from a queue and returns how many there were.
+    @discardableResult
+    public func purgeQueue(_ name: String) async throws -> UInt32 {
+        let reply = try await send(.queuePurge(name: name))
+        guard case .messageCount(let count) = reply else { return 0 }
+        return count
+    }
+
+    // MARK: Publishing
+
+    /// Puts the channel in confirm mode: from now on `publish` returns only when the broker has confirmed the
+    /// message, and throws when it nacks or returns it.
+    public func confirmSelect() async throws {
+        try await send(.confirmSelect)
+    }
+
+    /// Publishes a message.
+    ///
+    /// In confirm mode this returns once the broker took responsibility for the message (`basic.ack`), and throws
+    /// `publishNacked`, `publishReturned` (a `mandatory` message no queue took) or `publishUnconfirmed` (the channel
+    /// or connection ended first: the message may or may not have been routed). Many publishes may be in flight at
+    /// once from concurrent tasks. Without confirm mode it returns once the frames were written.
+    ///
+    /// A mandatory publish in confirm mode carries the header `x-amqp-client-publish-tag`, which lets the client
+    /// match a `basic.return` to its message.
+    public func publish(
+        _ body: [UInt8],
+        exchange: String,
+        routingKey: String,
+        mandatory: Bool = false,
+        properties: AMQPProperties = AMQPProperties()
+    ) async throws {
+        try await send(
+            .publish(
+                Command.Publish(
+                    exchange: exchange, routingKey: routingKey, body: body, properties: properties,
+                    mandatory: mandatory)))
+    }
+
+    // MARK: Consuming
+
+    /// Limits how many unacked deliveries the broker sends to each consumer on this channel.
+    public func qos(prefetchCount: UInt16, global: Bool = false) async throws {
+        try await send(.qos(prefetchCount: prefetchCount, global: global))
+    }
+
+    /// Starts a consumer. Deliveries arrive on the returned sequence until the channel or connection ends.
+    ///
+    /// There is deliberately no cancel: to stop consuming, close the channel. `basic.cancel` while holding unacked
+    /// deliveries lets a single-active-consumer queue hand later messages to another consumer before the unacked
+    /// ones come back, which breaks ordering; closing the channel does not.
+    public func consume(
+        queue: String,
+        consumerTag: String = "",
+        noAck: Bool = false,
+        exclusive: Bool = false,
+        arguments: AMQPTable = [:]
+    ) async throws -> AMQPConsumer {
+        let (stream, continuation) = AsyncThrowingStream<AMQPDelivery, any Error>.makeStream()
+        let reply = try await send(
+            .consume(
+                Command.Consume(
+                    queue: queue, consumerTag: consumerTag, noAck: noAck, exclusive: exclusive, arguments: arguments,
+                    stream: continuation)))
+        guard case .consumerTag(let tag) = reply else { throw AMQPError(.library, "basic.consume: unexpected reply") }
+        return AMQPConsumer(tag: tag, stream: stream)
+    }
+
+    /// Fetches one message with `basic.get`; nil when the queue is empty.
+    public func get(queue: String, noAck: Bool = false) async throws -> AMQPDelivery? {
+        let reply = try await send(.get(queue: queue, noAck: noAck))
+        guard case .delivery(let delivery) = reply else { throw AMQPError(.library, "basic.get: unexpected reply") }
+        return delivery
+    }
+
+    /// Acknowledges a delivery; with `multiple`, every unacked delivery up to and including it.
+    public func ack(deliveryTag: UInt64, multiple: Bool = false) async throws {
+        try await send(.ack(deliveryTag: deliveryTag, multiple: multiple))
+    }
+
+    /// Negatively acknowledges deliveries. Prefer `requeue: false` (dead-letters the message): a requeued message
+    /// goes behind later ones.
+    public func nack(deliveryTag: UInt64, multiple: Bool = false, requeue: Bool = false) async throws {
+        try await send(.nack(deliveryTag: deliveryTag, multiple: multiple, requeue: requeue))
+    }
+
+    /// Rejects one delivery.
+    public func reject(deliveryTag: UInt64, requeue: Bool = false) async throws {
+        try await send(.reject(deliveryTag: deliveryTag, requeue: requeue))
+    }
+
+    /// Closes the channel. Unacked deliveries return to their queues; publishes awaiting a confirm that does not
+    /// arrive before `close-ok` fail with `publishUnconfirmed`.
+    public func close() async throws {
+        try await send(.closeChannel)
+    }
+}

@@ -1,0 +1,21 @@
+/// The `device` field of `device_registered` / `device_unregistered` events.
+public struct DeviceInfo: Sendable, Equatable, Hashable {
+    /// The push token (8–4096 chars of `[A-Za-z0-9_:.-]`).
+    public var token: String
+    /// The provider; required for `device_registered`.
+    public var provider: PushProvider?
+    /// The APNs topic (bundle id); `nil` means the deployment's default topic.
+    public var topic: String?
+    /// The APNs environment, if given.
+    public var environment: APNsEnvironment?
+
+    /// Creates device info.
+    public init(
+        token: String, provider: PushProvider? = nil, topic: String? = nil, environment: APNsEnvironment? = nil
+    ) {
+        self.token = token
+        self.provider = provider
+        self.topic = topic
+        self.environment = environment
+    }
+}

@@ -1,0 +1,98 @@
+/// The compact byte form of one push's headers and body, as stored in the ``ByteArena``.
+///
+/// Layout: header count (UInt16 LE); per header its name length (UInt16 LE), the lowercased name, its value
+/// length (UInt32 LE) and the value; then the body bytes as received.
+enum DeliveryBlob {
+    /// Encodes `headers` (names lowercased, repeated names joined with ", ") followed by `body`.
+    /// - Returns: the blob and the length of its header part.
+    static func encode<Bytes: Collection<UInt8>>(
+        headers: [(name: String, value: String)],
+        body: Bytes
+    ) -> (blob: [UInt8], headersLength: Int) {
+        var merged: [(name: String, value: String)] = []
+        merged.reserveCapacity(headers.count)
+        for header in headers {
+            let name = Self.lowercased(header.name)
+            if let index = merged.firstIndex(where: { $0.name == name }) {
+                merged[index].value += ", " + header.value
+            } else {
+                merged.append((name, header.value))
+            }
+        }
+        let count = min(merged.count, Int(UInt16.max))
+        var headersLength = 2
+        for header in merged.prefix(count) {
+            headersLength += 6 + min(header.name.utf8.count, Int(UInt16.max)) + header.value.utf8.count
+        }
+        var blob: [UInt8] = []
+        blob.reserveCapacity(headersLength + body.count)
+        Self.append(UInt16(count), to: &blob)
+        for header in merged.prefix(count) {
+            let name = header.name.utf8.prefix(Int(UInt16.max))
+            Self.append(UInt16(name.count), to: &blob)
+            blob.append(contentsOf: name)
+            Self.append(UInt32(header.value.utf8.count), to: &blob)
+            blob.append(contentsOf: header.value.utf8)
+        }
+        blob.append(contentsOf: body)
+        return (blob, headersLength)
+    }
+
+    /// Calls `body` with the name and value bytes of each header in an encoded header part.
+    static func forEachHeader(
+        in headers: ArraySlice<UInt8>,
+        _ body: (_ name: ArraySlice<UInt8>, _ value: ArraySlice<UInt8>) -> Void
+    ) {
+        var index = headers.startIndex
+        guard headers.count >= 2 else { return }
+        let count = Int(Self.readUInt16(headers, at: &index))
+        for _ in 0..<count {
+            let nameLength = Int(Self.readUInt16(headers, at: &index))
+            let name = headers[index..<index + nameLength]
+            index += nameLength
+            let valueLength = Int(Self.readUInt32(headers, at: &index))
+            let value = headers[index..<index + valueLength]
+            index += valueLength
+            body(name, value)
+        }
+    }
+
+    /// The headers of an encoded header part as a dictionary.
+    static func decodeHeaders(_ headers: ArraySlice<UInt8>) -> [String: String] {
+        var result: [String: String] = [:]
+        Self.forEachHeader(in: headers) { name, value in
+            result[String(decoding: name, as: UTF8.self)] = String(decoding: value, as: UTF8.self)
+        }
+        return result
+    }
+
+    private static func lowercased(_ name: String) -> String {
+        name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
+    }
+
+    private static func append(_ value: UInt16, to blob: inout [UInt8]) {
+        blob.append(UInt8(truncatingIfNeeded: value))
+        blob.append(UInt8(truncatingIfNeeded: value >> 8))
+    }
+
+    private static func append(_ value: UInt32, to blob: inout [UInt8]) {
+        for shift in stride(from: 0, to: 32, by: 8) {
+            blob.append(UInt8(truncatingIfNeeded: value >> UInt32(shift)))
+        }
+    }
+
+    private static func readUInt16(_ bytes: ArraySlice<UInt8>, at index: inout Int) -> UInt16 {
+        let value = UInt16(bytes[index]) | UInt16(bytes[index + 1]) << 8
+        index += 2
+        return value
+    }
+
+    private static func readUInt32(_ bytes: ArraySlice<UInt8>, at index: inout Int) -> UInt32 {
+        var value: UInt32 = 0
+        for offset in 0..<4 {
+            value |= UInt32(bytes[index + offset]) << UInt32(offset * 8)
+        }
+        index += 4
+        return value
+    }
+}

@@ -1,0 +1,89 @@
+/// Selected deliveries taken out of the store, readable and renderable without holding its lock.
+struct DeliverySnapshot: Sendable {
+    let records: [StoredDelivery]
+    let chunks: [[UInt8]]
+    let tokens: [String]
+    let reasons: [String]
+
+    /// The deliveries as values.
+    var deliveries: [Delivery] {
+        self.records.map { record in
+            let (headers, body) = self.bytes(of: record)
+            return Delivery(
+                seq: Int(record.seq),
+                provider: record.provider,
+                token: self.tokens[Int(record.token)],
+                headers: DeliveryBlob.decodeHeaders(headers),
+                body: Array(body),
+                bodyIsJSON: record.bodyIsJSON,
+                status: Int(record.status),
+                reason: record.reason == 0 ? nil : self.reasons[Int(record.reason)],
+                receivedAt: Timestamp.date(milliseconds: record.receivedAtMilliseconds)
+            )
+        }
+    }
+
+    /// `{"deliveries": [...]}`, each delivery as in the contract, oldest first.
+    var json: [UInt8] {
+        var capacity = 32
+        for record in self.records {
+            capacity += 192 + Int(record.headersLength) * 2 + Int(record.bodyLength)
+        }
+        var writer = JSONWriter(capacity: capacity)
+        writer.raw("{\"deliveries\":[")
+        for (index, record) in self.records.enumerated() {
+            if index > 0 {
+                writer.raw(",")
+            }
+            self.write(record, into: &writer)
+        }
+        writer.raw("]}")
+        return writer.bytes
+    }
+
+    private func write(_ record: StoredDelivery, into writer: inout JSONWriter) {
+        let (headers, body) = self.bytes(of: record)
+        writer.raw("{\"seq\":")
+        writer.int(Int(record.seq))
+        switch record.provider {
+        case .apns: writer.raw(",\"provider\":\"apns\",\"token\":")
+        case .fcm: writer.raw(",\"provider\":\"fcm\",\"token\":")
+        }
+        writer.string(self.tokens[Int(record.token)])
+        writer.raw(",\"headers\":{")
+        var first = true
+        DeliveryBlob.forEachHeader(in: headers) { name, value in
+            if !first {
+                writer.raw(",")
+            }
+            first = false
+            writer.string(utf8: name)
+            writer.raw(":")
+            writer.string(utf8: value)
+        }
+        writer.raw("},\"payload\":")
+        if record.bodyIsJSON {
+            writer.raw(bytes: body)
+        } else {
+            writer.lossyString(bytes: body)
+        }
+        writer.raw(",\"status\":")
+        writer.int(Int(record.status))
+        writer.raw(",\"reason\":")
+        if record.reason == 0 {
+            writer.raw("null")
+        } else {
+            writer.string(self.reasons[Int(record.reason)])
+        }
+        writer.raw(",\"received_at\":\"")
+        Timestamp.write(milliseconds: record.receivedAtMilliseconds, into: &writer.bytes)
+        writer.raw("\"}")
+    }
+
+    private func bytes(of record: StoredDelivery) -> (headers: ArraySlice<UInt8>, body: ArraySlice<UInt8>) {
+        let chunk = self.chunks[Int(record.location.chunk)]
+        let start = Int(record.location.offset)
+        let bodyStart = start + Int(record.headersLength)
+        return (chunk[start..<bodyStart], chunk[bodyStart..<bodyStart + Int(record.bodyLength)])
+    }
+}

@@ -1,0 +1,11 @@
+import Hummingbird
+
+extension SinkError: HTTPResponseError {
+    /// The HTTP status of the answer, ``httpStatus``.
+    public var status: HTTPResponse.Status { HTTPResponse.Status(code: self.httpStatus) }
+
+    /// The answer: ``httpStatus`` with `{"error": {"code": …, "message": …}}`.
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        SinkServer.json(self.jsonBody, status: self.httpStatus)
+    }
+}

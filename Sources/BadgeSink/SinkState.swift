@@ -1,0 +1,168 @@
+import Foundation
+import Synchronization
+
+/// The sink's in-memory store: every recorded push and the active faults, safe to share between requests.
+///
+/// All state sits behind one `Mutex`; work that does not need it (JSON validation, encoding headers,
+/// rendering JSON) happens outside the lock.
+public final class SinkState: Sendable {
+    /// The largest APNs body accepted, as real APNs: bigger ones get 413 `PayloadTooLarge`.
+    public static let maximumAPNsPayloadBytes = 4096
+
+    private struct State {
+        var log = DeliveryLog()
+        var faults: FaultTable
+        var nextSeq = 1
+    }
+
+    private let state: Mutex<State>
+
+    /// Creates an empty store.
+    /// - Parameter randomSeed: The seed of the draws for faults with a `rate`; nil for a random seed.
+    public init(randomSeed: UInt64? = nil) {
+        let seed = randomSeed ?? UInt64.random(in: .min ... .max)
+        self.state = Mutex(State(faults: FaultTable(seed: seed)))
+    }
+
+    /// Records a push and decides its answer.
+    ///
+    /// The answer is an error when the request is malformed (APNs: empty body → 400 `PayloadEmpty`, body over
+    /// 4096 bytes → 413 `PayloadTooLarge`, no token → 400 `MissingDeviceToken`; FCM: no token → 400
+    /// `INVALID_ARGUMENT`), else the first active fault that matches and fires (translated for FCM), else 200.
+    /// - Parameters:
+    ///   - provider: The service the push is addressed to.
+    ///   - token: The device token; for FCM, `message.token` from the body, or empty when it has none.
+    ///   - headers: The request headers; names are lowercased.
+    ///   - body: The request body as received.
+    ///   - receivedAt: When it was received.
+    /// - Returns: The answer to send, with the `seq` it was recorded under.
+    public func record<Body: Collection<UInt8>>(
+        provider: PushProvider,
+        token: String,
+        headers: [(name: String, value: String)],
+        body: Body,
+        receivedAt: Date = Date()
+    ) -> PushAnswer {
+        let bodyIsJSON = JSONValidator.isValidJSON(body)
+        let (blob, headersLength) = DeliveryBlob.encode(headers: headers, body: body)
+        let milliseconds = Timestamp.milliseconds(of: receivedAt)
+        let rejection = Self.rejection(provider: provider, token: token, bodySize: body.count)
+        let (seq, status, reason) = self.state.withLock { state -> (Int, Int, String?) in
+            var status = 200
+            var reason: String?
+            if let rejection {
+                (status, reason) = rejection
+            } else if let fault = state.faults.fire(token: token) {
+                switch provider {
+                case .apns:
+                    (status, reason) = fault
+                case .fcm:
+                    let error = FCMError(translatingAPNsStatus: fault.status)
+                    (status, reason) = (error.status, error.errorCode)
+                }
+            }
+            let seq = state.nextSeq
+            state.nextSeq += 1
+            state.log.append(
+                seq: seq,
+                provider: provider,
+                token: token,
+                blob: blob,
+                headersLength: headersLength,
+                bodyIsJSON: bodyIsJSON,
+                status: status,
+                reason: reason,
+                receivedAtMilliseconds: milliseconds
+            )
+            return (seq, status, reason)
+        }
+        return PushAnswer(
+            seq: seq,
+            provider: provider,
+            status: status,
+            reason: reason,
+            receivedAt: Timestamp.date(milliseconds: milliseconds)
+        )
+    }
+
+    /// The recorded pushes, oldest first.
+    /// - Parameters:
+    ///   - token: Only this token's; nil for all.
+    ///   - after: Only those with a greater `seq`; nil for all.
+    public func deliveries(token: String? = nil, after: Int? = nil) -> [Delivery] {
+        self.snapshot(token: token, after: after).deliveries
+    }
+
+    /// The body of `GET /deliveries`: `{"deliveries": [...]}` with the same filters as
+    /// ``deliveries(token:after:)``.
+    public func deliveriesJSON(token: String? = nil, after: Int? = nil) -> [UInt8] {
+        self.snapshot(token: token, after: after).json
+    }
+
+    /// How many pushes are recorded.
+    public var count: Int {
+        self.state.withLock { $0.log.count }
+    }
+
+    /// The `seq` the next push will get.
+    public var nextSeq: Int {
+        self.state.withLock { $0.nextSeq }
+    }
+
+    /// Forgets every delivery and resets the counters; `seq` goes on from where it was.
+    /// - Returns: How many deliveries were forgotten.
+    @discardableResult
+    public func clear() -> Int {
+        let old = self.state.withLock { state -> DeliveryLog in
+            let old = state.log
+            state.log = DeliveryLog()
+            return old
+        }
+        // The old store is freed here, outside the lock.
+        return old.count
+    }
+
+    /// Adds a fault after the active ones.
+    public func addFault(_ fault: Fault) {
+        self.state.withLock { $0.faults.add(fault) }
+    }
+
+    /// Removes every fault.
+    /// - Returns: How many were active.
+    @discardableResult
+    public func clearFaults() -> Int {
+        self.state.withLock { $0.faults.removeAll() }
+    }
+
+    /// The active faults in insertion order; `times` is how many more pushes each fires for.
+    public func faults() -> [Fault] {
+        self.state.withLock { $0.faults.all }
+    }
+
+    /// The counters of the recorded pushes.
+    public func stats() -> SinkStats {
+        self.state.withLock { $0.log.stats }
+    }
+
+    private func snapshot(token: String?, after: Int?) -> DeliverySnapshot {
+        self.state.withLock { $0.log.snapshot(token: token, after: after) }
+    }
+
+    private static func rejection(provider: PushProvider, token: String, bodySize: Int) -> (Int, String?)? {
+        switch provider {
+        case .apns:
+            if token.isEmpty {
+                return (400, "MissingDeviceToken")
+            }
+            if bodySize == 0 {
+                return (400, "PayloadEmpty")
+            }
+            if bodySize > Self.maximumAPNsPayloadBytes {
+                return (413, "PayloadTooLarge")
+            }
+            return nil
+        case .fcm:
+            return token.isEmpty ? (400, "INVALID_ARGUMENT") : nil
+        }
+    }
+}
