@@ -46,7 +46,8 @@ public enum EventDecoder {
     /// with optional parameters, compared case-insensitively.
     public static func isAcceptedContentType(_ contentType: String?) -> Bool {
         guard let contentType else { return true }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
+        let mediaType =
+            contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first
             .map { $0.trimmingASCIIWhitespace() } ?? ""
         if mediaType.isEmpty && contentType.trimmingASCIIWhitespace().isEmpty { return true }
         return mediaType.lowercased() == "application/json"
@@ -74,9 +75,10 @@ public enum EventDecoder {
         if let actorFields = try fields.optionalObject("actor") {
             event.actor = try readActor(actorFields)
         }
-        for (key, path) in [("post_id", \Event.postID), ("comment_id", \.commentID), ("conversation_id", \.conversationID),
-            ("message_id", \.messageID)] as [(String, WritableKeyPath<Event, String?>)]
-        {
+        for (key, path) in [
+            ("post_id", \Event.postID), ("comment_id", \.commentID), ("conversation_id", \.conversationID),
+            ("message_id", \.messageID),
+        ] as [(String, WritableKeyPath<Event, String?>)] {
             if let value = try fields.optionalString(key) {
                 try checkID(value, field: key)
                 event[keyPath: path] = value

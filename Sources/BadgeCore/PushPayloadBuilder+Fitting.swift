@@ -11,12 +11,16 @@ extension PushPayloadBuilder {
         if full.count <= limit { return full }
 
         let bodyCharacters = Array(text.body)
-        if let bytes = longestFitting(bodyCharacters, limit: limit, render: { render(AlertText(title: text.title, body: $0)) }) {
+        if let bytes = longestFitting(
+            bodyCharacters, limit: limit, render: { render(AlertText(title: text.title, body: $0)) })
+        {
             return bytes
         }
         let shortBody = text.body.isEmpty ? "" : ellipsis
         let titleCharacters = Array(text.title)
-        if let bytes = longestFitting(titleCharacters, limit: limit, render: { render(AlertText(title: $0, body: shortBody)) }) {
+        if let bytes = longestFitting(
+            titleCharacters, limit: limit, render: { render(AlertText(title: $0, body: shortBody)) })
+        {
             return bytes
         }
         return render(AlertText(title: text.title.isEmpty ? "" : ellipsis, body: shortBody))

@@ -79,7 +79,8 @@ public struct PushPayloadBuilder: Sendable {
             if event.type.createsNotification {
                 members.append((key: "notification_id", value: .string(event.id)))
             }
-            if let conversation = event.conversationID, event.type == .message || event.type == .messageRequestAccepted {
+            if let conversation = event.conversationID, event.type == .message || event.type == .messageRequestAccepted
+            {
                 members.append((key: "conversation_id", value: .string(conversation)))
             }
         case .badgeOnly:

@@ -211,7 +211,8 @@ enum JSONValidator {
             if self.current == UInt8(ascii: "-") {
                 self.index += 1
             }
-            switch self.current {
+            guard let first = self.current else { return false }
+            switch first {
             case UInt8(ascii: "0"):
                 self.index += 1
             case UInt8(ascii: "1")...UInt8(ascii: "9"):

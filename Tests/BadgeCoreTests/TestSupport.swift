@@ -5,17 +5,19 @@ import Testing
 
 /// Fixture access and small builders shared by the tests.
 enum Fixtures {
-    static func url(_ name: String, in folder: String) -> URL? {
+    static func fixtureURL(_ name: String, in folder: String) -> URL? {
         Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures/\(folder)")
     }
 
     static func names(in folder: String) -> [String] {
-        let urls = Bundle.module.urls(forResourcesWithExtension: "json", subdirectory: "Fixtures/\(folder)") ?? []
-        return urls.map { $0.deletingPathExtension().lastPathComponent }.sorted()
+        guard let directory = Bundle.module.resourceURL?.appendingPathComponent("Fixtures/\(folder)"),
+            let files = try? FileManager.default.contentsOfDirectory(atPath: directory.path)
+        else { return [] }
+        return files.filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
     }
 
     static func bytes(_ name: String, in folder: String) throws -> [UInt8] {
-        let url = try #require(url(name, in: folder))
+        let url = try #require(fixtureURL(name, in: folder))
         return Array(try Data(contentsOf: url))
     }
 }

@@ -1,0 +1,278 @@
+import AMQPClient
+import Foundation
+import Synchronization
+import Testing
+
+/// Against the real RabbitMQ that `scripts/services up` starts. Serialized: some tests restart the broker.
+@Suite("AMQP client against RabbitMQ", .serialized, .timeLimit(.minutes(3)))
+struct AMQPBrokerTests {
+    @Test func tenThousandConfirmedPublishesThenConsumedWithPrefetchAndMultipleAck() async throws {
+        let connection = try await TestBroker.connect()
+        let channel = try await connection.openChannel()
+        let queue = TestBroker.uniqueName("bulk")
+        try await channel.declareQueue(queue, durable: true, arguments: ["x-queue-type": "quorum"])
+        try await channel.confirmSelect()
+
+        let count = 10_000
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            let window = 500
+            for index in 0..<count {
+                if index >= window { try await group.next() }
+                group.addTask {
+                    try await channel.publish(
+                        Array("message \(index)".utf8), exchange: "", routingKey: queue, mandatory: true,
+                        properties: AMQPProperties(deliveryMode: .persistent, messageID: "\(index)"))
+                }
+            }
+            try await group.waitForAll()
+        }
+        let declared = try await channel.declareQueue(queue, passive: true)
+        #expect(declared.messageCount == UInt32(count))
+
+        let consumerChannel = try await connection.openChannel()
+        try await consumerChannel.qos(prefetchCount: 200)
+        let consumer = try await consumerChannel.consume(queue: queue)
+        // Concurrent publishers submit in no particular order: check that each message arrives exactly once.
+        var expected = 0
+        var seen = Set<String>()
+        for try await delivery in consumer {
+            let id = try #require(delivery.properties.messageID)
+            #expect(String(decoding: delivery.body, as: UTF8.self) == "message \(id)")
+            #expect(!delivery.redelivered)
+            #expect(seen.insert(id).inserted)
+            expected += 1
+            if expected % 100 == 0 || expected == count {
+                try await delivery.ack(multiple: true)
+            }
+            if expected == count { break }
+        }
+        #expect(expected == count)
+        try await consumerChannel.close()
+        let after = try await channel.declareQueue(queue, passive: true)
+        #expect(after.messageCount == 0)
+        try await channel.deleteQueue(queue)
+        await connection.close()
+    }
+
+    @Test func unackedDeliveriesComeBackRedeliveredAfterTheConnectionCloses() async throws {
+        let queue = TestBroker.uniqueName("redeliver")
+        let setup = try await TestBroker.connect()
+        let setupChannel = try await setup.openChannel()
+        try await setupChannel.declareQueue(queue, arguments: ["x-queue-type": "quorum"])
+        try await setupChannel.confirmSelect()
+        for index in 0..<5 {
+            try await setupChannel.publish(Array("m\(index)".utf8), exchange: "", routingKey: queue)
+        }
+
+        let first = try await TestBroker.connect()
+        let firstChannel = try await first.openChannel()
+        try await firstChannel.qos(prefetchCount: 10)
+        var seen: [String] = []
+        for try await delivery in try await firstChannel.consume(queue: queue) {
+            seen.append(String(decoding: delivery.body, as: UTF8.self))
+            if seen.count == 5 { break }
+        }
+        #expect(seen == ["m0", "m1", "m2", "m3", "m4"])
+        await first.close()
+
+        let second = try await TestBroker.connect()
+        let secondChannel = try await second.openChannel()
+        var again: [String] = []
+        for try await delivery in try await secondChannel.consume(queue: queue) {
+            #expect(delivery.redelivered)
+            #expect(delivery.properties.headers?["x-delivery-count"]?.intValue == 1)
+            again.append(String(decoding: delivery.body, as: UTF8.self))
+            try await delivery.ack()
+            if again.count == 5 { break }
+        }
+        #expect(again == seen)
+        try await setupChannel.deleteQueue(queue)
+        await second.close()
+        await setup.close()
+    }
+
+    @Test func aConsumerBusyForThreeHeartbeatIntervalsKeepsItsConnection() async throws {
+        let connection = try await TestBroker.connect(heartbeat: 1)
+        #expect(connection.heartbeatSeconds == 1)
+        let channel = try await connection.openChannel()
+        let queue = TestBroker.uniqueName("heartbeat")
+        try await channel.declareQueue(queue, durable: false, autoDelete: false)
+        try await channel.publish(Array("work".utf8), exchange: "", routingKey: queue)
+        let consumer = try await channel.consume(queue: queue)
+        for try await delivery in consumer {
+            // "Work" for 4 s without touching the connection: more than 3 heartbeat intervals, and more than the
+            // 2 intervals after which the broker drops a silent client.
+            try await Task.sleep(for: .seconds(4))
+            #expect(!connection.isClosed)
+            try await delivery.ack()
+            break
+        }
+        try await channel.deleteQueue(queue)
+        #expect(!connection.isClosed)
+        await connection.close()
+    }
+
+    @Test func anUnroutableMandatoryPublishIsReportedAsReturned() async throws {
+        let connection = try await TestBroker.connect()
+        let channel = try await connection.openChannel()
+        let exchange = TestBroker.uniqueName("nowhere")
+        try await channel.declareExchange(exchange, type: .direct, durable: false, autoDelete: true)
+        try await channel.confirmSelect()
+        await #expect {
+            try await channel.publish(Array("x".utf8), exchange: exchange, routingKey: "no-queue", mandatory: true)
+        } throws: { error in
+            (error as? AMQPError)?.code == .publishReturned && (error as? AMQPError)?.replyCode == 312
+        }
+        // Without mandatory the broker confirms and drops it.
+        try await channel.publish(Array("x".utf8), exchange: exchange, routingKey: "no-queue", mandatory: false)
+        // Returned and routed publishes interleaved in one window are each told apart.
+        let queue = TestBroker.uniqueName("some-routed")
+        try await channel.declareQueue(queue, durable: false, exclusive: true)
+        try await channel.bindQueue(queue, exchange: exchange, routingKey: "routed")
+        let outcomes = try await withThrowingTaskGroup(of: (Int, Bool).self) { group in
+            for index in 0..<200 {
+                group.addTask {
+                    do {
+                        try await channel.publish(
+                            [UInt8(index % 256)], exchange: exchange, routingKey: index % 3 == 0 ? "routed" : "lost",
+                            mandatory: true)
+                        return (index, true)
+                    } catch let error as AMQPError where error.code == .publishReturned {
+                        return (index, false)
+                    }
+                }
+            }
+            var all: [Int: Bool] = [:]
+            for try await (index, routed) in group { all[index] = routed }
+            return all
+        }
+        #expect(outcomes.count == 200)
+        #expect(outcomes.allSatisfy { $0.value == ($0.key % 3 == 0) })
+        await connection.close()
+    }
+
+    @Test func aConflictingDeclareClosesTheChannelWithATypedErrorAndANewChannelWorks() async throws {
+        let connection = try await TestBroker.connect()
+        let channel = try await connection.openChannel()
+        let queue = TestBroker.uniqueName("conflict")
+        try await channel.declareQueue(queue, durable: true, arguments: ["x-queue-type": "quorum"])
+        await #expect {
+            try await channel.declareQueue(queue, durable: true, arguments: ["x-queue-type": "classic"])
+        } throws: { error in
+            guard let error = error as? AMQPError else { return false }
+            return error.code == .channelClosed && error.replyCode == 406
+                && error.message.contains("PRECONDITION_FAILED")
+        }
+        // The closed channel reports the same error from now on.
+        await #expect(throws: AMQPError.self) { try await channel.declareQueue(queue, passive: true) }
+        let reopened = try await connection.openChannel()
+        #expect(reopened.id != channel.id)
+        let info = try await reopened.declareQueue(queue, passive: true)
+        #expect(info.name == queue)
+        try await reopened.deleteQueue(queue)
+        #expect(!connection.isClosed)
+        await connection.close()
+    }
+
+    @Test func connectionBlockedAndUnblockedAreReported() async throws {
+        let connection = try await TestBroker.connect()
+        let channel = try await connection.openChannel()
+        let queue = TestBroker.uniqueName("blocked")
+        try await channel.declareQueue(queue, durable: false, exclusive: true)
+        try await channel.confirmSelect()
+        var events = connection.events.makeAsyncIterator()
+        try TestBroker.rabbitmqctl("set_vm_memory_high_watermark", "0.0000001")
+        do {
+            // The broker blocks a connection when it publishes during an alarm.
+            async let published: Void = channel.publish(Array("during alarm".utf8), exchange: "", routingKey: queue)
+            #expect(await events.next() == .blocked(reason: "low on memory"))
+            try TestBroker.rabbitmqctl("set_vm_memory_high_watermark", "0.4")
+            #expect(await events.next() == .unblocked)
+            try await published
+        } catch {
+            try? TestBroker.rabbitmqctl("set_vm_memory_high_watermark", "0.4")
+            throw error
+        }
+        await connection.close()
+    }
+
+    @Test func aBrokerRestartFailsUnconfirmedPublishesAndANewConnectionWorks() async throws {
+        let queue = TestBroker.uniqueName("restart")
+        let connection = try await TestBroker.connect(heartbeat: 5)
+        let channel = try await connection.openChannel()
+        try await channel.declareQueue(queue, durable: true, arguments: ["x-queue-type": "quorum"])
+        try await channel.confirmSelect()
+
+        let tally = PublishTally()
+        let total = 200_000
+        let publisher = Task {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<total {
+                    if index >= 200 { try await group.next() }
+                    if connection.isClosed { break }
+                    group.addTask {
+                        do {
+                            try await channel.publish(
+                                Array("\(index)".utf8), exchange: "", routingKey: queue, mandatory: true,
+                                properties: AMQPProperties(deliveryMode: .persistent))
+                            tally.confirm(index)
+                        } catch let error as AMQPError {
+                            tally.fail(error.code)
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        // Let some publishes through, then stop the broker under the publisher's feet.
+        while tally.confirmedCount < 2000 { try await Task.sleep(for: .milliseconds(20)) }
+        let started = ContinuousClock.now
+        try TestBroker.rabbitmqctl("stop_app")
+        let reason = await connection.closed()
+        let detection = ContinuousClock.now - started
+        try TestBroker.rabbitmqctl("start_app")
+        try await publisher.value
+
+        #expect(reason?.code == .connectionClosed || reason?.code == .connectionLost)
+        #expect(detection < .seconds(15))
+        let failures = tally.failures
+        let successes = tally.confirmed
+        #expect(!failures.isEmpty)
+        #expect(failures.allSatisfy { $0 == .publishUnconfirmed || $0 == .connectionClosed || $0 == .connectionLost })
+
+        // A new connection, with backoff while the broker finishes starting, and every confirmed message is there.
+        let again = try await AMQPConnection.connect(
+            TestBroker.configuration(), retry: AMQPRetryPolicy(maxAttempts: 100))
+        let consumerChannel = try await again.openChannel()
+        try await consumerChannel.qos(prefetchCount: 500)
+        var info = try await consumerChannel.declareQueue(queue, passive: true)
+        // The quorum queue may still be electing its leader right after start_app.
+        for _ in 0..<50 where info.messageCount < successes.count {
+            try await Task.sleep(for: .milliseconds(200))
+            info = try await consumerChannel.declareQueue(queue, passive: true)
+        }
+        #expect(Int(info.messageCount) >= successes.count)
+        var received = Set<Int>()
+        var seen = 0
+        for try await delivery in try await consumerChannel.consume(queue: queue) {
+            if let index = Int(String(decoding: delivery.body, as: UTF8.self)) { received.insert(index) }
+            seen += 1
+            if seen % 250 == 0 || seen == Int(info.messageCount) { try await delivery.ack(multiple: true) }
+            if seen == Int(info.messageCount) { break }
+        }
+        #expect(successes.isSubset(of: received), "every confirmed message survives the restart")
+        try await consumerChannel.deleteQueue(queue)
+        await again.close()
+    }
+}
+
+/// What happened to each publish of a test, recorded from many tasks.
+final class PublishTally: Sendable {
+    private let state = Mutex<(confirmed: Set<Int>, failures: [AMQPError.Code])>(([], []))
+
+    func confirm(_ index: Int) { state.withLock { _ = $0.confirmed.insert(index) } }
+    func fail(_ code: AMQPError.Code) { state.withLock { $0.failures.append(code) } }
+    var confirmedCount: Int { state.withLock { $0.confirmed.count } }
+    var confirmed: Set<Int> { state.withLock { $0.confirmed } }
+    var failures: [AMQPError.Code] { state.withLock { $0.failures } }
+}

@@ -1,0 +1,86 @@
+import AMQPClient
+import Testing
+
+@Suite("AMQP URL parsing")
+struct AMQPConfigurationURLTests {
+    @Test func fullURL() throws {
+        let configuration = try AMQPConfiguration(url: "amqp://user:secret@broker.example:5673/prod?heartbeat=10")
+        #expect(configuration.host == "broker.example")
+        #expect(configuration.port == 5673)
+        #expect(configuration.username == "user")
+        #expect(configuration.password == "secret")
+        #expect(configuration.virtualHost == "prod")
+        #expect(configuration.heartbeatSeconds == 10)
+        #expect(configuration.tls == nil)
+    }
+
+    @Test func defaults() throws {
+        let configuration = try AMQPConfiguration(url: "amqp://")
+        #expect(configuration.host == "localhost")
+        #expect(configuration.port == 5672)
+        #expect(configuration.username == "guest")
+        #expect(configuration.password == "guest")
+        #expect(configuration.virtualHost == "/")
+        #expect(configuration.heartbeatSeconds == 30)
+    }
+
+    @Test func vhostPercentDecoding() throws {
+        #expect(try AMQPConfiguration(url: "amqp://h/%2F").virtualHost == "/")
+        #expect(try AMQPConfiguration(url: "amqp://h/a%2Fb%20c").virtualHost == "a/b c")
+        #expect(try AMQPConfiguration(url: "amqp://h/").virtualHost == "")
+        #expect(try AMQPConfiguration(url: "amqp://h").virtualHost == "/")
+    }
+
+    @Test func userInfoPercentDecoding() throws {
+        let configuration = try AMQPConfiguration(url: "amqp://us%40er:p%3Ass@h")
+        #expect(configuration.username == "us@er")
+        #expect(configuration.password == "p:ss")
+    }
+
+    @Test func tlsAndOptions() throws {
+        let configuration = try AMQPConfiguration(
+            url: "amqps://h/v?cacertfile=/etc/ca.pem&verify=verify_none&connection_timeout=2500&frame_max=8192")
+        #expect(configuration.port == 5671)
+        #expect(configuration.tls?.caCertificatePath == "/etc/ca.pem")
+        #expect(configuration.tls?.verifyPeer == false)
+        #expect(configuration.tls?.verifyHostname == false)
+        #expect(configuration.connectTimeoutSeconds == 2.5)
+        #expect(configuration.frameMax == 8192)
+    }
+
+    @Test func ipv6Host() throws {
+        let configuration = try AMQPConfiguration(url: "amqp://[::1]:5999/x")
+        #expect(configuration.host == "::1")
+        #expect(configuration.port == 5999)
+    }
+
+    @Test(arguments: [
+        "http://h/", "amqp://h:0/", "amqp://h:99999/", "amqp://h:abc/", "amqp://h/a/b", "amqp://h/%zz",
+        "amqp://h/?heartbeat=-1", "amqp://h/?bogus=1", "amqp://h/?cacertfile=/x", "amqp://[::1/", "amqp://h/%ff",
+        "amqps://h/?verify=maybe",
+    ])
+    func rejects(url: String) {
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(url: url) }
+        do {
+            _ = try AMQPConfiguration(url: url)
+        } catch {
+            #expect(error.code == .invalidURL)
+        }
+    }
+
+    @Test func redactsPasswords() {
+        #expect(AMQPConfiguration.redacted("amqp://u:pw@h:1/v") == "amqp://u:***@h:1/v")
+        #expect(AMQPConfiguration.redacted("amqp://h/v") == "amqp://h/v")
+    }
+
+    @Test func retryPolicyGrowsAndCaps() {
+        let policy = AMQPRetryPolicy(initialDelay: .milliseconds(100), maxDelay: .seconds(2), jitter: 0)
+        #expect(policy.delay(afterAttempt: 1) == .milliseconds(100))
+        #expect(policy.delay(afterAttempt: 2) == .milliseconds(200))
+        #expect(policy.delay(afterAttempt: 4) == .milliseconds(800))
+        #expect(policy.delay(afterAttempt: 10) == .seconds(2))
+        let jittered = AMQPRetryPolicy(initialDelay: .milliseconds(1000), jitter: 0.5)
+        #expect(jittered.delay(afterAttempt: 1, random: 0) == .milliseconds(500))
+        #expect(jittered.delay(afterAttempt: 1, random: 1) == .milliseconds(1000))
+    }
+}

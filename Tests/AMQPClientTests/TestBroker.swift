@@ -1,0 +1,44 @@
+import AMQPClient
+import Foundation
+
+/// The real broker the integration tests use: `BADGEPIPE_TEST_AMQP_URL` (default: the one `scripts/services up`
+/// starts), and a way to run `rabbitmqctl` against it for restarts and alarms.
+enum TestBroker {
+    static let url = ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
+        ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+
+    static func configuration(heartbeat: Int = 30) throws -> AMQPConfiguration {
+        var configuration = try AMQPConfiguration(url: url)
+        configuration.heartbeatSeconds = heartbeat
+        configuration.connectionName = "AMQPClientTests"
+        return configuration
+    }
+
+    static func connect(heartbeat: Int = 30) async throws -> AMQPConnection {
+        try await AMQPConnection.connect(configuration(heartbeat: heartbeat))
+    }
+
+    /// A name no other test run uses.
+    static func uniqueName(_ prefix: String) -> String {
+        "test.\(prefix).\(UInt32.random(in: 0...UInt32.max))"
+    }
+
+    /// Runs `rabbitmqctl` on the test broker's node (through `scripts/services ctl`, or the command in
+    /// `BADGEPIPE_TEST_RABBITMQCTL`) and throws when it fails.
+    static func rabbitmqctl(_ arguments: String...) throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let command = ProcessInfo.processInfo.environment["BADGEPIPE_TEST_RABBITMQCTL"]
+            ?? repository.appendingPathComponent("scripts/services").path + " ctl"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command + " " + arguments.joined(separator: " ")]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw AMQPError(.library, "rabbitmqctl \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+        }
+    }
+}

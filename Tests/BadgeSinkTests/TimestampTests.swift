@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+@testable import BadgeSink
+
+@Suite("Timestamp")
+struct TimestampTests {
+    @Test(
+        "formats RFC 3339 UTC with milliseconds",
+        arguments: [
+            (Int64(0), "1970-01-01T00:00:00.000Z"),
+            (Int64(951_782_400_000), "2000-02-29T00:00:00.000Z"),
+            (Int64(1_700_000_000_123), "2023-11-14T22:13:20.123Z"),
+            (Int64(-1), "1969-12-31T23:59:59.999Z"),
+            (Int64(4_102_444_799_999), "2099-12-31T23:59:59.999Z"),
+        ]
+    )
+    func formats(milliseconds: Int64, expected: String) {
+        #expect(Timestamp.rfc3339(milliseconds: milliseconds) == expected)
+    }
+
+    @Test("agrees with ISO8601DateFormatter")
+    func agreesWithFoundation() {
+        let formatter = ISO8601DateFormatter.withFractionalSeconds
+        var generator = SplitMix64(seed: 5)
+        for _ in 0..<2000 {
+            let milliseconds = Int64.random(in: 0..<4_102_444_800_000, using: &generator)
+            let text = Timestamp.rfc3339(milliseconds: milliseconds)
+            let parsed = formatter.date(from: text)
+            let parsedMilliseconds = parsed.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
+            #expect(parsedMilliseconds == milliseconds, "\(text)")
+        }
+    }
+}
