@@ -43,6 +43,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Benchmark of the AMQP client alone (release build: `swift run -c release amqp-bench`).
+        .executableTarget(name: "amqp-bench", dependencies: ["AMQPClient"]),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
         .testTarget(name: "BadgeCoreTests", dependencies: ["BadgeCore"], resources: [.copy("Fixtures")]),
     ]

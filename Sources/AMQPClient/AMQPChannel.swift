@@ -22,8 +22,7 @@ public struct AMQPChannel: Sendable, Hashable {
         hasher.combine(ObjectIdentifier(mailbox))
     }
 
-    static func send(_ operation: Command.Operation, channel: UInt16, mailbox: Mailbox) async throws -> Command.Reply
-    {
+    static func send(_ operation: Command.Operation, channel: UInt16, mailbox: Mailbox) async throws -> Command.Reply {
         try await withCheckedThrowingContinuation { continuation in
             mailbox.submit(Command(channel: channel, operation: operation, promise: continuation))
         }

@@ -79,7 +79,8 @@ public final class AMQPConnection: Sendable {
             do {
                 return try await connect(configuration, logger: logger)
             } catch let error as AMQPError {
-                let retryable = error.code == .connectionFailed || error.code == .connectionLost
+                let retryable =
+                    error.code == .connectionFailed || error.code == .connectionLost
                     || error.code == .connectionClosed
                 guard retryable, policy.maxAttempts.map({ attempt < $0 }) ?? true else { throw error }
                 let delay = policy.delay(afterAttempt: attempt)

@@ -4,7 +4,8 @@ import Foundation
 /// The real broker the integration tests use: `BADGEPIPE_TEST_AMQP_URL` (default: the one `scripts/services up`
 /// starts), and a way to run `rabbitmqctl` against it for restarts and alarms.
 enum TestBroker {
-    static let url = ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
+    static let url =
+        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
         ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
 
     static func configuration(heartbeat: Int = 30) throws -> AMQPConfiguration {
@@ -28,7 +29,8 @@ enum TestBroker {
     static func rabbitmqctl(_ arguments: String...) throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
-        let command = ProcessInfo.processInfo.environment["BADGEPIPE_TEST_RABBITMQCTL"]
+        let command =
+            ProcessInfo.processInfo.environment["BADGEPIPE_TEST_RABBITMQCTL"]
             ?? repository.appendingPathComponent("scripts/services").path + " ctl"
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -38,7 +40,8 @@ enum TestBroker {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw AMQPError(.library, "rabbitmqctl \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+            throw AMQPError(
+                .library, "rabbitmqctl \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
         }
     }
 }

@@ -37,7 +37,8 @@ extension ConnectionLoop {
         case .closeChannel:
             closeChannel(channel)
             answer(nil)
-        case .exchangeDeclare(let name, let type, let passive, let durable, let autoDelete, let isInternal, let arguments):
+        case .exchangeDeclare(
+            let name, let type, let passive, let durable, let autoDelete, let isInternal, let arguments):
             amqp_exchange_declare(
                 connection, channel, arena.bytes(name), arena.bytes(type), flag(passive), flag(durable),
                 flag(autoDelete), flag(isInternal), arena.table(arguments))

@@ -40,10 +40,12 @@ extension ConnectionLoop {
         }
 
         var connectTimeout = Self.timeval(seconds: configuration.connectTimeoutSeconds)
-        let openStatus = amqp_socket_open_noblock(socket, configuration.host, Int32(configuration.port), &connectTimeout)
+        let openStatus = amqp_socket_open_noblock(
+            socket, configuration.host, Int32(configuration.port), &connectTimeout)
         guard openStatus == AMQP_STATUS_OK.rawValue else {
             let code: AMQPError.Code =
-                openStatus == AMQP_STATUS_SSL_ERROR.rawValue || openStatus == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED.rawValue
+                openStatus == AMQP_STATUS_SSL_ERROR.rawValue
+                    || openStatus == AMQP_STATUS_SSL_HOSTNAME_VERIFY_FAILED.rawValue
                     || openStatus == AMQP_STATUS_SSL_PEER_VERIFY_FAILED.rawValue
                     || openStatus == AMQP_STATUS_SSL_CONNECTION_FAILED.rawValue
                 ? .tls : .connectionFailed
@@ -99,9 +101,12 @@ extension ConnectionLoop {
         {
             let close = decoded.assumingMemoryBound(to: amqp_connection_close_t.self).pointee
             let text = close.reply_text.string
-            let code: AMQPError.Code = close.reply_code == 403 || close.reply_code == 530 ? .authenticationFailed
+            let code: AMQPError.Code =
+                close.reply_code == 403 || close.reply_code == 530
+                ? .authenticationFailed
                 : .connectionClosed
-            return AMQPError(code, "login to vhost \"\(configuration.virtualHost)\" refused: \(text)",
+            return AMQPError(
+                code, "login to vhost \"\(configuration.virtualHost)\" refused: \(text)",
                 replyCode: close.reply_code)
         }
         if reply.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION {

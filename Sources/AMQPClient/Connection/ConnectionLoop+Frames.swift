@@ -97,13 +97,15 @@ extension ConnectionLoop {
                     throwing: AMQPError(.consumerCancelled, "the broker cancelled consumer \(tag) (queue deleted?)"))
             }
         default:
-            logger.debug("ignoring AMQP method", metadata: ["amqp.method": "\(method.id)", "amqp.channel": "\(channel)"])
+            logger.debug(
+                "ignoring AMQP method", metadata: ["amqp.method": "\(method.id)", "amqp.channel": "\(channel)"])
         }
     }
 
     private func settle(channel: UInt16, tag: UInt64, multiple: Bool, nack: Bool) {
         guard var confirms = channels[channel]?.confirms else { return }
-        let resolutions = nack ? confirms.nack(tag: tag, multiple: multiple) : confirms.ack(tag: tag, multiple: multiple)
+        let resolutions =
+            nack ? confirms.nack(tag: tag, multiple: multiple) : confirms.ack(tag: tag, multiple: multiple)
         channels[channel]?.confirms = confirms
         for resolution in resolutions {
             switch resolution.outcome {

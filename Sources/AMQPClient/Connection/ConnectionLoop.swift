@@ -158,7 +158,8 @@ final class ConnectionLoop: @unchecked Sendable {
             unconfirmedError = AMQPError(.publishUnconfirmed, "the channel was closed before the broker confirmed")
         } else {
             unconfirmedError = AMQPError(
-                .publishUnconfirmed, "no confirm before the channel ended: \(error.message)", replyCode: error.replyCode)
+                .publishUnconfirmed, "no confirm before the channel ended: \(error.message)", replyCode: error.replyCode
+            )
         }
         if var confirms = state.confirms {
             let pending = confirms.failAll()

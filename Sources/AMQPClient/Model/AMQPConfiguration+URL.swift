@@ -167,7 +167,8 @@ extension AMQPConfiguration {
         var iterator = text.utf8.makeIterator()
         while let byte = iterator.next() {
             if byte == UInt8(ascii: "%") {
-                guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue)
+                guard let high = iterator.next().flatMap(Self.hexValue),
+                    let low = iterator.next().flatMap(Self.hexValue)
                 else { return nil }
                 bytes.append(high << 4 | low)
             } else {

@@ -1,0 +1,3 @@
+import BadgeCore
+import PostgresNIO
+import SQLiteNIO
