@@ -14,6 +14,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.0"),
     ],
     targets: [
         // C: the system rabbitmq-c library and a shim for its variadic functions.
@@ -33,11 +37,57 @@ let package = Package(
         ),
         // Pure core: events, counts, badge policy, payloads. No I/O.
         .target(name: "BadgeCore"),
+        // Storage adapter: PostgreSQL for fleets, embedded SQLite for one node.
+        .target(
+            name: "BadgeStore",
+            dependencies: [
+                "BadgeCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Delivery adapter: APNs / FCM v1 over HTTP.
+        .target(
+            name: "BadgeDelivery",
+            dependencies: [
+                "BadgeCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        // The mock APNs / FCM sink.
+        .target(
+            name: "BadgeSink",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The worker: consume, apply, push.
+        .target(
+            name: "BadgeWorker",
+            dependencies: [
+                "AMQPClient",
+                "BadgeCore",
+                "BadgeStore",
+                "BadgeDelivery",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "badgepipe",
             dependencies: [
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeStore",
+                "BadgeSink",
+                "BadgeWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -47,5 +97,29 @@ let package = Package(
         .executableTarget(name: "amqp-bench", dependencies: ["AMQPClient"]),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
         .testTarget(name: "BadgeCoreTests", dependencies: ["BadgeCore"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "BadgeDeliveryTests", dependencies: ["BadgeDelivery", "BadgeCore"]),
+        .testTarget(
+            name: "PipelineTests",
+            dependencies: [
+                "AMQPClient",
+                "BadgeCore",
+                "BadgeDelivery",
+                "BadgeSink",
+                "BadgeStore",
+                "BadgeWorker",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Fixtures")]
+        ),
+        .testTarget(
+            name: "BadgeSinkTests",
+            dependencies: [
+                "BadgeSink",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
     ]
 )

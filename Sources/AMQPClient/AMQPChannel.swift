@@ -24,7 +24,7 @@ public struct AMQPChannel: Sendable, Hashable {
 
     static func send(_ operation: Command.Operation, channel: UInt16, mailbox: Mailbox) async throws -> Command.Reply {
         try await withCheckedThrowingContinuation { continuation in
-            mailbox.submit(Command(channel: channel, operation: operation, promise: continuation))
+            mailbox.submit(Command(channel: channel, operation: operation, promise: .continuation(continuation)))
         }
     }
 
@@ -130,6 +130,24 @@ public struct AMQPChannel: Sendable, Hashable {
                 Command.Publish(
                     exchange: exchange, routingKey: routingKey, body: body, properties: properties,
                     mandatory: mandatory)))
+    }
+
+    /// Hands a message to the connection now and returns at once; await the returned confirmation for the outcome
+    /// (the same outcomes as `publish`). Messages handed over from one task in sequence reach the broker in that
+    /// order, which `publish` from concurrent tasks does not promise: use this to keep a window of confirms in
+    /// flight while preserving order.
+    public func publishInOrder(
+        _ body: [UInt8],
+        exchange: String,
+        routingKey: String,
+        mandatory: Bool = false,
+        properties: AMQPProperties = AMQPProperties()
+    ) -> AMQPPublishConfirmation {
+        let confirmation = AMQPPublishConfirmation()
+        let request = Command.Publish(
+            exchange: exchange, routingKey: routingKey, body: body, properties: properties, mandatory: mandatory)
+        mailbox.submit(Command(channel: id, operation: .publish(request), promise: .confirmation(confirmation)))
+        return confirmation
     }
 
     // MARK: Consuming

@@ -70,7 +70,12 @@ struct DeliveryLog {
             let start = Self.partitionPoint(count: self.records.count) { self.records[$0].seq > after }
             selected = start == 0 ? self.records : Array(self.records[start...])
         }
-        return DeliverySnapshot(records: selected, chunks: self.arena.chunks, tokens: self.tokens, reasons: self.reasons)
+        return DeliverySnapshot(
+            records: selected,
+            chunks: self.arena.chunks,
+            tokens: self.tokens,
+            reasons: self.reasons
+        )
     }
 
     /// The first index in `0..<count` for which `isAfter` holds, given that it holds for a suffix.

@@ -4,18 +4,24 @@ import Testing
 
 @Suite("JSONValidator")
 struct JSONValidatorTests {
-    @Test("accepts well-formed JSON texts", arguments: [
-        "{}", "[]", " {\"a\": [1, -2.5e+3, true, false, null, \"x\\u00e9\\n\"]} ", "0", "\"s\"", "-0.1E2",
-        "{\"aps\":{\"badge\":3}}", "\"caf\u{E9} \u{1F600}\"",
-    ])
+    @Test(
+        "accepts well-formed JSON texts",
+        arguments: [
+            "{}", "[]", " {\"a\": [1, -2.5e+3, true, false, null, \"x\\u00e9\\n\"]} ", "0", "\"s\"", "-0.1E2",
+            "{\"aps\":{\"badge\":3}}", "\"caf\u{E9} \u{1F600}\"",
+        ]
+    )
     func accepts(_ text: String) {
         #expect(JSONValidator.isValidJSON(Array(text.utf8)))
     }
 
-    @Test("rejects what is not JSON", arguments: [
-        "", " ", "{", "}", "{\"a\":}", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "1e", "tru", "nul", "\"\\x\"",
-        "\"a\nb\"", "{a:1}", "[1] [2]", "NaN", "'s'", "\"\\u12G4\"", "-", "+1",
-    ])
+    @Test(
+        "rejects what is not JSON",
+        arguments: [
+            "", " ", "{", "}", "{\"a\":}", "[1,]", "{\"a\":1,}", "01", "1.", ".5", "1e", "tru", "nul", "\"\\x\"",
+            "\"a\nb\"", "{a:1}", "[1] [2]", "NaN", "'s'", "\"\\u12G4\"", "-", "+1",
+        ]
+    )
     func rejects(_ text: String) {
         #expect(!JSONValidator.isValidJSON(Array(text.utf8)))
     }

@@ -87,7 +87,11 @@ struct SinkHarness {
         for header in response.headers {
             answerHeaders[header.name.lowercased()] = header.value
         }
-        return Answer(status: Int(response.status.code), headers: answerHeaders, body: Array(collected.readableBytesView))
+        return Answer(
+            status: Int(response.status.code),
+            headers: answerHeaders,
+            body: Array(collected.readableBytesView)
+        )
     }
 
     /// Sends a request whose body is `json` text.

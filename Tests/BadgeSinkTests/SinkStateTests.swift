@@ -52,7 +52,9 @@ struct SinkStateTests {
         func run() throws -> [Int] {
             let state = SinkState(randomSeed: 99)
             state.addFault(try Fault(status: 500, rate: 0.5))
-            return (0..<64).map { _ in state.record(provider: .apns, token: "t", headers: [], body: Self.payload).status }
+            return (0..<64).map { _ in
+                state.record(provider: .apns, token: "t", headers: [], body: Self.payload).status
+            }
         }
         let first = try run()
         #expect(first == (try run()))

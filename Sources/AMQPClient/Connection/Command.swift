@@ -1,7 +1,25 @@
 /// What the application asks the connection's thread to do. Carried through the `Mailbox`; the thread
 /// answers through `promise`.
 struct Command: Sendable {
-    typealias Promise = CheckedContinuation<Reply, any Error>
+    /// Where the answer goes: an awaiting task, or a confirmation object the caller awaits later.
+    enum Promise: Sendable {
+        case continuation(CheckedContinuation<Reply, any Error>)
+        case confirmation(AMQPPublishConfirmation)
+
+        func resume(returning reply: Reply) {
+            switch self {
+            case .continuation(let continuation): continuation.resume(returning: reply)
+            case .confirmation(let confirmation): confirmation.resolve(.success(()))
+            }
+        }
+
+        func resume(throwing error: any Error) {
+            switch self {
+            case .continuation(let continuation): continuation.resume(throwing: error)
+            case .confirmation(let confirmation): confirmation.resolve(.failure(error))
+            }
+        }
+    }
 
     /// A request to publish one message.
     struct Publish: Sendable {

@@ -1,0 +1,113 @@
+import BadgeCore
+
+/// Durable state of the pipeline: users' counts, notifications, messages, devices, processed event ids and the
+/// outbox of planned pushes.
+///
+/// A store behaves exactly like ``BadgeCore/InboxModel``: the same events give the same pushes (in the same
+/// order), counts, badges and badge versions. Counters are maintained incrementally; the cost of an event does
+/// not grow with the number of stored or unread notifications.
+///
+/// Lifecycle: create a store (``BadgeStoreFactory/make(url:logger:)``), start ``run()`` in a task you own (for
+/// example a child of a task group), call ``migrate()`` once, use it, then call ``close()``; `run()` returns
+/// after `close()` or when its task is cancelled.
+public protocol BadgeStore: Sendable {
+    /// Runs the store's background work (the PostgreSQL connection pool) until ``close()`` is called or the
+    /// calling task is cancelled. Start it in a task of its own before using a PostgreSQL store; an SQLite
+    /// store works without it (its `run()` only waits).
+    func run() async
+
+    /// Applies the schema migrations that are not applied yet. Idempotent; safe when several workers start at
+    /// once.
+    func migrate() async throws
+
+    /// Applies `events` in order in one database transaction (all or nothing), writes the pushes they cause
+    /// to the outbox, and returns what each event did.
+    func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent]
+
+    /// Outbox pushes not yet marked sent, oldest (lowest id, planning order) first.
+    func pendingPushes(limit: Int) async throws -> [OutboxPush]
+
+    /// Removes sent pushes from the outbox.
+    func markSent(_ outboxIDs: [Int64]) async throws
+
+    /// Stops all pushes to a token that the provider reported dead, and drops its pending outbox rows.
+    func deactivateDevice(token: String) async throws
+
+    /// The stored state of one user (zero counts and default preferences for an unknown user).
+    func snapshot(user: String) async throws -> UserSnapshot
+
+    /// Closes the store: releases connections and makes ``run()`` return.
+    func close() async throws
+}
+
+/// What ``BadgeStore/apply(_:policy:)`` did with one event.
+public struct AppliedEvent: Sendable, Equatable {
+    /// The event.
+    public var event: Event
+    /// Whether the event id had been applied before (then it had no effect).
+    public var duplicate: Bool
+    /// The pushes the event caused, as written to the outbox, in planning order.
+    public var pushes: [OutboxPush]
+
+    /// Creates a result.
+    public init(event: Event, duplicate: Bool, pushes: [OutboxPush]) {
+        self.event = event
+        self.duplicate = duplicate
+        self.pushes = pushes
+    }
+}
+
+/// One row of the outbox: a planned push and its outbox id (increasing in planning order).
+public struct OutboxPush: Sendable, Equatable {
+    /// The outbox id.
+    public var id: Int64
+    /// The push.
+    public var push: PlannedPush
+
+    /// Creates an outbox push.
+    public init(id: Int64, push: PlannedPush) {
+        self.id = id
+        self.push = push
+    }
+}
+
+/// The stored state of one user, for tests and debugging.
+public struct UserSnapshot: Sendable, Equatable {
+    /// The user id.
+    public var user: String
+    /// The maintained counts.
+    public var counts: Counts
+    /// The badge version (0 before any change).
+    public var badgeVersion: Int64
+    /// The `badge_enabled` preference.
+    public var badgeEnabled: Bool
+    /// The `previews` preference.
+    public var previews: Bool
+    /// The `notifications_read_all` watermark, if any.
+    public var readAllUntil: Timestamp?
+    /// The `notifications_opened` watermark, if any.
+    public var openedUntil: Timestamp?
+    /// The user's active devices, ordered by token.
+    public var devices: [RegisteredDevice]
+
+    /// Creates a snapshot.
+    public init(
+        user: String, counts: Counts = .zero, badgeVersion: Int64 = 0, badgeEnabled: Bool = true,
+        previews: Bool = true, readAllUntil: Timestamp? = nil, openedUntil: Timestamp? = nil,
+        devices: [RegisteredDevice] = []
+    ) {
+        self.user = user
+        self.counts = counts
+        self.badgeVersion = badgeVersion
+        self.badgeEnabled = badgeEnabled
+        self.previews = previews
+        self.readAllUntil = readAllUntil
+        self.openedUntil = openedUntil
+        self.devices = devices
+    }
+
+    /// The badge under `policy` (0 when the badge is disabled).
+    public func badge(policy: BadgePolicy) -> Int {
+        policy.badge(for: counts, badgeEnabled: badgeEnabled)
+    }
+}

@@ -1,0 +1,337 @@
+import BadgeCore
+
+/// The count rules of ``BadgeCore/InboxModel``, applied to the database through an ``SQLExecutor``.
+///
+/// Written once for both backends. The counters live in the `users` row and are maintained: each statement
+/// touches only rows that change state (a notification changes state at most twice in its life), so the cost
+/// of an event does not grow with the number of stored notifications.
+struct EventRules {
+    /// The `users` row of one user, held in memory for the whole batch (the row is locked).
+    struct UserRow: Equatable {
+        var unreadNotifications: Int64 = 0
+        var unseenNotifications: Int64 = 0
+        var unreadMessages: Int64 = 0
+        var badgeVersion: Int64 = 0
+        var badgeEnabled = true
+        var previews = true
+        var readAllUntil: Int64?
+        var openedUntil: Int64?
+
+        var counts: Counts {
+            Counts(
+                unreadNotifications: Int(unreadNotifications), unseenNotifications: Int(unseenNotifications),
+                unreadMessages: Int(unreadMessages))
+        }
+
+        static let columns =
+            "unread_notifications, unseen_notifications, unread_messages, badge_version, badge_enabled, previews, "
+            + "read_all_until, opened_until"
+
+        /// Reads the row from the cells of ``columns``, starting at `offset`.
+        init(cells: [SQLValue], offset: Int = 0) throws {
+            guard cells.count >= offset + 8,
+                let unreadNotifications = cells[offset].int64, let unseenNotifications = cells[offset + 1].int64,
+                let unreadMessages = cells[offset + 2].int64, let badgeVersion = cells[offset + 3].int64,
+                let badgeEnabled = cells[offset + 4].bool, let previews = cells[offset + 5].bool
+            else { throw StoreError.corrupt("bad users row") }
+            self.unreadNotifications = unreadNotifications
+            self.unseenNotifications = unseenNotifications
+            self.unreadMessages = unreadMessages
+            self.badgeVersion = badgeVersion
+            self.badgeEnabled = badgeEnabled
+            self.previews = previews
+            self.readAllUntil = cells[offset + 6].int64
+            self.openedUntil = cells[offset + 7].int64
+        }
+
+        init() {}
+    }
+
+    let sql: any SQLExecutor
+    let policy: BadgePolicy
+    /// Runs before each event with its index in the batch (a test hook for injecting failures).
+    let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
+
+    private var users: [String: UserRow] = [:]
+    private var loaded: [String: UserRow] = [:]
+
+    init(
+        sql: any SQLExecutor, policy: BadgePolicy,
+        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil
+    ) {
+        self.sql = sql
+        self.policy = policy
+        self.beforeEvent = beforeEvent
+    }
+
+    // MARK: - Batch
+
+    /// Applies `events` in order; the caller owns the transaction.
+    mutating func apply(_ events: [Event]) async throws -> [AppliedEvent] {
+        try await lockUsers(Set(events.map(\.recipient)))
+        var results: [AppliedEvent] = []
+        results.reserveCapacity(events.count)
+        for (index, event) in events.enumerated() {
+            if let beforeEvent { try await beforeEvent(index, sql) }
+            results.append(try await apply(event))
+        }
+        try await saveUsers()
+        return results
+    }
+
+    /// Creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so that
+    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory.
+    private mutating func lockUsers(_ ids: Set<String>) async throws {
+        let sorted = ids.sorted()
+        for chunk in sorted.chunked(500) {
+            let values = chunk.indices.map { "($\($0 - chunk.startIndex + 1))" }.joined(separator: ", ")
+            try await sql.execute(
+                "INSERT INTO users (user_id) VALUES \(values) ON CONFLICT (user_id) DO NOTHING",
+                chunk.map { .text($0) })
+            let list = chunk.indices.map { "$\($0 - chunk.startIndex + 1)" }.joined(separator: ", ")
+            let rows = try await sql.query(
+                "SELECT user_id, \(UserRow.columns) FROM users WHERE user_id IN (\(list)) ORDER BY user_id"
+                    + sql.dialect.forUpdate,
+                chunk.map { .text($0) })
+            for row in rows {
+                guard let id = row.first?.string else { throw StoreError.corrupt("users row without id") }
+                let user = try UserRow(cells: row, offset: 1)
+                users[id] = user
+                loaded[id] = user
+            }
+        }
+        for id in sorted where users[id] == nil {
+            throw StoreError.corrupt("users row \(id) missing after insert")
+        }
+    }
+
+    private func saveUsers() async throws {
+        for (id, user) in users where loaded[id] != user {
+            try await sql.execute(
+                """
+                UPDATE users SET unread_notifications = $2, unseen_notifications = $3, unread_messages = $4,
+                    badge_version = $5, badge_enabled = $6, previews = $7, read_all_until = $8, opened_until = $9
+                WHERE user_id = $1
+                """,
+                [
+                    .text(id), .int(user.unreadNotifications), .int(user.unseenNotifications),
+                    .int(user.unreadMessages), .int(user.badgeVersion), .bool(user.badgeEnabled),
+                    .bool(user.previews), .int(user.readAllUntil), .int(user.openedUntil),
+                ])
+        }
+    }
+
+    // MARK: - One event
+
+    private mutating func apply(_ event: Event) async throws -> AppliedEvent {
+        let fresh = try await sql.query(
+            "INSERT INTO processed_events (event_id) VALUES ($1) ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+            [.text(event.id)])
+        guard !fresh.isEmpty else { return AppliedEvent(event: event, duplicate: true, pushes: []) }
+        guard var user = users[event.recipient] else { throw StoreError.corrupt("user \(event.recipient) not locked") }
+        let pushes: [OutboxPush]
+        switch event.type {
+        case .follow, .amen, .comment, .mention, .followRequestAccepted, .messageRequestAccepted,
+            .prayerReminder:
+            pushes = try await applyNotification(event, to: &user)
+        case .message:
+            pushes = try await applyMessage(event, to: &user)
+        case .conversationRead, .notificationRead, .notificationsReadAll, .notificationsOpened,
+            .preferencesUpdated:
+            pushes = try await applyBadgeUpdate(event, to: &user)
+        case .deviceRegistered:
+            pushes = try await applyDeviceRegistered(event, user: user)
+        case .deviceUnregistered:
+            if let token = event.device?.token {
+                try await sql.execute(
+                    "DELETE FROM devices WHERE token = $1 AND user_id = $2", [.text(token), .text(event.recipient)])
+            }
+            pushes = []
+        }
+        users[event.recipient] = user
+        return AppliedEvent(event: event, duplicate: false, pushes: pushes)
+    }
+
+    private func applyNotification(_ event: Event, to user: inout UserRow) async throws -> [OutboxPush] {
+        guard !event.isSelfAction else { return [] }
+        let occurredAt = event.occurredAt.microsecondsSinceEpoch
+        let tombstoned = try await !sql.query(
+            "DELETE FROM read_tombstones WHERE user_id = $1 AND notification_id = $2 RETURNING notification_id",
+            [.text(event.recipient), .text(event.id)]
+        ).isEmpty
+        let read = tombstoned || (user.readAllUntil.map { occurredAt <= $0 } ?? false)
+        let seen = user.openedUntil.map { occurredAt <= $0 } ?? false
+        let stored = try await sql.query(
+            """
+            INSERT INTO notifications (user_id, id, occurred_at, read, seen) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (user_id, id) DO NOTHING RETURNING id
+            """,
+            [.text(event.recipient), .text(event.id), .int(occurredAt), .bool(read), .bool(seen)])
+        guard !stored.isEmpty, !read else { return [] }
+        user.unreadNotifications += 1
+        if !seen { user.unseenNotifications += 1 }
+        user.badgeVersion += 1
+        return try await planPushes(.alert(event), for: event, user: user)
+    }
+
+    private func applyMessage(_ event: Event, to user: inout UserRow) async throws -> [OutboxPush] {
+        guard !event.isSelfAction else { return [] }
+        let occurredAt = event.occurredAt.microsecondsSinceEpoch
+        let conversation = event.conversationID ?? ""
+        let watermark = try await sql.query(
+            "SELECT read_until FROM conversation_watermarks WHERE user_id = $1 AND conversation_id = $2",
+            [.text(event.recipient), .text(conversation)]
+        ).first?.first?.int64
+        let read = watermark.map { occurredAt <= $0 } ?? false
+        let stored = try await sql.query(
+            """
+            INSERT INTO messages (user_id, event_id, conversation_id, occurred_at, read) VALUES ($1, $2, $3, $4, $5)
+            ON CONFLICT (user_id, event_id) DO NOTHING RETURNING event_id
+            """,
+            [.text(event.recipient), .text(event.id), .text(conversation), .int(occurredAt), .bool(read)])
+        guard !stored.isEmpty, !read else { return [] }
+        user.unreadMessages += 1
+        user.badgeVersion += 1
+        return try await planPushes(.alert(event), for: event, user: user)
+    }
+
+    private func applyBadgeUpdate(_ event: Event, to user: inout UserRow) async throws -> [OutboxPush] {
+        let before = user
+        let recipient = SQLValue.text(event.recipient)
+        let until = event.effectiveUntil.microsecondsSinceEpoch
+
+        switch event.type {
+        case .conversationRead:
+            let conversation = SQLValue.text(event.conversationID ?? "")
+            try await sql.execute(
+                """
+                INSERT INTO conversation_watermarks (user_id, conversation_id, read_until) VALUES ($1, $2, $3)
+                ON CONFLICT (user_id, conversation_id) DO UPDATE SET read_until = excluded.read_until
+                WHERE conversation_watermarks.read_until < excluded.read_until
+                """,
+                [recipient, conversation, .int(until)])
+            let newlyRead = try await sql.query(
+                """
+                UPDATE messages SET read = TRUE
+                WHERE user_id = $1 AND conversation_id = $2 AND NOT read AND occurred_at <= $3 RETURNING event_id
+                """,
+                [recipient, conversation, .int(until)])
+            user.unreadMessages -= Int64(newlyRead.count)
+        case .notificationRead:
+            for id in event.notificationIDs {
+                let newlyRead = try await sql.query(
+                    "UPDATE notifications SET read = TRUE WHERE user_id = $1 AND id = $2 AND NOT read RETURNING seen",
+                    [recipient, .text(id)])
+                if let row = newlyRead.first {
+                    user.unreadNotifications -= 1
+                    if row.first?.bool == false { user.unseenNotifications -= 1 }
+                } else {
+                    // Not stored yet (or already read): remember it for when it arrives.
+                    try await sql.execute(
+                        """
+                        INSERT INTO read_tombstones (user_id, notification_id) SELECT $1, $2
+                        WHERE NOT EXISTS (SELECT 1 FROM notifications WHERE user_id = $1 AND id = $2)
+                        ON CONFLICT (user_id, notification_id) DO NOTHING
+                        """,
+                        [recipient, .text(id)])
+                }
+            }
+        case .notificationsReadAll:
+            user.readAllUntil = max(user.readAllUntil ?? until, until)
+            let newlyRead = try await sql.query(
+                """
+                UPDATE notifications SET read = TRUE
+                WHERE user_id = $1 AND NOT read AND occurred_at <= $2 RETURNING seen
+                """,
+                [recipient, .int(until)])
+            user.unreadNotifications -= Int64(newlyRead.count)
+            user.unseenNotifications -= Int64(newlyRead.count(where: { $0.first?.bool == false }))
+        case .notificationsOpened:
+            user.openedUntil = max(user.openedUntil ?? until, until)
+            let newlySeen = try await sql.query(
+                """
+                UPDATE notifications SET seen = TRUE
+                WHERE user_id = $1 AND NOT read AND NOT seen AND occurred_at <= $2 RETURNING id
+                """,
+                [recipient, .int(until)])
+            user.unseenNotifications -= Int64(newlySeen.count)
+        case .preferencesUpdated:
+            if let badgeEnabled = event.preferences?.badgeEnabled { user.badgeEnabled = badgeEnabled }
+            if let previews = event.preferences?.previews { user.previews = previews }
+        default:
+            break
+        }
+
+        guard user.counts != before.counts || user.badgeEnabled != before.badgeEnabled else { return [] }
+        user.badgeVersion += 1
+        return try await planPushes(.badgeOnly, for: event, user: user)
+    }
+
+    private func applyDeviceRegistered(_ event: Event, user: UserRow) async throws -> [OutboxPush] {
+        guard let info = event.device, let provider = info.provider else { return [] }
+        let device = RegisteredDevice(
+            token: info.token, provider: provider, topic: info.topic, environment: info.environment)
+        // The token is the key: registering it moves it away from any other user.
+        try await sql.execute(
+            """
+            INSERT INTO devices (token, user_id, provider, topic, environment, active)
+            VALUES ($1, $2, $3, $4, $5, TRUE)
+            ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, provider = excluded.provider,
+                topic = excluded.topic, environment = excluded.environment, active = TRUE
+            """,
+            [
+                .text(device.token), .text(event.recipient), .text(provider.rawValue), .text(device.topic),
+                .text(device.environment?.rawValue),
+            ])
+        return try await insertOutbox([push(.badgeOnly, for: event, to: device, user: user)], event: event)
+    }
+
+    // MARK: - Pushes
+
+    private func push(_ kind: PushKind, for event: Event, to device: RegisteredDevice, user: UserRow) -> PlannedPush {
+        PlannedPush(
+            event: event, device: device, kind: kind, counts: user.counts,
+            badge: policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled), badgeVersion: user.badgeVersion,
+            previews: user.previews)
+    }
+
+    /// One push of `kind` to each active device of the recipient, in token order, written to the outbox.
+    private func planPushes(_ kind: PushKind, for event: Event, user: UserRow) async throws -> [OutboxPush] {
+        let devices = try await StoreQueries.activeDevices(of: event.recipient, sql: sql)
+        guard !devices.isEmpty else { return [] }
+        return try await insertOutbox(devices.map { push(kind, for: event, to: $0, user: user) }, event: event)
+    }
+
+    private func insertOutbox(_ pushes: [PlannedPush], event: Event) async throws -> [OutboxPush] {
+        let columns = OutboxRow.insertColumns
+        var binds: [SQLValue] = []
+        var rows: [String] = []
+        let eventJSON = pushes.contains(where: \.kind.isAlert) ? String(decoding: event.jsonData(), as: UTF8.self) : nil
+        for push in pushes {
+            let values = OutboxRow.values(of: push, eventJSON: eventJSON)
+            let first = binds.count + 1
+            rows.append("(" + (first..<first + values.count).map { "$\($0)" }.joined(separator: ", ") + ")")
+            binds.append(contentsOf: values)
+        }
+        let returned = try await sql.query(
+            "INSERT INTO outbox (\(columns)) VALUES \(rows.joined(separator: ", ")) RETURNING id, token", binds)
+        var ids: [String: Int64] = [:]
+        for row in returned {
+            guard row.count == 2, let id = row[0].int64, let token = row[1].string else {
+                throw StoreError.corrupt("bad outbox RETURNING row")
+            }
+            ids[token] = id
+        }
+        return try pushes.map { push in
+            guard let id = ids[push.token] else { throw StoreError.corrupt("outbox id missing for a push") }
+            return OutboxPush(id: id, push: push)
+        }
+    }
+}
+
+extension Array {
+    /// Consecutive slices of at most `size` elements.
+    func chunked(_ size: Int) -> [ArraySlice<Element>] {
+        stride(from: 0, to: count, by: size).map { self[$0..<Swift.min($0 + size, count)] }
+    }
+}

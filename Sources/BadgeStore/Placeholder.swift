@@ -1,3 +1,0 @@
-import BadgeCore
-import PostgresNIO
-import SQLiteNIO

@@ -1,0 +1,240 @@
+import BadgeCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL store, for fleets: several workers may write to one database at once.
+///
+/// One user's events serialise on a row lock of the user's `users` row (`SELECT … FOR UPDATE`, taken for
+/// all of a batch's users in user-id order, so batches do not deadlock each other); serialization failures,
+/// deadlocks and lost connections come out as transient ``StoreError``s, after which the batch had no effect
+/// and can be retried.
+///
+/// Lifecycle: the store owns a `PostgresClient` (a connection pool) that only works while ``run()`` runs.
+/// ```swift
+/// let store = try PostgresBadgeStore(url: "postgres://user:pass@127.0.0.1:5432/db", logger: logger)
+/// try await withThrowingTaskGroup(of: Void.self) { group in
+///     group.addTask { await store.run() }
+///     try await store.migrate()
+///     // … apply, pendingPushes, markSent …
+///     try await store.close()  // makes run() return
+/// }
+/// ```
+public final class PostgresBadgeStore: BadgeStore {
+    let client: PostgresClient
+    let database: PostgresTransactor
+    /// The schema that holds the tables (`search_path`), or `nil` for the server's default (`public`).
+    public let schema: String?
+    let hooks = StoreHooks()
+    private let closeSignal = CloseSignal()
+
+    /// Creates a store over `configuration`. `schema`, when given, becomes the connections' `search_path` and
+    /// is created by ``migrate()`` if missing.
+    public init(configuration: PostgresClient.Configuration, schema: String? = nil, logger: Logger) {
+        var configuration = configuration
+        if let schema {
+            configuration.options.additionalStartupParameters.append(("search_path", schema))
+        }
+        self.schema = schema
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.database = PostgresTransactor(client: client, logger: logger)
+    }
+
+    /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
+    /// parameters: `sslmode` (`disable`, `prefer` (default), `require`), `schema` (see
+    /// ``init(configuration:schema:logger:)``), `max_connections` (default 20).
+    public convenience init(url: String, logger: Logger) throws {
+        let parsed = try PostgresURL(url)
+        self.init(configuration: parsed.configuration, schema: parsed.schema, logger: logger)
+    }
+
+    /// Runs the connection pool until ``close()`` or until the calling task is cancelled.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.client.run() }
+            await closeSignal.wait()
+            group.cancelAll()
+        }
+    }
+
+    public func migrate() async throws {
+        let prelude = schema.map { ["CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier($0))"] } ?? []
+        try await Schema.migrate(database, prelude: prelude)
+    }
+
+    public func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
+        try await StoreQueries.apply(events, policy: policy, database: database, beforeEvent: hooks.beforeEvent)
+    }
+
+    public func pendingPushes(limit: Int) async throws -> [OutboxPush] {
+        try await StoreQueries.pendingPushes(limit: limit, database: database)
+    }
+
+    public func markSent(_ outboxIDs: [Int64]) async throws {
+        try await StoreQueries.markSent(outboxIDs, database: database)
+    }
+
+    public func deactivateDevice(token: String) async throws {
+        try await StoreQueries.deactivateDevice(token: token, database: database)
+    }
+
+    public func snapshot(user: String) async throws -> UserSnapshot {
+        try await StoreQueries.snapshot(user: user, database: database)
+    }
+
+    /// Stops the connection pool: ``run()`` returns and later operations fail.
+    public func close() async throws {
+        closeSignal.fire()
+    }
+}
+
+/// `"name"` with inner quotes doubled.
+func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// Runs transactions on connections leased from a `PostgresClient`.
+struct PostgresTransactor: SQLTransactor {
+    let client: PostgresClient
+    let logger: Logger
+
+    var dialect: SQLDialect { .postgres }
+
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        do {
+            return try await client.withConnection { connection in
+                let sql = PostgresExecutor(connection: connection, logger: logger)
+                try await sql.execute("BEGIN")
+                do {
+                    let result = try await body(sql)
+                    try await sql.execute("COMMIT")
+                    return result
+                } catch {
+                    // After a failed COMMIT the server has already rolled back; this ROLLBACK then only warns.
+                    try? await sql.execute("ROLLBACK")
+                    throw error
+                }
+            }
+        } catch {
+            throw PostgresTransactor.storeError(error)
+        }
+    }
+
+    /// SQLSTATE codes after which a retry may succeed.
+    static func isTransient(sqlState: String) -> Bool {
+        sqlState.hasPrefix("08")  // connection exception
+            || ["40001", "40P01"].contains(sqlState)  // serialization failure, deadlock
+            || ["57P01", "57P02", "57P03"].contains(sqlState)  // shutdown, crash shutdown, cannot connect now
+            || ["53300", "55P03", "25P03"].contains(sqlState)  // too many connections, lock timeout, idle timeout
+    }
+
+    static func storeError(_ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .server:
+                let state = error.serverInfo?[.sqlState] ?? ""
+                let message = error.serverInfo?[.message] ?? "server error"
+                let code: String
+                switch state {
+                case "40001": code = "serialization_failure"
+                case "40P01": code = "deadlock"
+                default: code = state.isEmpty ? "server" : "sqlstate_\(state)"
+                }
+                return StoreError(code: code, message: message, transient: isTransient(sqlState: state))
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
+                let underlying = error.underlying.map { ": \($0)" } ?? ""
+                return StoreError(code: "connection", message: "\(error.code)\(underlying)", transient: true)
+            case .poolClosed:
+                return StoreError.closed
+            default:
+                return StoreError(code: "postgres", message: "\(error.code)", transient: false)
+            }
+        }
+        let text = String(describing: error)
+        if text.contains("connectionCreationCircuitBreakerTripped") {
+            return StoreError(code: "connection", message: "cannot connect to PostgreSQL", transient: true)
+        }
+        if text.contains("poolShutdown") { return StoreError.closed }
+        return StoreError(code: "postgres", message: text, transient: false)
+    }
+}
+
+/// Runs statements on one leased connection.
+struct PostgresExecutor: SQLExecutor {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    var dialect: SQLDialect { .postgres }
+
+    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [[SQLValue]] {
+        var bindings = PostgresBindings(capacity: binds.count)
+        for value in binds {
+            switch value {
+            case .null: bindings.appendNull()
+            case .int(let value): bindings.append(value)
+            case .text(let value): bindings.append(value)
+            case .bool(let value): bindings.append(value)
+            }
+        }
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
+        var result: [[SQLValue]] = []
+        for try await row in rows {
+            result.append(try row.map(Self.value))
+        }
+        return result
+    }
+
+    private static func value(_ cell: PostgresCell) throws -> SQLValue {
+        guard cell.bytes != nil else { return .null }
+        switch cell.dataType {
+        case .int8: return .int(try cell.decode(Int64.self))
+        case .int4: return .int(Int64(try cell.decode(Int32.self)))
+        case .int2: return .int(Int64(try cell.decode(Int16.self)))
+        case .bool: return .bool(try cell.decode(Bool.self))
+        case .text, .varchar, .name, .bpchar: return .text(try cell.decode(String.self))
+        default:
+            // Only `void` (pg_advisory_xact_lock) reaches here; its value is never read.
+            return .null
+        }
+    }
+}
+
+/// A parsed `postgres://` URL.
+struct PostgresURL {
+    var configuration: PostgresClient.Configuration
+    var schema: String?
+
+    init(_ url: String) throws {
+        guard let components = URLComponents(string: url),
+            let scheme = components.scheme?.lowercased(), scheme == "postgres" || scheme == "postgresql"
+        else { throw StoreError.badURL("not a postgres:// URL") }
+        guard let host = components.host, !host.isEmpty else { throw StoreError.badURL("the URL has no host") }
+        guard let user = components.user, !user.isEmpty else { throw StoreError.badURL("the URL has no user") }
+        let database = String(components.path.drop(while: { $0 == "/" }))
+        var tls = PostgresClient.Configuration.TLS.prefer(.makeClientConfiguration())
+        var schema: String?
+        var maximumConnections: Int?
+        for item in components.queryItems ?? [] {
+            switch (item.name, item.value ?? "") {
+            case ("sslmode", "disable"): tls = .disable
+            case ("sslmode", "prefer"), ("sslmode", "allow"): tls = .prefer(.makeClientConfiguration())
+            case ("sslmode", "require"): tls = .require(.makeClientConfiguration())
+            case ("sslmode", let mode): throw StoreError.badURL("unsupported sslmode \(mode)")
+            case ("schema", let value) where !value.isEmpty: schema = value
+            case ("max_connections", let value):
+                guard let number = Int(value), number > 0 else {
+                    throw StoreError.badURL("max_connections must be a positive integer")
+                }
+                maximumConnections = number
+            default: throw StoreError.badURL("unsupported URL parameter \(item.name)")
+            }
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: database.isEmpty ? nil : database, tls: tls)
+        if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
+        self.configuration = configuration
+        self.schema = schema
+    }
+}

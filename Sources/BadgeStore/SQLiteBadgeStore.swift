@@ -1,0 +1,213 @@
+import BadgeCore
+import Logging
+import SQLiteNIO
+
+/// The embedded single-node store: one SQLite file in WAL mode with a busy timeout.
+///
+/// All operations of one store run one at a time on one connection, on a thread of the store's own (so a
+/// statement that waits for another process's lock blocks nobody else); several processes may share a file
+/// (write transactions start with `BEGIN IMMEDIATE` and wait up to the busy timeout for each other; a
+/// timeout comes out as a transient ``StoreError``). The connection opens on first use; ``run()`` is not
+/// needed and only waits for ``close()``.
+public final class SQLiteBadgeStore: BadgeStore {
+    /// The database file, or `nil` for a private in-memory database.
+    public let path: String?
+    let database: SQLiteTransactor
+    let hooks = StoreHooks()
+    private let closeSignal = CloseSignal()
+
+    /// Creates a store on the file at `path` (created if missing), or on a private in-memory database when
+    /// `path` is `nil` or `":memory:"`.
+    public init(path: String?, busyTimeoutMilliseconds: Int = 10_000, logger: Logger) {
+        let path = path == ":memory:" ? nil : path
+        self.path = path
+        self.database = SQLiteTransactor(
+            storage: path.map { .file(path: $0) } ?? .memory, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+            logger: logger)
+    }
+
+    /// Waits until ``close()`` or until the calling task is cancelled.
+    public func run() async {
+        await closeSignal.wait()
+    }
+
+    public func migrate() async throws {
+        try await Schema.migrate(database)
+    }
+
+    public func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
+        try await StoreQueries.apply(events, policy: policy, database: database, beforeEvent: hooks.beforeEvent)
+    }
+
+    public func pendingPushes(limit: Int) async throws -> [OutboxPush] {
+        try await StoreQueries.pendingPushes(limit: limit, database: database)
+    }
+
+    public func markSent(_ outboxIDs: [Int64]) async throws {
+        try await StoreQueries.markSent(outboxIDs, database: database)
+    }
+
+    public func deactivateDevice(token: String) async throws {
+        try await StoreQueries.deactivateDevice(token: token, database: database)
+    }
+
+    public func snapshot(user: String) async throws -> UserSnapshot {
+        try await StoreQueries.snapshot(user: user, database: database)
+    }
+
+    /// Closes the connection; ``run()`` returns and later operations fail.
+    public func close() async throws {
+        closeSignal.fire()
+        try await database.close()
+    }
+}
+
+/// Owns the store's one SQLite connection and runs one transaction at a time on it.
+actor SQLiteTransactor: SQLTransactor {
+    nonisolated var dialect: SQLDialect { .sqlite }
+
+    private let storage: SQLiteConnection.Storage
+    private let busyTimeoutMilliseconds: Int
+    private let logger: Logger
+    private var connection: SQLiteConnection?
+    /// The connection's own thread: a statement waiting in the busy handler blocks only this store.
+    private let threadPool = NIOThreadPool(numberOfThreads: 1)
+    private var threadPoolStarted = false
+    private var closed = false
+    /// Whether a transaction holds the connection; later ones queue in `waiters`.
+    private var busy = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(storage: SQLiteConnection.Storage, busyTimeoutMilliseconds: Int, logger: Logger) {
+        self.storage = storage
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        self.logger = logger
+    }
+
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        await acquire()
+        defer { release() }
+        do {
+            let sql = SQLiteExecutor(connection: try await open())
+            try await sql.execute("BEGIN IMMEDIATE")
+            do {
+                let result = try await body(sql)
+                try await sql.execute("COMMIT")
+                return result
+            } catch {
+                try? await sql.execute("ROLLBACK")
+                throw error
+            }
+        } catch {
+            throw SQLiteTransactor.storeError(error)
+        }
+    }
+
+    func close() async throws {
+        await acquire()
+        defer { release() }
+        guard !closed else { return }
+        closed = true
+        if let connection {
+            self.connection = nil
+            try await connection.close()
+        }
+        if threadPoolStarted {
+            try await threadPool.shutdownGracefully()
+        }
+    }
+
+    private func acquire() async {
+        guard busy else {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    /// Hands the connection to the next waiter (which stays `busy`), or frees it.
+    private func release() {
+        if waiters.isEmpty {
+            busy = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+
+    private func open() async throws -> SQLiteConnection {
+        if let connection { return connection }
+        guard !closed else { throw StoreError.closed }
+        if !threadPoolStarted {
+            threadPool.start()
+            threadPoolStarted = true
+        }
+        let connection = try await SQLiteConnection.open(
+            storage: storage, threadPool: threadPool, logger: logger, on: MultiThreadedEventLoopGroup.singleton.any())
+        do {
+            let sql = SQLiteExecutor(connection: connection)
+            try await sql.execute("PRAGMA busy_timeout = \(busyTimeoutMilliseconds)")
+            if case .file = storage {
+                try await sql.execute("PRAGMA journal_mode = WAL")
+            }
+            try await sql.execute("PRAGMA synchronous = FULL")
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        self.connection = connection
+        return connection
+    }
+
+    static func storeError(_ error: any Error) -> StoreError {
+        if let error = error as? StoreError { return error }
+        if let error = error as? SQLiteError {
+            switch error.reason {
+            case .busy, .busyTimeout, .busyInRecovery, .busyInSnapshot:
+                return StoreError(code: "sqlite_busy", message: error.message, transient: true)
+            case .locked, .lockedBySharedCache, .lockedVirtualTable:
+                return StoreError(code: "sqlite_locked", message: error.message, transient: true)
+            case .constraint:
+                return StoreError(code: "sqlite_constraint", message: error.message, transient: false)
+            default:
+                return StoreError(code: "sqlite", message: "\(error.reason): \(error.message)", transient: false)
+            }
+        }
+        return StoreError(code: "sqlite", message: String(describing: error), transient: false)
+    }
+}
+
+/// Runs statements on the SQLite connection. Placeholders `$N` become SQLite's numbered `?N`.
+struct SQLiteExecutor: SQLExecutor {
+    let connection: SQLiteConnection
+
+    var dialect: SQLDialect { .sqlite }
+
+    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [[SQLValue]] {
+        let data: [SQLiteData] = binds.map { value in
+            switch value {
+            case .null: return .null
+            case .int(let value): return .integer(SQLiteInt64(value))
+            case .text(let value): return .text(value)
+            case .bool(let value): return .integer(value ? 1 : 0)
+            }
+        }
+        let rows = try await connection.query(Self.numberedPlaceholders(sql), data)
+        return rows.map { row in
+            row.columns.map { column in
+                switch column.data {
+                case .integer(let value): return .int(Int64(value))
+                case .float(let value): return .int(Int64(value))
+                case .text(let value): return .text(value)
+                case .blob(let buffer): return .text(String(decoding: buffer.readableBytesView, as: UTF8.self))
+                case .null: return .null
+                }
+            }
+        }
+    }
+
+    /// Rewrites `$12` to `?12`. The store's SQL has no `$` inside literals.
+    static func numberedPlaceholders(_ sql: String) -> String {
+        guard sql.contains("$") else { return sql }
+        return String(sql.map { $0 == "$" ? "?" : $0 })
+    }
+}

@@ -1,0 +1,134 @@
+import BadgeCore
+
+/// The schema, as numbered migrations applied in order and recorded in `schema_migrations`.
+enum Schema {
+    struct Migration: Sendable {
+        var version: Int64
+        var statements: @Sendable (SQLDialect) -> [String]
+    }
+
+    /// The key of the PostgreSQL advisory lock that serialises concurrent migrations ("BadgePip").
+    static let advisoryLockKey: Int64 = 0x4261_6467_6550_6970
+
+    static let migrations: [Migration] = [
+        Migration(version: 1) { dialect in
+            [
+                """
+                CREATE TABLE users (
+                    user_id TEXT PRIMARY KEY,
+                    unread_notifications BIGINT NOT NULL DEFAULT 0,
+                    unseen_notifications BIGINT NOT NULL DEFAULT 0,
+                    unread_messages BIGINT NOT NULL DEFAULT 0,
+                    badge_version BIGINT NOT NULL DEFAULT 0,
+                    badge_enabled BOOLEAN NOT NULL DEFAULT TRUE,
+                    previews BOOLEAN NOT NULL DEFAULT TRUE,
+                    read_all_until BIGINT,
+                    opened_until BIGINT
+                )
+                """,
+                """
+                CREATE TABLE notifications (
+                    user_id TEXT NOT NULL,
+                    id TEXT NOT NULL,
+                    occurred_at BIGINT NOT NULL,
+                    read BOOLEAN NOT NULL,
+                    seen BOOLEAN NOT NULL,
+                    PRIMARY KEY (user_id, id)
+                )
+                """,
+                "CREATE INDEX notifications_unread ON notifications (user_id, occurred_at) WHERE NOT read",
+                """
+                CREATE INDEX notifications_unseen ON notifications (user_id, occurred_at)
+                WHERE NOT read AND NOT seen
+                """,
+                """
+                CREATE TABLE read_tombstones (
+                    user_id TEXT NOT NULL,
+                    notification_id TEXT NOT NULL,
+                    PRIMARY KEY (user_id, notification_id)
+                )
+                """,
+                """
+                CREATE TABLE messages (
+                    user_id TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    conversation_id TEXT NOT NULL,
+                    occurred_at BIGINT NOT NULL,
+                    read BOOLEAN NOT NULL,
+                    PRIMARY KEY (user_id, event_id)
+                )
+                """,
+                "CREATE INDEX messages_unread ON messages (user_id, conversation_id, occurred_at) WHERE NOT read",
+                """
+                CREATE TABLE conversation_watermarks (
+                    user_id TEXT NOT NULL,
+                    conversation_id TEXT NOT NULL,
+                    read_until BIGINT NOT NULL,
+                    PRIMARY KEY (user_id, conversation_id)
+                )
+                """,
+                """
+                CREATE TABLE devices (
+                    token TEXT PRIMARY KEY,
+                    user_id TEXT NOT NULL,
+                    provider TEXT NOT NULL,
+                    topic TEXT,
+                    environment TEXT,
+                    active BOOLEAN NOT NULL DEFAULT TRUE
+                )
+                """,
+                "CREATE INDEX devices_active_user ON devices (user_id) WHERE active",
+                "CREATE TABLE processed_events (event_id TEXT PRIMARY KEY)",
+                """
+                CREATE TABLE outbox (
+                    id \(dialect.autoIncrementPrimaryKey),
+                    user_id TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    event_type TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    provider TEXT NOT NULL,
+                    topic TEXT,
+                    environment TEXT,
+                    kind TEXT NOT NULL,
+                    event_json TEXT,
+                    unread_notifications BIGINT NOT NULL,
+                    unseen_notifications BIGINT NOT NULL,
+                    unread_messages BIGINT NOT NULL,
+                    badge BIGINT NOT NULL,
+                    badge_version BIGINT NOT NULL,
+                    previews BOOLEAN NOT NULL
+                )
+                """,
+                "CREATE INDEX outbox_token ON outbox (token)",
+            ]
+        }
+    ]
+
+    /// Applies the missing migrations in one transaction. `prelude` runs first, after the advisory lock on
+    /// PostgreSQL (e.g. creating the configured schema).
+    static func migrate(_ database: any SQLTransactor, prelude: [String] = []) async throws {
+        try await database.transaction { sql in
+            if sql.dialect == .postgres {
+                try await sql.execute("SELECT pg_advisory_xact_lock($1)", [.int(advisoryLockKey)])
+            }
+            for statement in prelude {
+                try await sql.execute(statement)
+            }
+            try await sql.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
+            )
+            let applied = Set(try await sql.query("SELECT version FROM schema_migrations", []).compactMap { $0[0].int64 })
+            for migration in migrations where !applied.contains(migration.version) {
+                for statement in migration.statements(sql.dialect) {
+                    try await sql.execute(statement)
+                }
+                try await sql.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+                    [.int(migration.version), .int(Timestamp.now().microsecondsSinceEpoch)])
+            }
+        }
+    }
+
+    /// The highest migration version.
+    static var latestVersion: Int64 { migrations.map(\.version).max() ?? 0 }
+}

@@ -1,0 +1,72 @@
+import AMQPClient
+import Synchronization
+
+/// Collects one consumer's deliveries so that a batch can take everything that arrived while the previous batch
+/// was being processed: natural batching, bounded by the channel's prefetch.
+final class DeliveryBuffer: Sendable {
+    private struct State {
+        var deliveries: [AMQPDelivery] = []
+        var finished: (any Error)?? = nil
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Adds a delivery (consumer side).
+    func append(_ delivery: AMQPDelivery) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.deliveries.append(delivery)
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// No more deliveries will come; `error` is nil for a clean end.
+    func finish(_ error: (any Error)?) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.finished == nil { state.finished = .some(error) }
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits for at least one delivery and takes up to `limit`; returns [] once finished (throws its error, if any).
+    func take(limit: Int) async throws -> [AMQPDelivery] {
+        while true {
+            enum Step {
+                case batch([AMQPDelivery])
+                case end((any Error)?)
+                case wait
+            }
+            let step = state.withLock { state -> Step in
+                if let finished = state.finished { return .end(finished) }
+                if !state.deliveries.isEmpty {
+                    let count = min(limit, state.deliveries.count)
+                    let batch = Array(state.deliveries.prefix(count))
+                    state.deliveries.removeFirst(count)
+                    return .batch(batch)
+                }
+                return .wait
+            }
+            switch step {
+            case .batch(let batch): return batch
+            case .end(let error):
+                if let error { throw error }
+                return []
+            case .wait:
+                await withCheckedContinuation { continuation in
+                    let resumeNow = state.withLock { state -> Bool in
+                        if state.finished != nil || !state.deliveries.isEmpty { return true }
+                        state.waiter = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+        }
+    }
+}

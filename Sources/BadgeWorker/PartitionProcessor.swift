@@ -1,0 +1,78 @@
+import AMQPClient
+import BadgeCore
+import BadgeStore
+import Logging
+import Metrics
+
+/// Processes one partition queue: batches of deliveries → decode → park invalid ones → one transaction →
+/// one multiple-ack → pushes.
+struct PartitionProcessor: Sendable {
+    let channel: AMQPChannel
+    let deadLetters: AMQPChannel
+    let buffer: DeliveryBuffer
+    let store: any BadgeStore
+    let dispatcher: PushDispatcher
+    let configuration: WorkerConfiguration
+    let logger: Logger
+
+    private static let processed = Counter(label: "badgepipe_events_processed_total")
+    private static let parked = Counter(label: "badgepipe_events_parked_total")
+
+    func run() async throws {
+        while true {
+            let batch = try await buffer.take(limit: configuration.batchSize)
+            guard let last = batch.last else { return }
+            try await process(batch, lastTag: last.deliveryTag)
+        }
+    }
+
+    private func process(_ batch: [AMQPDelivery], lastTag: UInt64) async throws {
+        var events: [Event] = []
+        events.reserveCapacity(batch.count)
+        for delivery in batch {
+            switch EventDecoder.decode(body: delivery.body, contentType: delivery.properties.contentType) {
+            case .success(let event):
+                events.append(event)
+            case .failure(let invalid):
+                try await park(delivery, reason: "\(invalid.code): \(invalid.message)")
+            }
+        }
+        let applied: [AppliedEvent]
+        if events.isEmpty {
+            applied = []
+        } else {
+            let policy = configuration.badgePolicy
+            applied = try await Retry.transient("apply", logger: logger) {
+                try await store.apply(events, policy: policy)
+            }
+        }
+        // Committed: now, and only now, the broker may forget these messages.
+        try await channel.ack(deliveryTag: lastTag, multiple: true)
+        Self.processed.increment(by: events.count)
+        let pushes = applied.flatMap(\.pushes)
+        if !pushes.isEmpty { try await dispatcher.send(pushes) }
+    }
+
+    /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.
+    private func park(_ delivery: AMQPDelivery, reason: String) async throws {
+        var properties = delivery.properties
+        var headers = properties.headers ?? [:]
+        headers[Topology.errorHeader] = .string(String(reason.prefix(1000)).replacingNewlines())
+        headers["x-badgepipe-original-routing-key"] = .string(delivery.routingKey)
+        properties.headers = headers
+        try await deadLetters.publish(
+            delivery.body, exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
+            properties: properties)
+        Self.parked.increment()
+        logger.warning(
+            "invalid event parked",
+            metadata: ["event.message_id": "\(delivery.properties.messageID ?? "-")", "event.error": "\(reason)"])
+    }
+}
+
+extension String {
+    /// The text on one line.
+    func replacingNewlines() -> String {
+        String(map { $0.isNewline ? " " : $0 })
+    }
+}

@@ -1,0 +1,63 @@
+import AMQPClient
+
+/// The broker objects the pipeline owns, and how they are declared.
+///
+/// `badgepipe.events` is a consistent-hash exchange: the routing key (the event's recipient) picks one of
+/// `partitions` quorum queues `badgepipe.events.<n>`, so one user's events always land in one queue, in publish
+/// order. Each partition queue has single active consumer (one worker at a time consumes it, another takes over
+/// when that one dies), a delivery limit (a message that keeps killing workers is dead-lettered instead of looping)
+/// and dead-letters into `badgepipe.dlx`, a fanout exchange bound to the durable queue `badgepipe.dead`. Invalid
+/// events are parked in `badgepipe.dead` directly by the worker, with the header `x-badgepipe-error`.
+public struct Topology: Sendable, Hashable {
+    /// The contract's exchange name.
+    public static let eventsExchange = "badgepipe.events"
+    /// The contract's dead-letter queue name.
+    public static let deadQueue = "badgepipe.dead"
+    /// The header that carries why a message was parked.
+    public static let errorHeader = "x-badgepipe-error"
+
+    /// Prefix of every name: `badgepipe` in production (the contract's names); tests use their own so that they
+    /// never share queues with a running deployment.
+    public var namespace: String
+    /// The events exchange producers publish to.
+    public var exchange: String { "\(namespace).events" }
+    /// The fanout exchange partition queues dead-letter into.
+    public var deadLetterExchange: String { "\(namespace).dlx" }
+    /// The durable queue of parked messages.
+    public var deadQueueName: String { "\(namespace).dead" }
+
+    /// Number of partition queues. Every process of one deployment must use the same number.
+    public var partitions: Int
+    /// Deliveries of one message before the broker dead-letters it (quorum queue `x-delivery-limit`).
+    public var deliveryLimit: Int
+
+    public init(namespace: String = "badgepipe", partitions: Int = 8, deliveryLimit: Int = 20) {
+        self.namespace = namespace
+        self.partitions = partitions
+        self.deliveryLimit = deliveryLimit
+    }
+
+    /// The name of partition `index`.
+    public func queueName(_ index: Int) -> String { "\(exchange).\(index)" }
+
+    /// Declares everything (idempotent; every worker does it at start, `badgepipe setup` does it alone).
+    public func declare(on channel: AMQPChannel) async throws {
+        try await channel.declareExchange(deadLetterExchange, type: .fanout, durable: true)
+        try await channel.declareQueue(deadQueueName, durable: true, arguments: ["x-queue-type": "quorum"])
+        try await channel.bindQueue(deadQueueName, exchange: deadLetterExchange, routingKey: "")
+        try await channel.declareExchange(exchange, type: .consistentHash, durable: true)
+        for index in 0..<partitions {
+            let queue = queueName(index)
+            try await channel.declareQueue(
+                queue, durable: true,
+                arguments: [
+                    "x-queue-type": "quorum",
+                    "x-single-active-consumer": true,
+                    "x-delivery-limit": .int64(Int64(deliveryLimit)),
+                    "x-dead-letter-exchange": .string(deadLetterExchange),
+                ])
+            // Equal weights: the hash ring spreads users evenly over the partitions.
+            try await channel.bindQueue(queue, exchange: exchange, routingKey: "1")
+        }
+    }
+}

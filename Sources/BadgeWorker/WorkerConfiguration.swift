@@ -1,0 +1,51 @@
+import AMQPClient
+import BadgeCore
+import BadgeDelivery
+
+/// Everything a worker needs to run.
+public struct WorkerConfiguration: Sendable {
+    /// The broker.
+    public var amqp: AMQPConfiguration
+    /// `postgres://…` or `sqlite:PATH`.
+    public var databaseURL: String
+    /// Where pushes go.
+    public var delivery: DeliveryConfiguration
+    /// `unseen` (default) or `unread`.
+    public var badgePolicy: BadgePolicy
+    /// APNs topic for devices registered without one.
+    public var apnsTopic: String
+    /// FCM project id in `/v1/projects/{project}/messages:send`.
+    public var fcmProject: String
+    /// The broker topology (partition count must match across the deployment).
+    public var topology: Topology
+    /// Unacked deliveries per partition consumer.
+    public var prefetch: UInt16
+    /// Most events in one database transaction.
+    public var batchSize: Int
+    /// Most users whose pushes are sent at the same time, per partition.
+    public var sendConcurrency: Int
+
+    public init(
+        amqp: AMQPConfiguration,
+        databaseURL: String,
+        delivery: DeliveryConfiguration = DeliveryConfiguration(),
+        badgePolicy: BadgePolicy = .unseen,
+        apnsTopic: String = "com.example.app",
+        fcmProject: String = "badgepipe",
+        topology: Topology = Topology(),
+        prefetch: UInt16 = 256,
+        batchSize: Int = 128,
+        sendConcurrency: Int = 32
+    ) {
+        self.amqp = amqp
+        self.databaseURL = databaseURL
+        self.delivery = delivery
+        self.badgePolicy = badgePolicy
+        self.apnsTopic = apnsTopic
+        self.fcmProject = fcmProject
+        self.topology = topology
+        self.prefetch = prefetch
+        self.batchSize = batchSize
+        self.sendConcurrency = sendConcurrency
+    }
+}

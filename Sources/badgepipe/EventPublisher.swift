@@ -1,0 +1,95 @@
+import AMQPClient
+import BadgeWorker
+import Foundation
+
+/// Publishes events in order with a window of unconfirmed messages, optionally at a fixed rate, with a live
+/// progress line on stderr.
+struct EventPublisher {
+    struct Report {
+        var sent = 0
+        var confirmed = 0
+        var failures: [String] = []
+        var seconds = 0.0
+
+        var summary: String {
+            let rate = seconds > 0 ? Double(confirmed) / seconds : 0
+            return String(
+                format: "published %d events: %d confirmed, %d not confirmed, in %.2f s (%.0f/s)", sent, confirmed,
+                failures.count, seconds, rate)
+        }
+    }
+
+    let channel: AMQPChannel
+    let window: Int
+
+    func publish(
+        count: Int,
+        rate: Double?,
+        progress: Bool,
+        next: () -> OutgoingEvent
+    ) async throws -> Report {
+        var report = Report()
+        let clock = ContinuousClock()
+        let start = clock.now
+        var lastProgress = start
+        var inFlight: [(id: String, confirmation: AMQPPublishConfirmation)] = []
+        inFlight.reserveCapacity(window)
+        var head = 0
+
+        func settle(_ entry: (id: String, confirmation: AMQPPublishConfirmation), into report: inout Report) async {
+            do {
+                try await entry.confirmation.wait()
+                report.confirmed += 1
+            } catch {
+                report.failures.append("\(entry.id): \(error)")
+            }
+        }
+
+        for index in 0..<count {
+            if let rate, rate > 0 {
+                let due = start + .seconds(Double(index) / rate)
+                if due > clock.now { try await Task.sleep(until: due, clock: clock) }
+            }
+            let event = next()
+            let confirmation = channel.publishInOrder(
+                event.body, exchange: Topology().exchange, routingKey: event.recipient, mandatory: true,
+                properties: AMQPProperties(
+                    contentType: "application/json", deliveryMode: .persistent, messageID: event.id,
+                    type: event.type.isEmpty ? nil : event.type))
+            inFlight.append((event.id, confirmation))
+            report.sent += 1
+            while inFlight.count - head >= window || (head < inFlight.count && inFlight[head].confirmation.isResolved) {
+                await settle(inFlight[head], into: &report)
+                head += 1
+            }
+            if head > 4096 {
+                inFlight.removeFirst(head)
+                head = 0
+            }
+            if progress, clock.now - lastProgress > .milliseconds(500) {
+                lastProgress = clock.now
+                printProgress(report, elapsed: clock.now - start)
+            }
+        }
+        while head < inFlight.count {
+            await settle(inFlight[head], into: &report)
+            head += 1
+        }
+        let elapsed = clock.now - start
+        report.seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        if progress {
+            printProgress(report, elapsed: elapsed)
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+        return report
+    }
+
+    private func printProgress(_ report: Report, elapsed: Duration) {
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let rate = seconds > 0 ? Double(report.confirmed) / seconds : 0
+        let line = String(
+            format: "\rsent %d  confirmed %d  failed %d  %.0f/s   ", report.sent, report.confirmed,
+            report.failures.count, rate)
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}

@@ -1,0 +1,76 @@
+import BadgeCore
+
+/// A reproducible stream of events for load tests: each user first registers one device, then a mix of
+/// notifications (follow, amen, comment, mention), chat messages and read-state events.
+struct LoadGenerator {
+    private var state: UInt64
+    private let users: Int
+    private var registered = 0
+    private var sequence = 0
+    private let runID: UInt64
+
+    init(users: Int, seed: UInt64) {
+        self.users = users
+        self.state = seed &+ 0x9E37_79B9_7F4A_7C15
+        self.runID = UInt64.random(in: 0...UInt64.max) >> 16
+    }
+
+    private mutating func random() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    private mutating func pick(_ count: Int) -> Int { Int(random() % UInt64(count)) }
+
+    mutating func next() -> OutgoingEvent {
+        sequence += 1
+        let id = "load-\(runID)-\(sequence)"
+        let now = Timestamp.now()
+        if registered < users {
+            let user = "load-u\(registered)"
+            registered += 1
+            let token = String(format16(UInt64(registered)) + format16(runID))
+            return OutgoingEvent(
+                event: Event(
+                    id: id, type: .deviceRegistered, recipient: user, occurredAt: now,
+                    device: DeviceInfo(token: token, provider: registered % 4 == 0 ? .fcm : .apns)))
+        }
+        let user = "load-u\(pick(users))"
+        var actorIndex = pick(users)
+        if "load-u\(actorIndex)" == user { actorIndex = (actorIndex + 1) % max(users, 2) }
+        let actor = EventActor(id: "load-u\(actorIndex)", name: "User \(actorIndex)")
+        let roll = pick(100)
+        let event: Event
+        switch roll {
+        case 0..<25: event = Event(id: id, type: .follow, recipient: user, occurredAt: now, actor: actor)
+        case 25..<45:
+            event = Event(id: id, type: .amen, recipient: user, occurredAt: now, actor: actor, postID: "p\(pick(50))")
+        case 45..<60:
+            event = Event(
+                id: id, type: .comment, recipient: user, occurredAt: now, actor: actor, postID: "p\(pick(50))",
+                text: "Comment \(sequence)")
+        case 60..<65:
+            event = Event(id: id, type: .mention, recipient: user, occurredAt: now, actor: actor, postID: "p1")
+        case 65..<85:
+            event = Event(
+                id: id, type: .message, recipient: user, occurredAt: now, actor: actor,
+                conversationID: "c\(pick(5))", text: "Message \(sequence)")
+        case 85..<90:
+            event = Event(id: id, type: .notificationsOpened, recipient: user, occurredAt: now)
+        case 90..<95:
+            event = Event(
+                id: id, type: .conversationRead, recipient: user, occurredAt: now, conversationID: "c\(pick(5))")
+        default:
+            event = Event(id: id, type: .notificationsReadAll, recipient: user, occurredAt: now)
+        }
+        return OutgoingEvent(event: event)
+    }
+
+    private func format16(_ value: UInt64) -> String {
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: max(0, 16 - hex.count)) + hex
+    }
+}

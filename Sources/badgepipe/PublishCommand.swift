@@ -1,0 +1,120 @@
+import AMQPClient
+import ArgumentParser
+import BadgeCore
+import BadgeWorker
+import Foundation
+
+/// `badgepipe publish`: one event from flags or a file, a contract scenario file, or a generated load — always with
+/// `mandatory` and publisher confirms, reporting every event the broker did not take.
+struct PublishCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "publish",
+        abstract: "Publish events: one from flags, a JSON file, a scenario file, or a generated load.",
+        discussion: """
+            Examples:
+              badgepipe publish --type follow --recipient u-alice --actor-id u-bob --actor-name Bob
+              badgepipe publish --file event.json          (one event object, or an array of them)
+              badgepipe publish --scenario scenario.json   (the contract's scenario format; publish steps in order)
+              badgepipe publish --count 20000 --rate 5000 --users 500
+            """)
+
+    @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
+    @Option(help: "A JSON file with one event or an array of events.") var file: String?
+    @Option(help: "A scenario file (contract format).") var scenario: String?
+
+    @Option(help: "Event type, for one event from flags.") var type: String?
+    @Option(help: "Recipient user id.") var recipient: String?
+    @Option(help: "Event id (default: generated).") var id: String?
+    @Option(help: "RFC 3339 time (default: now).") var occurredAt: String?
+    @Option(help: "Actor id.") var actorID: String?
+    @Option(help: "Actor display name (default: the actor id).") var actorName: String?
+    @Option(help: "Post id.") var postID: String?
+    @Option(help: "Text (comment, mention, message, reminder).") var text: String?
+    @Option(help: "Conversation id.") var conversationID: String?
+    @Option(help: "Notification ids, comma separated (notification_read).") var notificationIDs: String?
+    @Option(help: "Device token (device_registered / device_unregistered).") var token: String?
+    @Option(help: "apns or fcm (device_registered).") var provider: String?
+
+    @Option(help: "Generate this many events (load mode).") var count: Int?
+    @Option(help: "Events per second in load mode (default: as fast as confirms allow).") var rate: Double?
+    @Option(help: "Distinct recipients in load mode.") var users: Int = 100
+    @Option(help: "Random seed in load mode.") var seed: UInt64 = 1
+    @Option(help: "Unconfirmed publishes in flight.") var window: Int = 1000
+
+    func run() async throws {
+        let events = try collectEvents()
+        let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
+        let channel = try await connection.openChannel()
+        do {
+            try await channel.declareExchange(Topology.eventsExchange, type: .consistentHash, passive: true)
+        } catch let error as AMQPError where error.replyCode == 404 {
+            throw CommandError(
+                code: "no_exchange",
+                message: "exchange \(Topology.eventsExchange) does not exist: run `badgepipe setup` or start a worker")
+        }
+        try await channel.confirmSelect()
+        let publisher = EventPublisher(channel: channel, window: window)
+        let report: EventPublisher.Report
+        if let count {
+            var generator = LoadGenerator(users: max(1, users), seed: seed)
+            report = try await publisher.publish(count: count, rate: rate, progress: true) { generator.next() }
+        } else {
+            var iterator = events.makeIterator()
+            report = try await publisher.publish(count: events.count, rate: nil, progress: false) { iterator.next()! }
+        }
+        await connection.close()
+        print(report.summary)
+        for failure in report.failures.prefix(20) { print("  not confirmed: \(failure)") }
+        if !report.failures.isEmpty { throw ExitCode(1) }
+    }
+
+    private func collectEvents() throws -> [OutgoingEvent] {
+        if count != nil { return [] }
+        if let scenario {
+            let json = try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: scenario))))
+            guard let steps = json["steps"]?.arrayValue else {
+                throw CommandError(code: "bad_scenario", message: "\(scenario): no \"steps\" array")
+            }
+            return steps.compactMap { $0["publish"] }.map(OutgoingEvent.init(json:))
+        }
+        if let file {
+            let json = try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+            if let array = json.arrayValue { return array.map(OutgoingEvent.init(json:)) }
+            return [OutgoingEvent(json: json)]
+        }
+        return [OutgoingEvent(event: try eventFromFlags())]
+    }
+
+    private func eventFromFlags() throws -> Event {
+        guard let typeText = type, let eventType = EventType(rawValue: typeText) else {
+            throw CommandError(
+                code: "missing_type",
+                message: "give --type (one of \(EventType.allCases.map(\.rawValue).joined(separator: ", "))),"
+                    + " or --file, --scenario or --count")
+        }
+        guard let recipient else { throw CommandError(code: "missing_recipient", message: "give --recipient") }
+        let occurred =
+            try occurredAt.map {
+                guard let time = Timestamp.parse($0) else {
+                    throw CommandError(code: "bad_time", message: "--occurred-at is not an RFC 3339 timestamp")
+                }
+                return time
+            } ?? Timestamp.now()
+        let event = Event(
+            id: id ?? "evt-\(UInt64.random(in: 0...UInt64.max))",
+            type: eventType,
+            recipient: recipient,
+            occurredAt: occurred,
+            actor: actorID.map { EventActor(id: $0, name: actorName ?? $0) },
+            postID: postID,
+            conversationID: conversationID,
+            text: text,
+            notificationIDs: notificationIDs?.split(separator: ",").map(String.init) ?? [],
+            device: token.map { DeviceInfo(token: $0, provider: provider.flatMap(PushProvider.init(rawValue:))) })
+        // Check it here so a typo is reported now rather than parked by the worker.
+        if case .failure(let invalid) = EventDecoder.decode(body: event.jsonData(), contentType: nil) {
+            throw CommandError(code: invalid.code, message: "the event would be invalid: \(invalid.message)")
+        }
+        return event
+    }
+}

@@ -1,0 +1,241 @@
+import BadgeCore
+import Foundation
+import Testing
+
+@testable import BadgeStore
+
+@Suite("Store behaviour")
+struct StoreTests {
+    @Test(arguments: Backend.allCases)
+    func sameEventTwiceInOneBatchHasOneEffect(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let events = [register("d1", token: tokenA), follow("n1", at: 1), follow("n1", at: 1)]
+            let applied = try await store.apply(events, policy: .unseen)
+            #expect(applied.map(\.duplicate) == [false, false, true])
+            #expect(applied[2].pushes.isEmpty)
+            let snapshot = try await store.snapshot(user: "u-alice")
+            #expect(snapshot.counts == Counts(unreadNotifications: 1, unseenNotifications: 1))
+            #expect(snapshot.badgeVersion == 1)
+            #expect(try await store.pendingPushes(limit: 100).count == 2)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func sameEventInTwoBatchesHasOneEffect(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.apply([register("d1", token: tokenA), follow("n1", at: 1)], policy: .unseen)
+            let again = try await store.apply([follow("n1", at: 1), register("d1", token: tokenA)], policy: .unseen)
+            #expect(again.map(\.duplicate) == [true, true])
+            #expect(again.allSatisfy { $0.pushes.isEmpty })
+            let read = Event(id: "r1", type: .notificationRead, recipient: "u-alice", occurredAt: at(2), notificationIDs: ["n1"])
+            _ = try await store.apply([read], policy: .unseen)
+            #expect(try await store.apply([read], policy: .unseen)[0].duplicate)
+            let snapshot = try await store.snapshot(user: "u-alice")
+            #expect(snapshot.counts == .zero)
+            #expect(snapshot.badgeVersion == 2)
+            #expect(try await store.pendingPushes(limit: 100).map(\.push.badgeVersion) == [0, 1, 2])
+        }
+    }
+
+    /// A batch that fails in the middle (a failing statement injected before its third event) leaves no
+    /// trace: no counts, no devices, no outbox rows, no processed ids; the same batch then applies normally.
+    @Test(arguments: Backend.allCases)
+    func failedBatchRollsBack(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.apply([register("d0", token: tokenB), follow("n0", at: 0)], policy: .unseen)
+            let before = try await store.snapshot(user: "u-alice")
+            let outboxBefore = try await store.pendingPushes(limit: 100)
+
+            let batch = [
+                register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2),
+                Event(id: "r1", type: .notificationsReadAll, recipient: "u-alice", occurredAt: at(3)),
+                follow("n3", at: 4, to: "u-zed"),
+            ]
+            setBeforeEvent(store) { index, sql in
+                if index == 2 { try await sql.execute("SELECT no_such_column FROM no_such_table") }
+            }
+            await #expect {
+                try await store.apply(batch, policy: .unseen)
+            } throws: { error in
+                (error as? StoreError)?.transient == false
+            }
+            setBeforeEvent(store, nil)
+
+            #expect(try await store.snapshot(user: "u-alice") == before)
+            #expect(try await store.snapshot(user: "u-zed") == UserSnapshot(user: "u-zed"))
+            #expect(try await store.pendingPushes(limit: 100) == outboxBefore)
+
+            var model = InboxModel()
+            _ = modelPushes(&model, [register("d0", token: tokenB), follow("n0", at: 0)])
+            let applied = try await store.apply(batch, policy: .unseen)
+            #expect(applied.allSatisfy { !$0.duplicate })
+            #expect(pushes(applied) == modelPushes(&model, batch))
+            expectMatches(try await store.snapshot(user: "u-alice"), model, "after retry")
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func migratingTwiceIsHarmless(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.apply([register("d1", token: tokenA), follow("n1", at: 1)], policy: .unseen)
+            try await store.migrate()
+            try await store.migrate()
+            #expect(try await store.snapshot(user: "u-alice").counts.unreadNotifications == 1)
+            #expect(try await migrationVersions(store) == [1])
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func concurrentMigrationsAreSafe(backend: Backend) async throws {
+        try await withStores(backend, count: 3, migrate: false) { stores in
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for store in stores {
+                    group.addTask { try await store.migrate() }
+                }
+                try await group.waitForAll()
+            }
+            for (index, store) in stores.enumerated() {
+                _ = try await store.apply([follow("n\(index)", at: Int64(index))], policy: .unseen)
+                #expect(try await migrationVersions(store) == [1])
+            }
+            #expect(try await stores[0].snapshot(user: "u-alice").counts.unreadNotifications == 3)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func deactivatedDeviceGetsNoMorePushes(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.apply(
+                [register("d1", token: tokenA), register("d2", token: tokenB), follow("n1", at: 1)], policy: .unseen)
+            #expect(try await store.pendingPushes(limit: 100).count == 4)
+            try await store.deactivateDevice(token: tokenA)
+            let pending = try await store.pendingPushes(limit: 100)
+            #expect(pending.map(\.push.token) == [tokenB, tokenB])
+            let applied = try await store.apply([follow("n2", at: 2)], policy: .unseen)
+            #expect(pushes(applied).map(\.token) == [tokenB])
+            #expect(try await store.snapshot(user: "u-alice").devices.map(\.token) == [tokenB])
+            // Registering it again revives it.
+            _ = try await store.apply([register("d3", token: tokenA)], policy: .unseen)
+            #expect(try await store.snapshot(user: "u-alice").devices.map(\.token) == [tokenA, tokenB])
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func pendingPushesPagesInOrder(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let events = [register("d1", token: tokenA)] + (1...7).map { follow("n\($0)", at: Int64($0)) }
+            let planned = try await store.apply(events, policy: .unread).flatMap(\.pushes)
+            var seen: [OutboxPush] = []
+            while true {
+                let page = try await store.pendingPushes(limit: 3)
+                if page.isEmpty { break }
+                seen += page
+                try await store.markSent(page.map(\.id))
+            }
+            #expect(seen == planned)
+            #expect(seen.map(\.push.badge) == Array(0...7))
+        }
+    }
+
+    @Test func factoryParsesURLs() throws {
+        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite:/var/lib/badgepipe.db") == "/var/lib/badgepipe.db")
+        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite:///tmp/x.sqlite") == "/tmp/x.sqlite")
+        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite:data/x.sqlite") == "data/x.sqlite")
+        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite::memory:") == nil)
+        #expect(throws: StoreError.self) { try BadgeStoreFactory.sqlitePath(from: "mysql://x") }
+        #expect(throws: StoreError.self) { try BadgeStoreFactory.make(url: "redis://x", logger: testLogger) }
+        #expect(BadgeStoreFactory.makeOrNil("postgresql://u:p%40ss@db.example:6543/app?schema=s1") is PostgresBadgeStore)
+        let parsed = try PostgresURL("postgres://u:p%40ss@db.example:6543/app?schema=s1&sslmode=disable")
+        #expect(parsed.configuration.host == "db.example")
+        #expect(parsed.configuration.port == 6543)
+        #expect(parsed.configuration.username == "u")
+        #expect(parsed.configuration.password == "p@ss")
+        #expect(parsed.configuration.database == "app")
+        #expect(parsed.schema == "s1")
+        #expect(throws: StoreError.self) { try PostgresURL("postgres://db.example/app") }
+    }
+
+    @Test func inMemorySQLiteWorks() async throws {
+        let store = try BadgeStoreFactory.make(url: "sqlite::memory:", logger: testLogger)
+        try await store.migrate()
+        let applied = try await store.apply([register("d1", token: tokenA), follow("n1", at: 1)], policy: .unseen)
+        #expect(pushes(applied).map(\.badge) == [0, 1])
+        try await store.close()
+    }
+
+    @Test func transientErrorClassification() {
+        #expect(PostgresTransactor.isTransient(sqlState: "40001"))
+        #expect(PostgresTransactor.isTransient(sqlState: "40P01"))
+        #expect(PostgresTransactor.isTransient(sqlState: "08006"))
+        #expect(PostgresTransactor.isTransient(sqlState: "57P01"))
+        #expect(!PostgresTransactor.isTransient(sqlState: "23505"))
+        #expect(!PostgresTransactor.isTransient(sqlState: "42P01"))
+    }
+
+    /// SQLite's "database is locked": a second store on the same file cannot write while the first holds a
+    /// write transaction; after its busy timeout it fails with a transient error and a retry succeeds.
+    @Test func sqliteBusyIsTransient() async throws {
+        let database = TestDatabase(.sqlite)
+        let holder = SQLiteBadgeStore(path: database.sqlitePath, logger: testLogger)
+        let other = SQLiteBadgeStore(path: database.sqlitePath, busyTimeoutMilliseconds: 1, logger: testLogger)
+        try await holder.migrate()
+        let gate = Gate()
+        let release = Gate()
+        holder.hooks.beforeEvent = { _, _ in
+            await gate.open()
+            await release.wait()
+        }
+        let holding = Task { try await holder.apply([follow("n1", at: 1)], policy: .unseen) }
+        await gate.wait()
+        await #expect {
+            try await other.apply([follow("n2", at: 2)], policy: .unseen)
+        } throws: { error in
+            (error as? StoreError)?.transient == true
+        }
+        await release.open()
+        _ = try await holding.value
+        _ = try await other.apply([follow("n2", at: 2)], policy: .unseen)
+        #expect(try await other.snapshot(user: "u-alice").counts.unreadNotifications == 2)
+        try await holder.close()
+        try await other.close()
+        await database.drop(using: holder)
+    }
+}
+
+extension BadgeStoreFactory {
+    static func makeOrNil(_ url: String) -> (any BadgeStore)? {
+        try? make(url: url, logger: testLogger)
+    }
+}
+
+/// A one-shot async gate.
+actor Gate {
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func open() {
+        isOpen = true
+        for waiter in waiters { waiter.resume() }
+        waiters = []
+    }
+
+    func wait() async {
+        if isOpen { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+}
+
+/// The versions recorded in `schema_migrations`.
+func migrationVersions(_ store: any BadgeStore) async throws -> [Int64] {
+    let database: any SQLTransactor
+    if let store = store as? SQLiteBadgeStore {
+        database = store.database
+    } else if let store = store as? PostgresBadgeStore {
+        database = store.database
+    } else {
+        return []
+    }
+    return try await database.transaction { sql in
+        try await sql.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { $0[0].int64 }
+    }
+}

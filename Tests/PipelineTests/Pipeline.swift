@@ -1,0 +1,189 @@
+import AMQPClient
+import BadgeCore
+import BadgeDelivery
+import BadgeSink
+import BadgeStore
+import BadgeWorker
+import Foundation
+import Logging
+import ServiceLifecycle
+import Testing
+
+/// Which database a pipeline test runs on.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite
+    case postgres
+
+    var testDescription: String { rawValue }
+
+    /// A fresh, empty database of this kind.
+    func freshURL() throws -> String {
+        switch self {
+        case .sqlite:
+            return "sqlite:"
+                + FileManager.default.temporaryDirectory
+                .appendingPathComponent("badgepipe-\(UUID().uuidString).sqlite").path
+        case .postgres:
+            let base =
+                ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
+                ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
+            let name = "pipeline_\(UInt32.random(in: 0...UInt32.max))"
+            try run("/usr/bin/psql", [base, "-q", "-c", "create database \(name)"])
+            guard let slash = base.lastIndex(of: "/") else { return base }
+            return String(base[...slash]) + name
+        }
+    }
+}
+
+/// Runs a command and throws when it fails.
+func run(_ executable: String, _ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardOutput = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw StoreError(code: "test_setup", message: "\(executable) \(arguments) failed", transient: false)
+    }
+}
+
+/// A whole pipeline in one test process: the sink on an ephemeral port, a worker on its own topology namespace and a
+/// fresh database, and a confirmed publisher. Everything talks over the real broker, database and HTTP.
+struct Pipeline: Sendable {
+    let sink: SinkState
+    let topology: Topology
+    let publisher: AMQPChannel
+    let connection: AMQPConnection
+    let store: any BadgeStore
+
+    static let amqpURL =
+        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
+        ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+
+    /// Starts everything, runs `body`, and shuts everything down gracefully.
+    static func with(
+        backend: Backend,
+        partitions: Int = 4,
+        policy: BadgePolicy = .unseen,
+        _ body: @Sendable (Pipeline) async throws -> Void
+    ) async throws {
+        var logger = Logger(label: "pipeline-test")
+        logger.logLevel = .warning
+        let sinkState = SinkState(randomSeed: 42)
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let sink = SinkServer(
+            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
+        ) { port in portContinuation.yield(port) }
+        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await sinkGroup.run() }
+            var portIterator = ports.makeAsyncIterator()
+            guard let port = await portIterator.next() else { throw CancellationError() }
+
+            let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: partitions)
+            let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
+            let configuration = WorkerConfiguration(
+                amqp: try AMQPConfiguration(url: amqpURL),
+                databaseURL: "unused",
+                delivery: DeliveryConfiguration(
+                    apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)",
+                    initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(100)),
+                badgePolicy: policy,
+                apnsTopic: "com.example.test",
+                topology: topology)
+            let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
+            let worker = Worker(configuration: configuration, store: store, logger: logger) {
+                readyContinuation.yield()
+            }
+            let workerGroup = ServiceGroup(services: [StoreService(store: store), worker], logger: logger)
+            group.addTask { try await workerGroup.run() }
+            var readyIterator = ready.makeAsyncIterator()
+            _ = await readyIterator.next()
+
+            let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: amqpURL))
+            let publisher = try await connection.openChannel()
+            try await publisher.confirmSelect()
+            let pipeline = Pipeline(
+                sink: sinkState, topology: topology, publisher: publisher, connection: connection, store: store)
+            do {
+                try await body(pipeline)
+            } catch {
+                await pipeline.tearDown(workerGroup: workerGroup, sinkGroup: sinkGroup)
+                throw error
+            }
+            await pipeline.tearDown(workerGroup: workerGroup, sinkGroup: sinkGroup)
+            try await group.waitForAll()
+        }
+    }
+
+    private func tearDown(workerGroup: ServiceGroup, sinkGroup: ServiceGroup) async {
+        await workerGroup.triggerGracefulShutdown()
+        await sinkGroup.triggerGracefulShutdown()
+        if let channel = try? await connection.openChannel() {
+            for index in 0..<topology.partitions { _ = try? await channel.deleteQueue(topology.queueName(index)) }
+            _ = try? await channel.deleteQueue(topology.deadQueueName)
+            _ = try? await channel.deleteExchange(topology.exchange)
+            _ = try? await channel.deleteExchange(topology.deadLetterExchange)
+        }
+        await connection.close()
+    }
+
+    /// Publishes raw bodies in order with confirms, as a producer would.
+    func publish(
+        _ body: [UInt8], recipient: String, id: String?, contentType: String? = "application/json"
+    ) async throws {
+        try await publisher.publish(
+            body, exchange: topology.exchange, routingKey: recipient, mandatory: true,
+            properties: AMQPProperties(contentType: contentType, deliveryMode: .persistent, messageID: id))
+    }
+
+    /// Publishes a contract event (JSON object) in order with confirms.
+    func publish(_ event: JSONValue) async throws {
+        try await publish(
+            event.serialized(), recipient: event["recipient"]?.stringValue ?? "", id: event["id"]?.stringValue)
+    }
+
+    /// Waits until every partition queue is drained and the sink has been quiet for a while.
+    func waitUntilQuiet(timeout: Duration = .seconds(30)) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let channel = try await connection.openChannel()
+        defer { Task { try? await channel.close() } }
+        var lastCount = -1
+        var stableSince = clock.now
+        while clock.now < deadline {
+            var ready: UInt32 = 0
+            var consumers: UInt32 = 0
+            for index in 0..<topology.partitions {
+                let info = try await channel.declareQueue(topology.queueName(index), passive: true)
+                ready += info.messageCount
+                consumers += info.consumerCount
+            }
+            let count = sink.count
+            if ready == 0, count == lastCount {
+                if clock.now - stableSince > .milliseconds(700) { return }
+            } else {
+                lastCount = count
+                stableSince = clock.now
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the pipeline did not go quiet within \(timeout)")
+    }
+
+    /// The accepted pushes to a token, oldest first, as parsed APNs payloads.
+    func acceptedPayloads(token: String) -> [JSONValue] {
+        sink.deliveries(token: token).filter { $0.status == 200 }.compactMap { delivery in
+            guard let json = try? JSONValue.parse(delivery.body) else { return nil }
+            if delivery.provider == .fcm { return json["message"]?["apns"]?["payload"] }
+            return json
+        }
+    }
+
+    /// The badge of the last accepted push to a token.
+    func lastBadge(token: String) -> Int? {
+        acceptedPayloads(token: token).last?["aps"]?["badge"]?.int64Value.map(Int.init)
+    }
+}
