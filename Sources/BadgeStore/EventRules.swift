@@ -54,6 +54,14 @@ struct EventRules {
 
     private var users: [String: UserRow] = [:]
     private var loaded: [String: UserRow] = [:]
+    /// Event ids of the batch that were not processed before; an id leaves the set at its first use.
+    private var fresh: Set<String> = []
+    /// Active devices per user, read (and on PostgreSQL share-locked) once per batch; cleared by device events.
+    private var devices: [String: [RegisteredDevice]] = [:]
+    /// The batch's pushes in planning order, written to the outbox at the end of the batch.
+    private var planned: [PlannedPush] = []
+    /// The serialised event of each alert in `planned`, by event id.
+    private var eventJSON: [String: String] = [:]
 
     init(
         sql: any SQLExecutor, policy: BadgePolicy,
@@ -69,14 +77,39 @@ struct EventRules {
     /// Applies `events` in order; the caller owns the transaction.
     mutating func apply(_ events: [Event]) async throws -> [AppliedEvent] {
         try await lockUsers(Set(events.map(\.recipient)))
-        var results: [AppliedEvent] = []
-        results.reserveCapacity(events.count)
+        try await recordEventIDs(Set(events.map(\.id)))
+        // Per event: whether it is a duplicate and the range of its pushes in `planned`.
+        var outcomes: [(duplicate: Bool, pushes: Range<Int>)] = []
+        outcomes.reserveCapacity(events.count)
         for (index, event) in events.enumerated() {
             if let beforeEvent { try await beforeEvent(index, sql) }
-            results.append(try await apply(event))
+            let start = planned.count
+            let duplicate = try await apply(event)
+            outcomes.append((duplicate, start..<planned.count))
         }
         try await saveUsers()
-        return results
+        let ids = try await insertOutbox()
+        return zip(events, outcomes).map { event, outcome in
+            AppliedEvent(
+                event: event, duplicate: outcome.duplicate,
+                pushes: outcome.pushes.map { OutboxPush(id: ids[$0], push: planned[$0]) })
+        }
+    }
+
+    /// Records the batch's event ids as processed; those that were new form `fresh`. Inserted in sorted order
+    /// so that concurrent batches wait for each other rather than deadlock.
+    private mutating func recordEventIDs(_ ids: Set<String>) async throws {
+        for chunk in ids.sorted().chunked(1000) {
+            let values = (1...chunk.count).map { "($\($0))" }.joined(separator: ", ")
+            let rows = try await sql.query(
+                "INSERT INTO processed_events (event_id) VALUES \(values) ON CONFLICT (event_id) DO NOTHING "
+                    + "RETURNING event_id",
+                chunk.map { .text($0) })
+            for row in rows {
+                guard let id = row.first?.string else { throw StoreError.corrupt("bad processed_events row") }
+                fresh.insert(id)
+            }
+        }
     }
 
     /// Creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so that
@@ -123,37 +156,34 @@ struct EventRules {
 
     // MARK: - One event
 
-    private mutating func apply(_ event: Event) async throws -> AppliedEvent {
-        let fresh = try await sql.query(
-            "INSERT INTO processed_events (event_id) VALUES ($1) ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-            [.text(event.id)])
-        guard !fresh.isEmpty else { return AppliedEvent(event: event, duplicate: true, pushes: []) }
+    /// Applies one event; returns whether it was a duplicate.
+    private mutating func apply(_ event: Event) async throws -> Bool {
+        guard fresh.remove(event.id) != nil else { return true }
         guard var user = users[event.recipient] else { throw StoreError.corrupt("user \(event.recipient) not locked") }
-        let pushes: [OutboxPush]
         switch event.type {
         case .follow, .amen, .comment, .mention, .followRequestAccepted, .messageRequestAccepted,
             .prayerReminder:
-            pushes = try await applyNotification(event, to: &user)
+            try await applyNotification(event, to: &user)
         case .message:
-            pushes = try await applyMessage(event, to: &user)
+            try await applyMessage(event, to: &user)
         case .conversationRead, .notificationRead, .notificationsReadAll, .notificationsOpened,
             .preferencesUpdated:
-            pushes = try await applyBadgeUpdate(event, to: &user)
+            try await applyBadgeUpdate(event, to: &user)
         case .deviceRegistered:
-            pushes = try await applyDeviceRegistered(event, user: user)
+            try await applyDeviceRegistered(event, user: user)
         case .deviceUnregistered:
             if let token = event.device?.token {
+                devices = [:]
                 try await sql.execute(
                     "DELETE FROM devices WHERE token = $1 AND user_id = $2", [.text(token), .text(event.recipient)])
             }
-            pushes = []
         }
         users[event.recipient] = user
-        return AppliedEvent(event: event, duplicate: false, pushes: pushes)
+        return false
     }
 
-    private func applyNotification(_ event: Event, to user: inout UserRow) async throws -> [OutboxPush] {
-        guard !event.isSelfAction else { return [] }
+    private mutating func applyNotification(_ event: Event, to user: inout UserRow) async throws {
+        guard !event.isSelfAction else { return }
         let occurredAt = event.occurredAt.microsecondsSinceEpoch
         let tombstoned = try await !sql.query(
             "DELETE FROM read_tombstones WHERE user_id = $1 AND notification_id = $2 RETURNING notification_id",
@@ -167,15 +197,15 @@ struct EventRules {
             ON CONFLICT (user_id, id) DO NOTHING RETURNING id
             """,
             [.text(event.recipient), .text(event.id), .int(occurredAt), .bool(read), .bool(seen)])
-        guard !stored.isEmpty, !read else { return [] }
+        guard !stored.isEmpty, !read else { return }
         user.unreadNotifications += 1
         if !seen { user.unseenNotifications += 1 }
         user.badgeVersion += 1
-        return try await planPushes(.alert(event), for: event, user: user)
+        try await planPushes(.alert(event), for: event, user: user)
     }
 
-    private func applyMessage(_ event: Event, to user: inout UserRow) async throws -> [OutboxPush] {
-        guard !event.isSelfAction else { return [] }
+    private mutating func applyMessage(_ event: Event, to user: inout UserRow) async throws {
+        guard !event.isSelfAction else { return }
         let occurredAt = event.occurredAt.microsecondsSinceEpoch
         let conversation = event.conversationID ?? ""
         let watermark = try await sql.query(
@@ -189,13 +219,13 @@ struct EventRules {
             ON CONFLICT (user_id, event_id) DO NOTHING RETURNING event_id
             """,
             [.text(event.recipient), .text(event.id), .text(conversation), .int(occurredAt), .bool(read)])
-        guard !stored.isEmpty, !read else { return [] }
+        guard !stored.isEmpty, !read else { return }
         user.unreadMessages += 1
         user.badgeVersion += 1
-        return try await planPushes(.alert(event), for: event, user: user)
+        try await planPushes(.alert(event), for: event, user: user)
     }
 
-    private func applyBadgeUpdate(_ event: Event, to user: inout UserRow) async throws -> [OutboxPush] {
+    private mutating func applyBadgeUpdate(_ event: Event, to user: inout UserRow) async throws {
         let before = user
         let recipient = SQLValue.text(event.recipient)
         let until = event.effectiveUntil.microsecondsSinceEpoch
@@ -262,13 +292,14 @@ struct EventRules {
             break
         }
 
-        guard user.counts != before.counts || user.badgeEnabled != before.badgeEnabled else { return [] }
+        guard user.counts != before.counts || user.badgeEnabled != before.badgeEnabled else { return }
         user.badgeVersion += 1
-        return try await planPushes(.badgeOnly, for: event, user: user)
+        try await planPushes(.badgeOnly, for: event, user: user)
     }
 
-    private func applyDeviceRegistered(_ event: Event, user: UserRow) async throws -> [OutboxPush] {
-        guard let info = event.device, let provider = info.provider else { return [] }
+    private mutating func applyDeviceRegistered(_ event: Event, user: UserRow) async throws {
+        guard let info = event.device, let provider = info.provider else { return }
+        devices = [:]
         let device = RegisteredDevice(
             token: info.token, provider: provider, topic: info.topic, environment: info.environment)
         // The token is the key: registering it moves it away from any other user.
@@ -283,7 +314,7 @@ struct EventRules {
                 .text(device.token), .text(event.recipient), .text(provider.rawValue), .text(device.topic),
                 .text(device.environment?.rawValue),
             ])
-        return try await insertOutbox([push(.badgeOnly, for: event, to: device, user: user)], event: event)
+        planned.append(push(.badgeOnly, for: event, to: device, user: user))
     }
 
     // MARK: - Pushes
@@ -295,37 +326,57 @@ struct EventRules {
             previews: user.previews)
     }
 
-    /// One push of `kind` to each active device of the recipient, in token order, written to the outbox.
-    private func planPushes(_ kind: PushKind, for event: Event, user: UserRow) async throws -> [OutboxPush] {
-        let devices = try await StoreQueries.activeDevices(of: event.recipient, sql: sql)
-        guard !devices.isEmpty else { return [] }
-        return try await insertOutbox(devices.map { push(kind, for: event, to: $0, user: user) }, event: event)
+    /// One push of `kind` to each active device of the recipient, in token order.
+    private mutating func planPushes(_ kind: PushKind, for event: Event, user: UserRow) async throws {
+        let recipientDevices: [RegisteredDevice]
+        if let cached = devices[event.recipient] {
+            recipientDevices = cached
+        } else {
+            recipientDevices = try await StoreQueries.activeDevices(of: event.recipient, sql: sql, lock: true)
+            devices[event.recipient] = recipientDevices
+        }
+        guard !recipientDevices.isEmpty else { return }
+        if kind.isAlert {
+            eventJSON[event.id] = String(decoding: event.jsonData(), as: UTF8.self)
+        }
+        planned += recipientDevices.map { push(kind, for: event, to: $0, user: user) }
     }
 
-    private func insertOutbox(_ pushes: [PlannedPush], event: Event) async throws -> [OutboxPush] {
-        let columns = OutboxRow.insertColumns
-        var binds: [SQLValue] = []
-        var rows: [String] = []
-        let eventJSON = pushes.contains(where: \.kind.isAlert) ? String(decoding: event.jsonData(), as: UTF8.self) : nil
-        for push in pushes {
-            let values = OutboxRow.values(of: push, eventJSON: eventJSON)
-            let first = binds.count + 1
-            rows.append("(" + (first..<first + values.count).map { "$\($0)" }.joined(separator: ", ") + ")")
-            binds.append(contentsOf: values)
-        }
-        let returned = try await sql.query(
-            "INSERT INTO outbox (\(columns)) VALUES \(rows.joined(separator: ", ")) RETURNING id, token", binds)
-        var ids: [String: Int64] = [:]
-        for row in returned {
-            guard row.count == 2, let id = row[0].int64, let token = row[1].string else {
-                throw StoreError.corrupt("bad outbox RETURNING row")
+    /// Writes `planned` to the outbox, a few hundred rows per statement, and returns their ids (increasing in
+    /// planning order).
+    private func insertOutbox() async throws -> [Int64] {
+        var ids: [Int64] = []
+        ids.reserveCapacity(planned.count)
+        for chunk in planned.chunked(500) {
+            var binds: [SQLValue] = []
+            var rows: [String] = []
+            for push in chunk {
+                let values = OutboxRow.values(
+                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil)
+                let first = binds.count + 1
+                rows.append("(" + (first..<first + values.count).map { "$\($0)" }.joined(separator: ", ") + ")")
+                binds.append(contentsOf: values)
             }
-            ids[token] = id
+            let returned = try await sql.query(
+                "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES \(rows.joined(separator: ", ")) "
+                    + "RETURNING id, event_id, token",
+                binds)
+            var byKey: [String: Int64] = [:]
+            for row in returned {
+                guard row.count == 3, let id = row[0].int64, let eventID = row[1].string, let token = row[2].string
+                else { throw StoreError.corrupt("bad outbox RETURNING row") }
+                byKey[eventID + " " + token] = id
+            }
+            for push in chunk {
+                guard let id = byKey[push.eventID + " " + push.token] else {
+                    throw StoreError.corrupt("outbox id missing for a push")
+                }
+                // Both databases number a multi-row VALUES list in order; the outbox order relies on it.
+                guard id > (ids.last ?? .min) else { throw StoreError.corrupt("outbox ids out of planning order") }
+                ids.append(id)
+            }
         }
-        return try pushes.map { push in
-            guard let id = ids[push.token] else { throw StoreError.corrupt("outbox id missing for a push") }
-            return OutboxPush(id: id, push: push)
-        }
+        return ids
     }
 }
 

@@ -57,6 +57,11 @@ enum SQLDialect: Sendable {
         self == .postgres ? " FOR UPDATE" : ""
     }
 
+    /// `FOR SHARE` on PostgreSQL; nothing on SQLite.
+    var forShare: String {
+        self == .postgres ? " FOR SHARE" : ""
+    }
+
     /// The column type of an auto-incrementing 64-bit primary key.
     var autoIncrementPrimaryKey: String {
         self == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"

@@ -71,9 +71,16 @@ enum OutboxRow {
 
 /// The store's operations other than ``EventRules``, written once against ``SQLTransactor``.
 enum StoreQueries {
-    static func activeDevices(of user: String, sql: any SQLExecutor) async throws -> [RegisteredDevice] {
+    /// The active devices of `user`, in token order. With `lock`, PostgreSQL share-locks the rows until the
+    /// transaction ends, so a concurrent move of one of the tokens to another user waits for it (and its
+    /// outbox rows precede the new owner's).
+    static func activeDevices(of user: String, sql: any SQLExecutor, lock: Bool = false) async throws
+        -> [RegisteredDevice]
+    {
         let rows = try await sql.query(
-            "SELECT token, provider, topic, environment FROM devices WHERE user_id = $1 AND active", [.text(user)])
+            "SELECT token, provider, topic, environment FROM devices WHERE user_id = $1 AND active"
+                + (lock ? sql.dialect.forShare : ""),
+            [.text(user)])
         return try rows.map { row in
             guard row.count == 4, let token = row[0].string,
                 let provider = row[1].string.flatMap(PushProvider.init(rawValue:))
