@@ -97,6 +97,8 @@ let package = Package(
         .executableTarget(name: "amqp-bench", dependencies: ["AMQPClient"]),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
         .testTarget(name: "BadgeCoreTests", dependencies: ["BadgeCore"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BadgeDeliveryTests", dependencies: ["BadgeDelivery", "BadgeCore"]),
         .testTarget(
             name: "PipelineTests",

@@ -74,7 +74,9 @@ enum StoreQueries {
     /// The active devices of `user`, in token order. With `lock`, PostgreSQL share-locks the rows until the
     /// transaction ends, so a concurrent move of one of the tokens to another user waits for it (and its
     /// outbox rows precede the new owner's).
-    static func activeDevices(of user: String, sql: any SQLExecutor, lock: Bool = false) async throws
+    static func activeDevices(
+        of user: String, sql: any SQLExecutor, lock: Bool = false
+    ) async throws
         -> [RegisteredDevice]
     {
         let rows = try await sql.query(

@@ -21,6 +21,8 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Default APNs topic (BADGEPIPE_APNS_TOPIC).") var apnsTopic: String?
     @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default badgepipe).") var fcmProject: String?
     @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
+    @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe; tests use their own).")
+    var namespace: String?
     @Option(help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default 128).") var batchSize: Int?
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
 
@@ -42,6 +44,7 @@ struct WorkerCommand: AsyncParsableCommand {
             apnsTopic: Settings.value(apnsTopic, "BADGEPIPE_APNS_TOPIC", default: "com.example.app"),
             fcmProject: Settings.value(fcmProject, "BADGEPIPE_FCM_PROJECT", default: "badgepipe"),
             topology: Topology(
+                namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"),
                 partitions: partitions ?? Int(Settings.value(nil, "BADGEPIPE_PARTITIONS", default: "8")) ?? 8),
             batchSize: batchSize ?? Int(Settings.value(nil, "BADGEPIPE_BATCH_SIZE", default: "128")) ?? 128)
         let store = try BadgeStoreFactory.make(url: configuration.databaseURL, logger: logger)

@@ -27,7 +27,8 @@ struct StoreTests {
             let again = try await store.apply([follow("n1", at: 1), register("d1", token: tokenA)], policy: .unseen)
             #expect(again.map(\.duplicate) == [true, true])
             #expect(again.allSatisfy { $0.pushes.isEmpty })
-            let read = Event(id: "r1", type: .notificationRead, recipient: "u-alice", occurredAt: at(2), notificationIDs: ["n1"])
+            let read = Event(
+                id: "r1", type: .notificationRead, recipient: "u-alice", occurredAt: at(2), notificationIDs: ["n1"])
             _ = try await store.apply([read], policy: .unseen)
             #expect(try await store.apply([read], policy: .unseen)[0].duplicate)
             let snapshot = try await store.snapshot(user: "u-alice")
@@ -71,6 +72,28 @@ struct StoreTests {
             #expect(applied.allSatisfy { !$0.duplicate })
             #expect(pushes(applied) == modelPushes(&model, batch))
             expectMatches(try await store.snapshot(user: "u-alice"), model, "after retry")
+        }
+    }
+
+    /// The connection dies mid-batch (the server terminates it): the error is transient, nothing of the batch
+    /// remains, and the retried batch applies normally on a new connection.
+    @Test func lostConnectionMidBatchIsTransientAndRollsBack() async throws {
+        try await withStore(.postgres) { store in
+            let batch = [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)]
+            setBeforeEvent(store) { index, sql in
+                if index == 2 { try await sql.execute("SELECT pg_terminate_backend(pg_backend_pid())") }
+            }
+            await #expect {
+                try await store.apply(batch, policy: .unseen)
+            } throws: { error in
+                (error as? StoreError)?.transient == true
+            }
+            setBeforeEvent(store, nil)
+            #expect(try await store.snapshot(user: "u-alice") == UserSnapshot(user: "u-alice"))
+            #expect(try await store.pendingPushes(limit: 100).isEmpty)
+            let applied = try await store.apply(batch, policy: .unseen)
+            #expect(applied.allSatisfy { !$0.duplicate })
+            #expect(pushes(applied).map(\.badge) == [0, 1, 2])
         }
     }
 
@@ -144,7 +167,8 @@ struct StoreTests {
         #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite::memory:") == nil)
         #expect(throws: StoreError.self) { try BadgeStoreFactory.sqlitePath(from: "mysql://x") }
         #expect(throws: StoreError.self) { try BadgeStoreFactory.make(url: "redis://x", logger: testLogger) }
-        #expect(BadgeStoreFactory.makeOrNil("postgresql://u:p%40ss@db.example:6543/app?schema=s1") is PostgresBadgeStore)
+        #expect(
+            BadgeStoreFactory.makeOrNil("postgresql://u:p%40ss@db.example:6543/app?schema=s1") is PostgresBadgeStore)
         let parsed = try PostgresURL("postgres://u:p%40ss@db.example:6543/app?schema=s1&sslmode=disable")
         #expect(parsed.configuration.host == "db.example")
         #expect(parsed.configuration.port == 6543)
