@@ -114,6 +114,18 @@ let package = Package(
             ],
             resources: [.copy("Fixtures")]
         ),
+        // Fleets of real worker processes under faults (needs the badgepipe executable built).
+        .testTarget(
+            name: "FleetTests",
+            dependencies: [
+                "badgepipe",
+                "AMQPClient",
+                "BadgeCore",
+                "BadgeSink",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .testTarget(
             name: "BadgeSinkTests",
             dependencies: [

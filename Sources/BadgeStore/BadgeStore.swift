@@ -21,11 +21,24 @@ public protocol BadgeStore: Sendable {
     func migrate() async throws
 
     /// Applies `events` in order in one database transaction (all or nothing), writes the pushes they cause
-    /// to the outbox, and returns what each event did.
-    func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent]
+    /// to the outbox (tagged with `context.partition`), and returns what each event did. With `context.lease`, the
+    /// transaction first checks that the lease is still held and fails with `lease_lost` (not transient) if not.
+    func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent]
 
-    /// Outbox pushes not yet marked sent, oldest (lowest id, planning order) first.
-    func pendingPushes(limit: Int) async throws -> [OutboxPush]
+    /// Outbox pushes not yet marked sent, oldest (lowest id, planning order) first; only those of `partition`
+    /// when it is given.
+    func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush]
+
+    /// One round of partition leasing for `worker` (call it every fraction of `ttlMilliseconds`): records the
+    /// worker as alive, gives up the partitions in `releasing`, renews what it holds, and takes free or expired
+    /// partitions up to its fair share.
+    func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+    ) async throws -> LeaseRound
+
+    /// Claims the right to push `badgeVersion` of `user` to `token`; false when the push is stale (a newer version
+    /// already went there, or the token moved to another user).
+    func claimPush(token: String, user: String, badgeVersion: Int64) async throws -> Bool
 
     /// Removes sent pushes from the outbox.
     func markSent(_ outboxIDs: [Int64]) async throws
@@ -40,7 +53,19 @@ public protocol BadgeStore: Sendable {
     func close() async throws
 }
 
-/// What ``BadgeStore/apply(_:policy:)`` did with one event.
+extension BadgeStore {
+    /// Applies events outside any partition or lease (a single node, tests).
+    public func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
+        try await apply(events, policy: policy, context: .none)
+    }
+
+    /// Every pending outbox push, whatever its partition.
+    public func pendingPushes(limit: Int) async throws -> [OutboxPush] {
+        try await pendingPushes(limit: limit, partition: nil)
+    }
+}
+
+/// What ``BadgeStore/apply(_:policy:context:)`` did with one event.
 public struct AppliedEvent: Sendable, Equatable {
     /// The event.
     public var event: Event

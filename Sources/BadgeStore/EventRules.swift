@@ -49,6 +49,8 @@ struct EventRules {
 
     let sql: any SQLExecutor
     let policy: BadgePolicy
+    /// The partition queue the batch came from, recorded on its outbox rows.
+    let partition: Int?
     /// Runs before each event with its index in the batch (a test hook for injecting failures).
     let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
 
@@ -64,11 +66,12 @@ struct EventRules {
     private var eventJSON: [String: String] = [:]
 
     init(
-        sql: any SQLExecutor, policy: BadgePolicy,
+        sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
         beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil
     ) {
         self.sql = sql
         self.policy = policy
+        self.partition = partition
         self.beforeEvent = beforeEvent
     }
 
@@ -308,7 +311,8 @@ struct EventRules {
             INSERT INTO devices (token, user_id, provider, topic, environment, active)
             VALUES ($1, $2, $3, $4, $5, TRUE)
             ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, provider = excluded.provider,
-                topic = excluded.topic, environment = excluded.environment, active = TRUE
+                topic = excluded.topic, environment = excluded.environment, active = TRUE,
+                pushed_version = CASE WHEN devices.user_id = excluded.user_id THEN devices.pushed_version ELSE -1 END
             """,
             [
                 .text(device.token), .text(event.recipient), .text(provider.rawValue), .text(device.topic),
@@ -352,7 +356,7 @@ struct EventRules {
             var rows: [String] = []
             for push in chunk {
                 let values = OutboxRow.values(
-                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil)
+                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition)
                 let first = binds.count + 1
                 rows.append("(" + (first..<first + values.count).map { "$\($0)" }.joined(separator: ", ") + ")")
                 binds.append(contentsOf: values)

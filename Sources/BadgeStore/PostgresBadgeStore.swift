@@ -62,12 +62,25 @@ public final class PostgresBadgeStore: BadgeStore {
         try await Schema.migrate(database, prelude: prelude)
     }
 
-    public func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
-        try await StoreQueries.apply(events, policy: policy, database: database, beforeEvent: hooks.beforeEvent)
+    public func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
+        try await StoreQueries.apply(
+            events, policy: policy, context: context, database: database, beforeEvent: hooks.beforeEvent)
     }
 
-    public func pendingPushes(limit: Int) async throws -> [OutboxPush] {
-        try await StoreQueries.pendingPushes(limit: limit, database: database)
+    public func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
+        try await StoreQueries.pendingPushes(limit: limit, partition: partition, database: database)
+    }
+
+    public func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+    ) async throws -> LeaseRound {
+        try await FleetQueries.round(
+            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
+            database: database)
+    }
+
+    public func claimPush(token: String, user: String, badgeVersion: Int64) async throws -> Bool {
+        try await FleetQueries.claimPush(token: token, user: user, badgeVersion: badgeVersion, database: database)
     }
 
     public func markSent(_ outboxIDs: [Int64]) async throws {

@@ -101,7 +101,25 @@ enum Schema {
                 """,
                 "CREATE INDEX outbox_token ON outbox (token)",
             ]
-        }
+        },
+        // Fleets: partition leases with fencing epochs, the live workers, the partition of each outbox row, and
+        // the newest badge_version pushed to each device (the guard against stale pushes from a zombie worker).
+        Migration(version: 2) { _ in
+            [
+                "ALTER TABLE outbox ADD COLUMN partition_id BIGINT",
+                "CREATE INDEX outbox_partition ON outbox (partition_id, id)",
+                "ALTER TABLE devices ADD COLUMN pushed_version BIGINT NOT NULL DEFAULT -1",
+                """
+                CREATE TABLE partition_leases (
+                    partition_id BIGINT PRIMARY KEY,
+                    owner TEXT,
+                    epoch BIGINT NOT NULL DEFAULT 0,
+                    expires_at BIGINT NOT NULL DEFAULT 0
+                )
+                """,
+                "CREATE TABLE fleet_workers (worker_id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
+            ]
+        },
     ]
 
     /// Applies the missing migrations in one transaction. `prelude` runs first, after the advisory lock on

@@ -4,24 +4,24 @@ import BadgeCore
 enum OutboxRow {
     static let insertColumns =
         "user_id, event_id, event_type, token, provider, topic, environment, kind, event_json, "
-        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews"
+        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id"
 
     static let selectColumns = "id, " + insertColumns
 
-    static func values(of push: PlannedPush, eventJSON: String?) -> [SQLValue] {
+    static func values(of push: PlannedPush, eventJSON: String?, partition: Int?) -> [SQLValue] {
         [
             .text(push.recipient), .text(push.eventID), .text(push.eventType.rawValue), .text(push.token),
             .text(push.provider.rawValue), .text(push.topic), .text(push.environment?.rawValue),
             .text(push.kind.isAlert ? "alert" : "badge"), push.kind.isAlert ? .text(eventJSON) : .null,
             .int(Int64(push.counts.unreadNotifications)), .int(Int64(push.counts.unseenNotifications)),
             .int(Int64(push.counts.unreadMessages)), .int(Int64(push.badge)), .int(push.badgeVersion),
-            .bool(push.previews),
+            .bool(push.previews), .int(partition.map(Int64.init)),
         ]
     }
 
     /// Rebuilds a push from the cells of ``selectColumns``.
     static func decode(_ cells: [SQLValue]) throws -> OutboxPush {
-        guard cells.count == 16, let id = cells[0].int64, let recipient = cells[1].string,
+        guard cells.count == 17, let id = cells[0].int64, let recipient = cells[1].string,
             let eventID = cells[2].string, let eventType = cells[3].string.flatMap(EventType.init(rawValue:)),
             let token = cells[4].string, let provider = cells[5].string.flatMap(PushProvider.init(rawValue:)),
             let kindName = cells[8].string, let unreadNotifications = cells[10].int64,
@@ -99,20 +99,29 @@ enum StoreQueries {
     }
 
     static func apply(
-        _ events: [Event], policy: BadgePolicy, database: any SQLTransactor,
+        _ events: [Event], policy: BadgePolicy, context: ApplyContext, database: any SQLTransactor,
         beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
     ) async throws -> [AppliedEvent] {
         guard !events.isEmpty else { return [] }
         return try await database.transaction { sql in
-            var rules = EventRules(sql: sql, policy: policy, beforeEvent: beforeEvent)
+            if let lease = context.lease { try await FleetQueries.checkLease(lease, sql: sql) }
+            var rules = EventRules(sql: sql, policy: policy, partition: context.partition, beforeEvent: beforeEvent)
             return try await rules.apply(events)
         }
     }
 
-    static func pendingPushes(limit: Int, database: any SQLTransactor) async throws -> [OutboxPush] {
+    static func pendingPushes(
+        limit: Int, partition: Int?, database: any SQLTransactor
+    ) async throws -> [OutboxPush] {
         guard limit > 0 else { return [] }
         return try await database.transaction { sql in
-            try await sql.query(
+            if let partition {
+                return try await sql.query(
+                    "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE partition_id = $1 ORDER BY id LIMIT $2",
+                    [.int(Int64(partition)), .int(Int64(limit))]
+                ).map(OutboxRow.decode)
+            }
+            return try await sql.query(
                 "SELECT \(OutboxRow.selectColumns) FROM outbox ORDER BY id LIMIT $1", [.int(Int64(limit))]
             ).map(OutboxRow.decode)
         }

@@ -13,6 +13,8 @@ struct PartitionProcessor: Sendable {
     let store: any BadgeStore
     let dispatcher: PushDispatcher
     let configuration: WorkerConfiguration
+    /// Where batches come from: the partition and, in a fleet, the lease they are consumed under.
+    let context: ApplyContext
     let logger: Logger
 
     private static let processed = Counter(label: "badgepipe_events_processed_total")
@@ -42,8 +44,9 @@ struct PartitionProcessor: Sendable {
             applied = []
         } else {
             let policy = configuration.badgePolicy
+            let context = context
             applied = try await Retry.transient("apply", logger: logger) {
-                try await store.apply(events, policy: policy)
+                try await store.apply(events, policy: policy, context: context)
             }
         }
         // Committed: now, and only now, the broker may forget these messages.

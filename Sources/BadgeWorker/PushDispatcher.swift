@@ -12,11 +12,12 @@ struct PushDispatcher: Sendable {
     let concurrency: Int
     let logger: Logger
 
-    /// Sends everything the outbox still holds (at start: what a previous run committed but did not send).
-    func drainOutbox() async throws {
+    /// Sends everything the outbox still holds (of one partition, or all): what a previous run or a previous owner
+    /// of the partition committed but did not get to send.
+    func drainOutbox(partition: Int?) async throws {
         while true {
             let pending = try await Retry.transient("read outbox", logger: logger) {
-                try await store.pendingPushes(limit: 1000)
+                try await store.pendingPushes(limit: 1000, partition: partition)
             }
             if pending.isEmpty { return }
             logger.info("sending pushes left in the outbox", metadata: ["worker.pushes": "\(pending.count)"])
@@ -56,6 +57,19 @@ struct PushDispatcher: Sendable {
         for outbox in pushes {
             done.append(outbox.id)
             if deadTokens.contains(outbox.push.token) { continue }
+            // The database-side guard: never push an older badge_version to a device than one already pushed there
+            // (a worker that stalled past failover wakes up with stale pushes; they are dropped here).
+            let token = outbox.push.token
+            let user = outbox.push.recipient
+            let version = outbox.push.badgeVersion
+            let current = try await Retry.transient("claim push", logger: logger) {
+                try await store.claimPush(token: token, user: user, badgeVersion: version)
+            }
+            if !current {
+                logger.info(
+                    "stale push dropped", metadata: ["push.token": "\(token)", "push.badge_version": "\(version)"])
+                continue
+            }
             let request = builder.build(outbox.push)
             switch try await sender.send(request) {
             case .accepted, .rejected:

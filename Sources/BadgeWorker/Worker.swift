@@ -35,7 +35,11 @@ public struct Worker: Service {
     }
 
     public func run() async throws {
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        var httpConfiguration = HTTPClient.Configuration()
+        // Every partition sends concurrently: allow as many connections as pushes in flight.
+        httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
+            8, configuration.sendConcurrency * configuration.topology.partitions / 4)
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
         let sender = PushSender(configuration: configuration.delivery, client: http, logger: logger)
         let dispatcher = PushDispatcher(
             store: store, sender: sender,
@@ -44,8 +48,9 @@ public struct Worker: Service {
             concurrency: configuration.sendConcurrency, logger: logger)
         do {
             try await retryingTransient("migrate") { try await store.migrate() }
-            // Pushes a previous run committed but did not get to send.
-            try await dispatcher.drainOutbox()
+            // Pushes a previous run committed but did not get to send (in a fleet, each partition's are sent by
+            // whoever leases the partition next).
+            if configuration.fleet == nil { try await dispatcher.drainOutbox(partition: nil) }
             while !Task.isCancelled, !Task.isShuttingDownGracefully {
                 let connection = try await AMQPConnection.connect(
                     configuration.amqp, retry: AMQPRetryPolicy(), logger: logger)
@@ -68,60 +73,10 @@ public struct Worker: Service {
     /// One connection's life: declare, consume, process until shutdown or connection loss.
     private func runSession(connection: AMQPConnection, dispatcher: PushDispatcher) async -> Result<Void, any Error> {
         do {
-            let control = try await connection.openChannel()
-            try await configuration.topology.declare(on: control)
-            let deadLetters = try await connection.openChannel()
-            try await deadLetters.confirmSelect()
-            let buffers = (0..<configuration.topology.partitions).map { _ in DeliveryBuffer() }
-            var consumers: [(AMQPChannel, AMQPConsumer)] = []
-            for index in 0..<configuration.topology.partitions {
-                let channel = try await connection.openChannel()
-                try await channel.qos(prefetchCount: configuration.prefetch)
-                let consumer = try await channel.consume(queue: configuration.topology.queueName(index))
-                consumers.append((channel, consumer))
-            }
-            logger.info(
-                "worker ready",
-                metadata: [
-                    "worker.partitions": "\(configuration.topology.partitions)",
-                    "worker.policy": "\(configuration.badgePolicy.rawValue)",
-                ])
-            await onReady?()
-            try await withGracefulShutdownHandler {
-                try await withThrowingTaskGroup(of: TaskKind.self) { group in
-                    for (index, (channel, consumer)) in consumers.enumerated() {
-                        let buffer = buffers[index]
-                        group.addTask {
-                            do {
-                                for try await delivery in consumer { buffer.append(delivery) }
-                                buffer.finish(nil)
-                            } catch {
-                                buffer.finish(error)
-                            }
-                            return .pump
-                        }
-                        group.addTask {
-                            let partition = PartitionProcessor(
-                                channel: channel, deadLetters: deadLetters, buffer: buffer, store: store,
-                                dispatcher: dispatcher, configuration: configuration,
-                                logger: logger.with(metadataKey: "worker.partition", value: "\(index)"))
-                            try await partition.run()
-                            return .processor
-                        }
-                    }
-                    // When every processor has finished its last batch (shutdown), close the connection: the
-                    // channels close without basic.cancel, unprocessed deliveries go back in order, pumps end.
-                    var processorsLeft = consumers.count
-                    while let kind = try await group.next() {
-                        if kind == .processor {
-                            processorsLeft -= 1
-                            if processorsLeft == 0 { await connection.close() }
-                        }
-                    }
-                }
-            } onGracefulShutdown: {
-                for buffer in buffers { buffer.finish(nil) }
-            }
+            let session = WorkerSession(
+                connection: connection, configuration: configuration, store: store, dispatcher: dispatcher,
+                logger: logger, onReady: onReady)
+            try await session.run()
             return .success(())
         } catch {
             return .failure(error)
@@ -131,12 +86,6 @@ public struct Worker: Service {
     private func retryingTransient<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
         try await Retry.transient(what, logger: logger, body)
     }
-}
-
-/// What a task of a worker session was.
-private enum TaskKind: Sendable {
-    case pump
-    case processor
 }
 
 extension Logger {

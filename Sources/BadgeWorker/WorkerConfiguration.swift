@@ -24,6 +24,22 @@ public struct WorkerConfiguration: Sendable {
     public var batchSize: Int
     /// Most users whose pushes are sent at the same time, per partition.
     public var sendConcurrency: Int
+    /// Fleet mode (PostgreSQL): partitions are leased through the database and spread over the live workers.
+    /// nil: a single node that consumes every partition.
+    public var fleet: Fleet?
+
+    /// Settings of fleet mode.
+    public struct Fleet: Sendable {
+        /// This worker's id, unique in the fleet.
+        public var workerID: String
+        /// A lease not renewed for this long is free for another worker: the failover time of a dead worker.
+        public var leaseTTLMilliseconds: Int64
+
+        public init(workerID: String, leaseTTLMilliseconds: Int64 = 5000) {
+            self.workerID = workerID
+            self.leaseTTLMilliseconds = leaseTTLMilliseconds
+        }
+    }
 
     public init(
         amqp: AMQPConfiguration,
@@ -35,7 +51,8 @@ public struct WorkerConfiguration: Sendable {
         topology: Topology = Topology(),
         prefetch: UInt16 = 256,
         batchSize: Int = 128,
-        sendConcurrency: Int = 32
+        sendConcurrency: Int = 32,
+        fleet: Fleet? = nil
     ) {
         self.amqp = amqp
         self.databaseURL = databaseURL
@@ -47,5 +64,6 @@ public struct WorkerConfiguration: Sendable {
         self.prefetch = prefetch
         self.batchSize = batchSize
         self.sendConcurrency = sendConcurrency
+        self.fleet = fleet
     }
 }

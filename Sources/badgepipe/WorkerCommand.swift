@@ -4,6 +4,7 @@ import BadgeCore
 import BadgeDelivery
 import BadgeStore
 import BadgeWorker
+import Foundation
 import Logging
 import ServiceLifecycle
 
@@ -24,6 +25,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe; tests use their own).")
     var namespace: String?
     @Option(help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default 128).") var batchSize: Int?
+    @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid).") var workerID: String?
+    @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
+    var leaseTTL: Int?
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
 
     func run() async throws {
@@ -34,7 +38,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 code: "invalid_policy", message: "badge policy must be unseen or unread, not \(policyText)")
         }
         let sink = "http://127.0.0.1:8787"
-        let configuration = WorkerConfiguration(
+        var configuration = WorkerConfiguration(
             amqp: try AMQPConfiguration(url: Settings.amqpURL(amqpURL)),
             databaseURL: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
             delivery: DeliveryConfiguration(
@@ -47,6 +51,14 @@ struct WorkerCommand: AsyncParsableCommand {
                 namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"),
                 partitions: partitions ?? Int(Settings.value(nil, "BADGEPIPE_PARTITIONS", default: "8")) ?? 8),
             batchSize: batchSize ?? Int(Settings.value(nil, "BADGEPIPE_BATCH_SIZE", default: "128")) ?? 128)
+        // On PostgreSQL several workers may run: partitions are leased through the database.
+        if configuration.databaseURL.hasPrefix("postgres") {
+            let id = Settings.value(
+                workerID, "BADGEPIPE_WORKER_ID",
+                default: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)")
+            let ttl = leaseTTL ?? Int(Settings.value(nil, "BADGEPIPE_LEASE_TTL_MS", default: "5000")) ?? 5000
+            configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
+        }
         let store = try BadgeStoreFactory.make(url: configuration.databaseURL, logger: logger)
         let worker = Worker(configuration: configuration, store: store, logger: logger)
         // The store closes after the worker stopped: services shut down in reverse order.

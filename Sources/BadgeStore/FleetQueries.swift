@@ -1,0 +1,105 @@
+import BadgeCore
+
+/// Partition leases, the fencing check and the per-device push guard, written once for both backends. The
+/// database's clock is the only clock: workers' clocks never have to agree.
+enum FleetQueries {
+    static func now(_ dialect: SQLDialect) -> String {
+        switch dialect {
+        case .postgres: return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
+        case .sqlite: return "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+        }
+    }
+
+    /// Fails the batch with `lease_lost` unless `lease` is still held and unexpired. On PostgreSQL the lease row
+    /// stays share-locked until the batch commits, so nobody takes the partition over in between.
+    static func checkLease(_ lease: PartitionLease, sql: any SQLExecutor) async throws {
+        let rows = try await sql.query(
+            "SELECT 1 FROM partition_leases WHERE partition_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > "
+                + now(sql.dialect) + sql.dialect.forShare,
+            [.int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)])
+        if rows.isEmpty {
+            throw StoreError(
+                code: "lease_lost",
+                message: "partition \(lease.partition) is no longer leased to \(lease.worker) (epoch \(lease.epoch))",
+                transient: false)
+        }
+    }
+
+    /// One lease round for `worker` (see ``BadgeStore/leaseRound(worker:partitions:ttlMilliseconds:releasing:)``).
+    static func round(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, database: any SQLTransactor
+    ) async throws -> LeaseRound {
+        try await database.transaction { sql in
+            let now = Self.now(sql.dialect)
+            let ttl = ttlMilliseconds * 1000
+            let values = (0..<partitions).map { "(\($0))" }.joined(separator: ", ")
+            try await sql.execute(
+                "INSERT INTO partition_leases (partition_id) VALUES \(values) ON CONFLICT (partition_id) DO NOTHING")
+            try await sql.execute(
+                "INSERT INTO fleet_workers (worker_id, last_seen) VALUES ($1, \(now)) "
+                    + "ON CONFLICT (worker_id) DO UPDATE SET last_seen = excluded.last_seen",
+                [.text(worker)])
+            try await sql.execute("DELETE FROM fleet_workers WHERE last_seen < \(now) - $1", [.int(ttl * 20)])
+            let live =
+                try await sql.query(
+                    "SELECT COUNT(*) FROM fleet_workers WHERE last_seen >= \(now) - $1", [.int(ttl)]
+                ).first?.first?.int64 ?? 1
+            for partition in releasing.sorted() {
+                try await sql.execute(
+                    "UPDATE partition_leases SET owner = NULL, expires_at = 0 WHERE partition_id = $1 AND owner = $2",
+                    [.int(Int64(partition)), .text(worker)])
+            }
+            var held = try await sql.query(
+                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE owner = $2 AND expires_at > \(now) "
+                    + "RETURNING partition_id, epoch",
+                [.int(ttl), .text(worker)]
+            ).compactMap(lease(worker))
+            let target = (partitions + Int(max(1, live)) - 1) / Int(max(1, live))
+            if held.count < target {
+                // Free partitions, starting from a place that depends on the worker so that workers starting
+                // together do not all reach for the same ones.
+                let free = try await sql.query(
+                    "SELECT partition_id FROM partition_leases WHERE expires_at <= \(now) ORDER BY partition_id"
+                        + sql.dialect.forUpdate + (sql.dialect == .postgres ? " SKIP LOCKED" : ""), []
+                ).compactMap { $0.first?.int64 }.map(Int.init)
+                let start = Int(
+                    UInt(bitPattern: worker.utf8.reduce(5381) { ($0 &* 33) &+ Int($1) }) % UInt(max(1, free.count)))
+                let rotated = Array(free[start...] + free[..<start]).prefix(target - held.count)
+                for partition in rotated {
+                    let taken = try await sql.query(
+                        "UPDATE partition_leases SET owner = $1, epoch = epoch + 1, expires_at = \(now) + $2 "
+                            + "WHERE partition_id = $3 AND expires_at <= \(now) RETURNING partition_id, epoch",
+                        [.text(worker), .int(ttl), .int(Int64(partition))]
+                    ).compactMap(lease(worker))
+                    held.append(contentsOf: taken)
+                }
+            }
+            return LeaseRound(
+                leases: held.sorted { $0.partition < $1.partition }, liveWorkers: Int(live), target: target)
+        }
+    }
+
+    private static func lease(_ worker: String) -> ([SQLValue]) -> PartitionLease? {
+        { row in
+            guard row.count == 2, let partition = row[0].int64, let epoch = row[1].int64 else { return nil }
+            return PartitionLease(partition: Int(partition), epoch: epoch, worker: worker)
+        }
+    }
+
+    /// Claims the right to push `badgeVersion` of `user` to `token`. False when the push is stale: a newer version
+    /// of that user already went to the token, or the token has moved to another user since. A token no longer
+    /// stored (unregistered after the push was planned) may still get it. Re-sending the same version is allowed.
+    static func claimPush(
+        token: String, user: String, badgeVersion: Int64, database: any SQLTransactor
+    ) async throws -> Bool {
+        try await database.transaction { sql in
+            let claimed = try await sql.query(
+                "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2 AND pushed_version <= $3 "
+                    + "RETURNING token",
+                [.text(token), .text(user), .int(badgeVersion)])
+            if !claimed.isEmpty { return true }
+            let row = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(token)])
+            return row.isEmpty
+        }
+    }
+}

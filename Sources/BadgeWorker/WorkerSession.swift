@@ -1,0 +1,176 @@
+import AMQPClient
+import BadgeStore
+import Logging
+import ServiceLifecycle
+
+/// One connection's life in a worker: declare the topology, then consume the partitions this worker should hold
+/// until shutdown or until the connection is lost.
+///
+/// Single node: every partition, from start to end. Fleet: a manager loop runs lease rounds in the database
+/// every third of the lease TTL; it starts consuming partitions it acquired (after sending what their outbox
+/// still holds), gives up partitions above its fair share (after their batch in progress, by closing their
+/// channel: never `basic.cancel`), and stops at once on a partition whose lease it lost. Single active consumer
+/// on every partition queue stays as the broker-side guarantee that one consumer at a time gets a partition.
+struct WorkerSession {
+    let connection: AMQPConnection
+    let configuration: WorkerConfiguration
+    let store: any BadgeStore
+    let dispatcher: PushDispatcher
+    let logger: Logger
+    let onReady: (@Sendable () async -> Void)?
+
+    /// A partition being consumed.
+    private struct Running {
+        var lease: PartitionLease?
+        var buffer: DeliveryBuffer
+        var stopping = false
+    }
+
+    func run() async throws {
+        let control = try await connection.openChannel()
+        try await configuration.topology.declare(on: control)
+        let deadLetters = try await connection.openChannel()
+        try await deadLetters.confirmSelect()
+        let registry = PartitionRegistry()
+        let shutdown = ShutdownFlag()
+
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var running: [Int: Running] = [:]
+                var releasing: Set<Int> = []
+                var ready = false
+
+                func start(_ partition: Int, lease: PartitionLease?) async throws {
+                    let channel = try await connection.openChannel()
+                    try await channel.qos(prefetchCount: configuration.prefetch)
+                    let consumer = try await channel.consume(queue: configuration.topology.queueName(partition))
+                    let buffer = DeliveryBuffer()
+                    running[partition] = Running(lease: lease, buffer: buffer)
+                    let processor = PartitionProcessor(
+                        channel: channel, deadLetters: deadLetters, buffer: buffer, store: store,
+                        dispatcher: dispatcher, configuration: configuration,
+                        context: ApplyContext(partition: partition, lease: lease),
+                        logger: logger.with(metadataKey: "worker.partition", value: "\(partition)"))
+                    group.addTask {
+                        do {
+                            for try await delivery in consumer { buffer.append(delivery) }
+                            buffer.finish(nil)
+                        } catch {
+                            buffer.finish(error)
+                        }
+                    }
+                    group.addTask {
+                        do {
+                            // A previous owner's committed pushes go out before anything newer.
+                            if lease != nil { try await dispatcher.drainOutbox(partition: partition) }
+                            try await processor.run()
+                        } catch let error as StoreError where error.code == "lease_lost" {
+                            logger.warning(
+                                "lease lost, leaving the partition",
+                                metadata: ["worker.partition": "\(partition)", "worker.error": "\(error.message)"])
+                        } catch {
+                            registry.fail(error)
+                        }
+                        // Unprocessed deliveries go back to the queue in order (no basic.cancel).
+                        try? await channel.close()
+                        registry.stopped(partition)
+                    }
+                }
+
+                while !shutdown.isSet {
+                    if let failure = registry.failure { throw failure }
+                    if connection.isClosed {
+                        throw await connection.closed() ?? AMQPError(.connectionLost, "connection closed")
+                    }
+                    for partition in registry.takeStopped() {
+                        if running.removeValue(forKey: partition) != nil, configuration.fleet != nil {
+                            releasing.insert(partition)
+                        }
+                    }
+                    guard let fleet = configuration.fleet else {
+                        if running.isEmpty, !ready {
+                            for partition in 0..<configuration.topology.partitions {
+                                try await start(partition, lease: nil)
+                            }
+                        }
+                        if !ready {
+                            ready = true
+                            logReady(held: configuration.topology.partitions)
+                            await onReady?()
+                        }
+                        try? await shutdown.wait(upTo: .milliseconds(250))
+                        continue
+                    }
+                    let round = try await Retry.transient("lease round", logger: logger) { [releasing] in
+                        try await store.leaseRound(
+                            worker: fleet.workerID, partitions: configuration.topology.partitions,
+                            ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: releasing)
+                    }
+                    releasing = []
+                    let held = Dictionary(uniqueKeysWithValues: round.leases.map { ($0.partition, $0) })
+                    // Lost (expired while we were stalled, or taken over): stop now; the fence stops any commit.
+                    for (partition, entry) in running where held[partition]?.epoch != entry.lease?.epoch {
+                        if !entry.stopping {
+                            running[partition]?.stopping = true
+                            entry.buffer.finish(nil)
+                        }
+                    }
+                    // Above the fair share: give partitions back once their batch in progress is done.
+                    let keeping = running.filter { !$0.value.stopping }.count
+                    if keeping > round.target {
+                        for partition in running.keys.sorted().reversed().prefix(keeping - round.target) {
+                            running[partition]?.stopping = true
+                            running[partition]?.buffer.finish(nil)
+                        }
+                    } else {
+                        for (partition, lease) in held.sorted(by: { $0.key < $1.key }) where running[partition] == nil {
+                            if running.filter({ !$0.value.stopping }).count >= round.target { break }
+                            try await start(partition, lease: lease)
+                            logger.info(
+                                "partition acquired",
+                                metadata: ["worker.partition": "\(partition)", "worker.epoch": "\(lease.epoch)"])
+                        }
+                        // Held but not wanted (over target): release at the next round.
+                        for partition in held.keys where running[partition] == nil { releasing.insert(partition) }
+                    }
+                    if !ready {
+                        ready = true
+                        logReady(held: running.count)
+                        await onReady?()
+                    }
+                    try? await shutdown.wait(upTo: .milliseconds(fleet.leaseTTLMilliseconds / 3))
+                }
+
+                // Graceful shutdown: every partition finishes its batch in progress, then its channel closes.
+                for entry in running.values { entry.buffer.finish(nil) }
+                while !running.isEmpty {
+                    if let failure = registry.failure { throw failure }
+                    for partition in registry.takeStopped() {
+                        running.removeValue(forKey: partition)
+                        releasing.insert(partition)
+                    }
+                    if !running.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                if let fleet = configuration.fleet, !releasing.isEmpty {
+                    _ = try? await store.leaseRound(
+                        worker: fleet.workerID, partitions: configuration.topology.partitions,
+                        ttlMilliseconds: 0, releasing: releasing)
+                }
+                await connection.close()
+                try await group.waitForAll()
+            }
+        } onGracefulShutdown: {
+            shutdown.set()
+        }
+    }
+
+    private func logReady(held: Int) {
+        logger.info(
+            "worker ready",
+            metadata: [
+                "worker.partitions": "\(configuration.topology.partitions)", "worker.held": "\(held)",
+                "worker.policy": "\(configuration.badgePolicy.rawValue)",
+                "worker.id": "\(configuration.fleet?.workerID ?? "single")",
+            ])
+    }
+}

@@ -1,0 +1,155 @@
+import AMQPClient
+import BadgeCore
+import BadgeSink
+import Foundation
+import Logging
+import ServiceLifecycle
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A fleet of real `badgepipe worker` processes on PostgreSQL, with the sink in this process and a publisher that
+/// re-publishes what a broker restart left unconfirmed.
+struct FleetHarness {
+    static let amqpURL =
+        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
+        ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+    static let databaseBase =
+        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
+        ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    /// Runs `script` through `workers` workers while `chaos` injects faults; returns the checked report.
+    static func run(
+        seed: UInt64,
+        workers workerCount: Int = 3,
+        rate: Double = 120,
+        sinkFault: Fault? = nil,
+        chaos: @escaping @Sendable ([WorkerProcess]) async throws -> Int = { _ in 0 }
+    ) async throws -> FleetReport {
+        let script = FleetScript(seed: seed)
+        var logger = Logger(label: "fleet-test")
+        logger.logLevel = .error
+        let sinkState = SinkState(randomSeed: seed)
+        if let sinkFault { sinkState.addFault(sinkFault) }
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let sink = SinkServer(
+            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
+        ) { port in portContinuation.yield(port) }
+        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
+
+        let namespace = "fleet-\(seed)-\(UInt16.random(in: 0...UInt16.max))"
+        let database = "fleet_\(seed)_\(UInt16.random(in: 0...UInt16.max))"
+        try shell("psql", [databaseBase, "-q", "-c", "create database \(database)"])
+        let databaseURL = String(databaseBase[...databaseBase.lastIndex(of: "/")!]) + database
+        let logs = FileManager.default.temporaryDirectory.appendingPathComponent(namespace)
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
+
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await sinkGroup.run() }
+            var portIterator = ports.makeAsyncIterator()
+            guard let port = await portIterator.next() else { throw FleetError("sink did not start") }
+            let environment = [
+                "BADGEPIPE_AMQP_URL": amqpURL + (amqpURL.contains("?") ? "&" : "?") + "heartbeat=2",
+                "BADGEPIPE_DATABASE_URL": databaseURL,
+                "BADGEPIPE_APNS_URL": "http://127.0.0.1:\(port)",
+                "BADGEPIPE_FCM_URL": "http://127.0.0.1:\(port)",
+                "BADGEPIPE_NAMESPACE": namespace,
+                "BADGEPIPE_PARTITIONS": "8",
+                "BADGEPIPE_LEASE_TTL_MS": "3000",
+                "BADGEPIPE_LOG_LEVEL": "info",
+            ]
+            let workers = (1...workerCount).map {
+                WorkerProcess(name: "w\($0)", environment: environment, logDirectory: logs)
+            }
+            defer { for worker in workers { worker.stop() } }
+            for worker in workers {
+                try worker.start()
+                try await worker.waitUntilReady()
+            }
+
+            let publisher = FleetPublisher(url: amqpURL, exchange: "\(namespace).events", rate: rate)
+            async let republished = publisher.publish(script.steps)
+            async let faults = chaos(workers)
+            let (republishedCount, faultCount) = try await (republished, faults)
+
+            try await waitUntilQuiet(sink: sinkState, namespace: namespace, timeout: .seconds(120))
+            var report = FleetReport.check(steps: script.steps, deliveries: sinkState.deliveries())
+            report.republished = republishedCount
+            report.faults = faultCount
+            report.deadLettered = try await deadLettered(namespace: namespace)
+            for worker in workers { worker.stop() }
+            await sinkGroup.triggerGracefulShutdown()
+            try await group.waitForAll()
+            try await cleanUp(namespace: namespace)
+            if ProcessInfo.processInfo.environment["BADGEPIPE_FLEET_KEEP"] == nil {
+                try? shell("psql", [databaseBase, "-q", "-c", "drop database if exists \(database) with (force)"])
+                try? FileManager.default.removeItem(at: logs)
+            } else {
+                print("fleet: kept database \(database) and logs \(logs.path)")
+            }
+            return report
+        }
+    }
+
+    /// Until every partition queue is empty with nothing unacked and the sink has been quiet for 3 s.
+    static func waitUntilQuiet(sink: SinkState, namespace: String, timeout: Duration) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var lastCount = -1
+        var stableSince = clock.now
+        while clock.now < deadline {
+            let connection = try await AMQPConnection.connect(
+                try AMQPConfiguration(url: amqpURL), retry: AMQPRetryPolicy(maxAttempts: 50))
+            let channel = try await connection.openChannel()
+            var pending: UInt32 = 0
+            for index in 0..<8 {
+                pending += try await channel.declareQueue("\(namespace).events.\(index)", passive: true).messageCount
+            }
+            await connection.close()
+            let count = sink.count
+            if pending == 0, count == lastCount {
+                if clock.now - stableSince > .seconds(3) { return }
+            } else {
+                lastCount = count
+                stableSince = clock.now
+            }
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        throw FleetError("the fleet did not go quiet")
+    }
+
+    static func deadLettered(namespace: String) async throws -> Int {
+        let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: amqpURL))
+        let channel = try await connection.openChannel()
+        let count = try await channel.declareQueue("\(namespace).dead", passive: true).messageCount
+        await connection.close()
+        return Int(count)
+    }
+
+    static func cleanUp(namespace: String) async throws {
+        let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: amqpURL))
+        let channel = try await connection.openChannel()
+        for index in 0..<8 { _ = try? await channel.deleteQueue("\(namespace).events.\(index)") }
+        _ = try? await channel.deleteQueue("\(namespace).dead")
+        try? await channel.deleteExchange("\(namespace).events")
+        try? await channel.deleteExchange("\(namespace).dlx")
+        await connection.close()
+    }
+
+    /// Runs a command (found on PATH, or in the repository for `scripts/…`) and throws when it fails.
+    static func shell(_ command: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [command] + arguments
+        process.currentDirectoryURL = repository
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw FleetError("\(command) \(arguments) failed") }
+    }
+}

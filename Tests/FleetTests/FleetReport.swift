@@ -1,0 +1,108 @@
+import BadgeCore
+import BadgeSink
+import Foundation
+
+/// What a fleet run delivered, checked against the reference model.
+struct FleetReport: CustomStringConvertible {
+    var eventsPublished = 0
+    var republished = 0
+    var effectsChecked = 0
+    var lostEffects: [String] = []
+    var badgeMismatches: [String] = []
+    var orderViolations: [String] = []
+    var duplicateAlerts = 0
+    var duplicatesWithNewID: [String] = []
+    var deadLettered = 0
+    var longestGap: Duration = .zero
+    var faults = 0
+
+    var description: String {
+        "events published \(eventsPublished) (\(republished) re-published), effects checked \(effectsChecked), "
+            + "lost \(lostEffects.count), wrong last badge \(badgeMismatches.count), "
+            + "order violations \(orderViolations.count), duplicate alerts \(duplicateAlerts) "
+            + "(with a new apns-id: \(duplicatesWithNewID.count)), dead-lettered \(deadLettered), faults \(faults), "
+            + "longest gap between pushes \(longestGap)"
+    }
+
+    /// Checks the sink's deliveries against the model of `steps` (the order they were published in).
+    static func check(steps: [FleetScript.Step], deliveries: [Delivery]) -> FleetReport {
+        var model = InboxModel(policy: .unseen)
+        var expectedAlerts: [String: Int] = [:]  // "event|token"
+        for step in steps {
+            for push in model.apply(step.event).pushes where push.kind.isAlert {
+                expectedAlerts["\(push.eventID)|\(push.token)", default: 0] += 1
+            }
+        }
+        var report = FleetReport()
+        report.eventsPublished = steps.count
+
+        // Per token: accepted pushes in arrival order.
+        var perToken: [String: [(payload: JSONValue, key: String, apnsID: String?, at: Date)]] = [:]
+        var arrivals: [Date] = []
+        for delivery in deliveries where delivery.status == 200 {
+            guard var json = try? JSONValue.parse(delivery.body) else { continue }
+            var apnsID = delivery.headers["apns-id"]
+            if delivery.provider == .fcm {
+                json = json["message"]?["apns"]?["payload"] ?? .null
+                apnsID = nil
+            }
+            let key: String
+            if let apnsID {
+                key = apnsID
+            } else if let event = json["event_id"]?.stringValue {
+                key = "alert:\(event)"
+            } else {
+                key = "badge:\(json["badge_version"]?.int64Value ?? -1)"
+            }
+            perToken[delivery.token, default: []].append((json, key, apnsID, delivery.receivedAt))
+            arrivals.append(delivery.receivedAt)
+        }
+        arrivals.sort()
+        for (earlier, later) in zip(arrivals, arrivals.dropFirst()) {
+            let gap = Duration.milliseconds(Int64(later.timeIntervalSince(earlier) * 1000))
+            if gap > report.longestGap { report.longestGap = gap }
+        }
+
+        var gotAlerts: [String: [String?]] = [:]
+        for (token, pushes) in perToken {
+            var seenKeys: Set<String> = []
+            var highest: Int64 = -1
+            for push in pushes {
+                let version = push.payload["badge_version"]?.int64Value ?? -1
+                if let event = push.payload["event_id"]?.stringValue {
+                    gotAlerts["\(event)|\(token)", default: []].append(push.apnsID)
+                }
+                if !seenKeys.insert(push.key).inserted { continue }  // a re-send: same apns-id
+                if version <= highest {
+                    report.orderViolations.append("\(token): version \(version) after \(highest)")
+                }
+                highest = max(highest, version)
+            }
+        }
+        for (key, count) in expectedAlerts {
+            report.effectsChecked += 1
+            let got = gotAlerts[key] ?? []
+            if got.count < count { report.lostEffects.append(key) }
+            if got.count > count {
+                report.duplicateAlerts += got.count - count
+                if Set(got.map { $0 ?? "" }).count > 1 { report.duplicatesWithNewID.append(key) }
+            }
+        }
+        for key in gotAlerts.keys where expectedAlerts[key] == nil {
+            report.lostEffects.append("unexpected alert \(key)")
+        }
+        // The last push to every active device carries the user's current badge.
+        for user in Set(steps.map(\.event.recipient)) {
+            let badge = model.badge(of: user)
+            for device in model.activeDevices(of: user) {
+                report.effectsChecked += 1
+                let last = perToken[device.token]?.last?.payload["aps"]?["badge"]?.int64Value
+                if last != Int64(badge) {
+                    report.badgeMismatches.append(
+                        "\(device.token): last badge \(last.map(String.init) ?? "none"), model \(badge)")
+                }
+            }
+        }
+        return report
+    }
+}

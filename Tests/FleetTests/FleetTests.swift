@@ -1,0 +1,89 @@
+import BadgeSink
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Three worker processes on PostgreSQL with a real broker and sink, a seeded random script of ~2,500 events for
+/// 40 users, checked against the reference model (`InboxModel`), with and without faults.
+@Suite("Worker fleets", .serialized, .timeLimit(.minutes(5)))
+struct FleetTests {
+    private func expectClean(_ report: FleetReport, allowDuplicates: Bool, _ name: String) {
+        print("fleet[\(name)]: \(report)")
+        #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
+        #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
+        #expect(report.orderViolations.isEmpty, "order: \(report.orderViolations.prefix(10))")
+        #expect(report.deadLettered == 0)
+        #expect(report.duplicatesWithNewID.isEmpty, "re-sends must keep their apns-id")
+        if !allowDuplicates { #expect(report.duplicateAlerts == 0) }
+        #expect(report.effectsChecked > 1000)
+    }
+
+    @Test func noFaults() async throws {
+        let report = try await FleetHarness.run(seed: 11)
+        expectClean(report, allowDuplicates: false, "no faults")
+    }
+
+    @Test func aRandomWorkerKilledEveryOneAndAHalfSeconds() async throws {
+        let report = try await FleetHarness.run(seed: 12) { workers in
+            var kills = 0
+            let clock = ContinuousClock()
+            let end = clock.now + .seconds(18)
+            var rng = SplitMix64(seed: 12)
+            while clock.now < end {
+                try await Task.sleep(for: .milliseconds(1500))
+                let victim = workers[rng.next(workers.count)]
+                victim.killHard()
+                try victim.start()
+                kills += 1
+            }
+            return kills
+        }
+        expectClean(report, allowDuplicates: true, "SIGKILL")
+    }
+
+    @Test func aWorkerFrozenPastTheHeartbeatTimeoutAndResumed() async throws {
+        let report = try await FleetHarness.run(seed: 13) { workers in
+            try await Task.sleep(for: .seconds(4))
+            workers[0].signal(SIGSTOP)
+            try await Task.sleep(for: .seconds(9))
+            workers[0].signal(SIGCONT)
+            try await Task.sleep(for: .seconds(2))
+            workers[1].signal(SIGSTOP)
+            try await Task.sleep(for: .seconds(9))
+            workers[1].signal(SIGCONT)
+            return 2
+        }
+        expectClean(report, allowDuplicates: true, "SIGSTOP")
+    }
+
+    @Test func theBrokerRestartedMidRun() async throws {
+        let report = try await FleetHarness.run(seed: 14) { _ in
+            try await Task.sleep(for: .seconds(6))
+            try FleetHarness.shell("scripts/services", ["ctl", "stop_app"])
+            try await Task.sleep(for: .seconds(2))
+            try FleetHarness.shell("scripts/services", ["ctl", "start_app"])
+            return 1
+        }
+        expectClean(report, allowDuplicates: false, "broker restart")
+    }
+
+    @Test func postgresStoppedForFiveSeconds() async throws {
+        let report = try await FleetHarness.run(seed: 15) { _ in
+            try await Task.sleep(for: .seconds(6))
+            try FleetHarness.shell("scripts/services", ["pg-stop"])
+            try await Task.sleep(for: .seconds(5))
+            try FleetHarness.shell("scripts/services", ["pg-start"])
+            return 1
+        }
+        expectClean(report, allowDuplicates: false, "PostgreSQL outage")
+    }
+
+    @Test func theSinkAnswers30PercentOfPushesWith503() async throws {
+        let report = try await FleetHarness.run(
+            seed: 16, sinkFault: try Fault(status: 503, reason: "ServiceUnavailable", rate: 0.3))
+        expectClean(report, allowDuplicates: false, "30% 503")
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One `badgepipe worker` process of a fleet test.
+final class WorkerProcess: @unchecked Sendable {
+    let name: String
+    private let environment: [String: String]
+    private let logDirectory: URL
+    private var process: Process?
+    private var incarnation = 0
+    private let lock = NSLock()
+
+    init(name: String, environment: [String: String], logDirectory: URL) {
+        self.name = name
+        self.environment = environment
+        self.logDirectory = logDirectory
+    }
+
+    /// The `badgepipe` executable next to the test bundle (or `BADGEPIPE_BIN`).
+    static var executable: URL {
+        if let path = ProcessInfo.processInfo.environment["BADGEPIPE_BIN"] { return URL(fileURLWithPath: path) }
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidate = bundle.appendingPathComponent("badgepipe")
+        if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/badgepipe")
+    }
+
+    var logFile: URL { logDirectory.appendingPathComponent("\(name).log") }
+
+    /// Starts a new incarnation (a fresh worker id, so a restarted worker never shares one with its dead self).
+    func start() throws {
+        lock.lock()
+        defer { lock.unlock() }
+        incarnation += 1
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["worker"]
+        var environment = ProcessInfo.processInfo.environment.merging(self.environment) { $1 }
+        environment["BADGEPIPE_WORKER_ID"] = "\(name)-\(incarnation)"
+        process.environment = environment
+        if !FileManager.default.fileExists(atPath: logFile.path) {
+            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        }
+        let handle = try FileHandle(forWritingTo: logFile)
+        handle.seekToEndOfFile()
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        self.process = process
+    }
+
+    var pid: Int32? {
+        lock.lock()
+        defer { lock.unlock() }
+        return process?.isRunning == true ? process?.processIdentifier : nil
+    }
+
+    /// Sends a signal to the current incarnation.
+    func signal(_ signal: Int32) {
+        if let pid { kill(pid, signal) }
+    }
+
+    /// SIGKILL and wait for the process to be gone.
+    func killHard() {
+        lock.lock()
+        let process = self.process
+        lock.unlock()
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM (graceful) and wait, up to `timeout` before a SIGKILL.
+    func stop(timeout: TimeInterval = 20) {
+        lock.lock()
+        let process = self.process
+        lock.unlock()
+        guard let process, process.isRunning else { return }
+        kill(process.processIdentifier, SIGCONT)
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { usleep(50_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Waits until the current incarnation logged "worker ready".
+    func waitUntilReady(timeout: TimeInterval = 60) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        let marker = "worker.id=\(name)-\(incarnation)"
+        while Date() < deadline {
+            if let text = try? String(contentsOf: logFile, encoding: .utf8),
+                text.split(separator: "\n").contains(where: { $0.contains("worker ready") && $0.contains(marker) })
+            {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw FleetError("worker \(name) did not become ready; log: \(logFile.path)")
+    }
+}
+
+/// A fleet test setup failure.
+struct FleetError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
