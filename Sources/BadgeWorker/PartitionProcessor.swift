@@ -15,6 +15,7 @@ struct PartitionProcessor: Sendable {
     let configuration: WorkerConfiguration
     /// Where batches come from: the partition and, in a fleet, the lease they are consumed under.
     let context: ApplyContext
+    let watchdog: Watchdog?
     let logger: Logger
 
     private static let processed = Counter(label: "badgepipe_events_processed_total")
@@ -24,7 +25,13 @@ struct PartitionProcessor: Sendable {
         while true {
             let batch = try await buffer.take(limit: configuration.batchSize)
             guard let last = batch.last else { return }
-            try await process(batch, lastTag: last.deliveryTag)
+            if let watchdog {
+                try await watchdog.watch("partition \(context.partition ?? -1) batch") {
+                    try await process(batch, lastTag: last.deliveryTag)
+                }
+            } else {
+                try await process(batch, lastTag: last.deliveryTag)
+            }
         }
     }
 
@@ -39,21 +46,19 @@ struct PartitionProcessor: Sendable {
                 try await park(delivery, reason: "\(invalid.code): \(invalid.message)")
             }
         }
-        let applied: [AppliedEvent]
-        if events.isEmpty {
-            applied = []
-        } else {
+        if !events.isEmpty {
             let policy = configuration.badgePolicy
             let context = context
-            applied = try await Retry.transient("apply", logger: logger) {
+            let events = events
+            _ = try await Retry.transient("apply", logger: logger) {
                 try await store.apply(events, policy: policy, context: context)
             }
         }
         // Committed: now, and only now, the broker may forget these messages.
         try await channel.ack(deliveryTag: lastTag, multiple: true)
         Self.processed.increment(by: events.count)
-        let pushes = applied.flatMap(\.pushes)
-        if !pushes.isEmpty { try await dispatcher.send(pushes) }
+        // Send what the partition's outbox holds: this batch's pushes, and any a timed-out attempt committed.
+        if !events.isEmpty { try await dispatcher.drainOutbox(partition: context.partition) }
     }
 
     /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.

@@ -20,7 +20,7 @@ struct PushDispatcher: Sendable {
                 try await store.pendingPushes(limit: 1000, partition: partition)
             }
             if pending.isEmpty { return }
-            logger.info("sending pushes left in the outbox", metadata: ["worker.pushes": "\(pending.count)"])
+            logger.debug("sending outbox pushes", metadata: ["worker.pushes": "\(pending.count)"])
             try await send(pending)
         }
     }

@@ -4,15 +4,19 @@ import Logging
 /// Retrying in place: a transient failure (database restarting, lock conflict) is tried again with capped
 /// exponential backoff, holding the deliveries unacked, instead of requeueing them behind later events.
 enum Retry {
+    /// How long one attempt may take before it is abandoned and retried. A request for a pooled connection made
+    /// while the database was down can wait forever; a timeout turns it into a retry.
+    static let attemptTimeout: Duration = .seconds(10)
+
     static func transient<T: Sendable>(
         _ what: String,
         logger: Logger,
-        _ body: () async throws -> T
+        _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         var attempt = 0
         while true {
             do {
-                return try await body()
+                return try await withTimeout(attemptTimeout, what: what, body)
             } catch let error as StoreError where error.transient {
                 attempt += 1
                 let delayMilliseconds = min(2000, 25 << min(attempt, 7))
@@ -24,6 +28,26 @@ enum Retry {
                     ])
                 try await Task.sleep(for: .milliseconds(delayMilliseconds))
             }
+        }
+    }
+
+    /// Runs `body`, cancelling it and throwing a transient `StoreError` when it takes longer than `limit`.
+    static func withTimeout<T: Sendable>(
+        _ limit: Duration,
+        what: String,
+        _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw StoreError(code: "timeout", message: "\(what) took longer than \(limit)", transient: true)
+            }
+            return value
         }
     }
 }

@@ -21,20 +21,25 @@ public struct Worker: Service {
     private let logger: Logger
     /// Called once the topology is declared and every partition is being consumed.
     private let onReady: (@Sendable () async -> Void)?
+    /// Ends the process when work stops making progress (see `Watchdog`); nil in tests that run in-process.
+    private let watchdog: Watchdog?
 
     public init(
         configuration: WorkerConfiguration,
         store: any BadgeStore,
         logger: Logger,
+        exitWhenStuckFor stuckLimit: Duration? = nil,
         onReady: (@Sendable () async -> Void)? = nil
     ) {
         self.configuration = configuration
         self.store = store
         self.logger = logger
         self.onReady = onReady
+        self.watchdog = stuckLimit.map { Watchdog(limit: $0, logger: logger) }
     }
 
     public func run() async throws {
+        watchdog?.start()
         var httpConfiguration = HTTPClient.Configuration()
         // Every partition sends concurrently: allow as many connections as pushes in flight.
         httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
@@ -75,7 +80,7 @@ public struct Worker: Service {
         do {
             let session = WorkerSession(
                 connection: connection, configuration: configuration, store: store, dispatcher: dispatcher,
-                logger: logger, onReady: onReady)
+                logger: logger, onReady: onReady, watchdog: watchdog)
             try await session.run()
             return .success(())
         } catch {
@@ -83,7 +88,9 @@ public struct Worker: Service {
         }
     }
 
-    private func retryingTransient<T: Sendable>(_ what: String, _ body: () async throws -> T) async throws -> T {
+    private func retryingTransient<T: Sendable>(
+        _ what: String, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
         try await Retry.transient(what, logger: logger, body)
     }
 }

@@ -18,6 +18,7 @@ struct WorkerSession {
     let dispatcher: PushDispatcher
     let logger: Logger
     let onReady: (@Sendable () async -> Void)?
+    let watchdog: Watchdog?
 
     /// A partition being consumed.
     private struct Running {
@@ -49,7 +50,7 @@ struct WorkerSession {
                     let processor = PartitionProcessor(
                         channel: channel, deadLetters: deadLetters, buffer: buffer, store: store,
                         dispatcher: dispatcher, configuration: configuration,
-                        context: ApplyContext(partition: partition, lease: lease),
+                        context: ApplyContext(partition: partition, lease: lease), watchdog: watchdog,
                         logger: logger.with(metadataKey: "worker.partition", value: "\(partition)"))
                     group.addTask {
                         do {
@@ -101,10 +102,12 @@ struct WorkerSession {
                         try? await shutdown.wait(upTo: .milliseconds(250))
                         continue
                     }
-                    let round = try await Retry.transient("lease round", logger: logger) { [releasing] in
-                        try await store.leaseRound(
-                            worker: fleet.workerID, partitions: configuration.topology.partitions,
-                            ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: releasing)
+                    let round = try await watched("lease round") { [releasing] in
+                        try await Retry.transient("lease round", logger: logger) {
+                            try await store.leaseRound(
+                                worker: fleet.workerID, partitions: configuration.topology.partitions,
+                                ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: releasing)
+                        }
                     }
                     releasing = []
                     let held = Dictionary(uniqueKeysWithValues: round.leases.map { ($0.partition, $0) })
@@ -162,6 +165,11 @@ struct WorkerSession {
         } onGracefulShutdown: {
             shutdown.set()
         }
+    }
+
+    private func watched<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
+        guard let watchdog else { return try await body() }
+        return try await watchdog.watch(name, body)
     }
 
     private func logReady(held: Int) {

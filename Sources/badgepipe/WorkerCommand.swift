@@ -60,7 +60,7 @@ struct WorkerCommand: AsyncParsableCommand {
             configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
         }
         let store = try BadgeStoreFactory.make(url: configuration.databaseURL, logger: logger)
-        let worker = Worker(configuration: configuration, store: store, logger: logger)
+        let worker = Worker(configuration: configuration, store: store, logger: logger, exitWhenStuckFor: .seconds(30))
         // The store closes after the worker stopped: services shut down in reverse order.
         let services: [any Service] = [StoreService(store: store), worker]
         let group = ServiceGroup(

@@ -43,8 +43,8 @@ struct FleetHarness {
 
         let namespace = "fleet-\(seed)-\(UInt16.random(in: 0...UInt16.max))"
         let database = "fleet_\(seed)_\(UInt16.random(in: 0...UInt16.max))"
-        try shell("psql", [databaseBase, "-q", "-c", "create database \(database)"])
-        let databaseURL = String(databaseBase[...databaseBase.lastIndex(of: "/")!]) + database
+        try await shell("psql", [databaseBase, "-q", "-c", "create database \(database)"])
+        let databaseURL = String(databaseBase[...databaseBase.lastIndex(of: "/")!]) + database + "?sslmode=disable"
         let logs = FileManager.default.temporaryDirectory.appendingPathComponent(namespace)
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
 
@@ -71,22 +71,33 @@ struct FleetHarness {
                 try await worker.waitUntilReady()
             }
 
+            // The supervisor: a worker that exits (crash-only) is started again, as systemd or docker would.
+            let supervisor = Task {
+                while !Task.isCancelled {
+                    for worker in workers { try? worker.superviseOnce() }
+                    try? await Task.sleep(for: .milliseconds(300))
+                }
+            }
+            defer { supervisor.cancel() }
             let publisher = FleetPublisher(url: amqpURL, exchange: "\(namespace).events", rate: rate)
             async let republished = publisher.publish(script.steps)
             async let faults = chaos(workers)
             let (republishedCount, faultCount) = try await (republished, faults)
 
-            try await waitUntilQuiet(sink: sinkState, namespace: namespace, timeout: .seconds(120))
+            try await waitUntilQuiet(sink: sinkState, namespace: namespace, timeout: .seconds(150))
+            supervisor.cancel()
             var report = FleetReport.check(steps: script.steps, deliveries: sinkState.deliveries())
             report.republished = republishedCount
             report.faults = faultCount
+            report.workerRestarts = workers.map(\.restarts).reduce(0, +)
             report.deadLettered = try await deadLettered(namespace: namespace)
             for worker in workers { worker.stop() }
             await sinkGroup.triggerGracefulShutdown()
             try await group.waitForAll()
             try await cleanUp(namespace: namespace)
             if ProcessInfo.processInfo.environment["BADGEPIPE_FLEET_KEEP"] == nil {
-                try? shell("psql", [databaseBase, "-q", "-c", "drop database if exists \(database) with (force)"])
+                try? await shell(
+                    "psql", [databaseBase, "-q", "-c", "drop database if exists \(database) with (force)"])
                 try? FileManager.default.removeItem(at: logs)
             } else {
                 print("fleet: kept database \(database) and logs \(logs.path)")
@@ -102,14 +113,7 @@ struct FleetHarness {
         var lastCount = -1
         var stableSince = clock.now
         while clock.now < deadline {
-            let connection = try await AMQPConnection.connect(
-                try AMQPConfiguration(url: amqpURL), retry: AMQPRetryPolicy(maxAttempts: 50))
-            let channel = try await connection.openChannel()
-            var pending: UInt32 = 0
-            for index in 0..<8 {
-                pending += try await channel.declareQueue("\(namespace).events.\(index)", passive: true).messageCount
-            }
-            await connection.close()
+            let pending = try await messagesInQueues(namespace: namespace)
             let count = sink.count
             if pending == 0, count == lastCount {
                 if clock.now - stableSince > .seconds(3) { return }
@@ -117,9 +121,30 @@ struct FleetHarness {
                 lastCount = count
                 stableSince = clock.now
             }
-            try await Task.sleep(for: .milliseconds(300))
+            try await Task.sleep(for: .milliseconds(500))
         }
         throw FleetError("the fleet did not go quiet")
+    }
+
+    /// Ready plus unacked messages in the namespace's partition queues (`rabbitmqctl list_queues`: a passive
+    /// declare counts only ready ones).
+    static func messagesInQueues(namespace: String) async throws -> Int {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-queues.txt")
+        try await shell(
+            "sh", ["-c", "scripts/services ctl list_queues -q name messages > \(output.path)"], timeout: .seconds(30))
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        var total = 0
+        for line in text.split(separator: "\n") where line.hasPrefix("\(namespace).events.") {
+            total += Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
+        }
+        return total
+    }
+
+    /// True when `pid` is gone or a zombie (Foundation's `Process` sometimes misses a child's exit).
+    static func hasExited(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
 
     static func deadLettered(namespace: String) async throws -> Int {
@@ -140,8 +165,10 @@ struct FleetHarness {
         await connection.close()
     }
 
-    /// Runs a command (found on PATH, or in the repository for `scripts/…`) and throws when it fails.
-    static func shell(_ command: String, _ arguments: [String]) throws {
+    /// Runs a command (found on PATH, or in the repository for `scripts/…`) and throws when it fails or takes longer
+    /// than `timeout`. Polls instead of `waitUntilExit`, which blocks a cooperative thread and was seen to miss the
+    /// exit of a short-lived child while other children come and go.
+    static func shell(_ command: String, _ arguments: [String], timeout: Duration = .seconds(60)) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [command] + arguments
@@ -149,7 +176,16 @@ struct FleetHarness {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw FleetError("\(command) \(arguments) failed") }
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        let pid = process.processIdentifier
+        while process.isRunning, !hasExited(pid) {
+            guard clock.now < deadline else { throw FleetError("\(command) \(arguments) took longer than \(timeout)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        // When Foundation did not notice the exit, the status is unknown: the caller checks the effect instead.
+        if !process.isRunning, process.terminationStatus != 0 {
+            throw FleetError("\(command) \(arguments) failed")
+        }
     }
 }

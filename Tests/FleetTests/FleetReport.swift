@@ -15,13 +15,14 @@ struct FleetReport: CustomStringConvertible {
     var deadLettered = 0
     var longestGap: Duration = .zero
     var faults = 0
+    var workerRestarts = 0
 
     var description: String {
         "events published \(eventsPublished) (\(republished) re-published), effects checked \(effectsChecked), "
             + "lost \(lostEffects.count), wrong last badge \(badgeMismatches.count), "
             + "order violations \(orderViolations.count), duplicate alerts \(duplicateAlerts) "
             + "(with a new apns-id: \(duplicatesWithNewID.count)), dead-lettered \(deadLettered), faults \(faults), "
-            + "longest gap between pushes \(longestGap)"
+            + "longest gap between pushes \(longestGap), worker self-restarts \(workerRestarts)"
     }
 
     /// Checks the sink's deliveries against the model of `steps` (the order they were published in).

@@ -62,9 +62,9 @@ struct FleetTests {
     @Test func theBrokerRestartedMidRun() async throws {
         let report = try await FleetHarness.run(seed: 14) { _ in
             try await Task.sleep(for: .seconds(6))
-            try FleetHarness.shell("scripts/services", ["ctl", "stop_app"])
+            try await FleetHarness.shell("scripts/services", ["ctl", "stop_app"])
             try await Task.sleep(for: .seconds(2))
-            try FleetHarness.shell("scripts/services", ["ctl", "start_app"])
+            try await FleetHarness.shell("scripts/services", ["ctl", "start_app"])
             return 1
         }
         expectClean(report, allowDuplicates: false, "broker restart")
@@ -73,9 +73,9 @@ struct FleetTests {
     @Test func postgresStoppedForFiveSeconds() async throws {
         let report = try await FleetHarness.run(seed: 15) { _ in
             try await Task.sleep(for: .seconds(6))
-            try FleetHarness.shell("scripts/services", ["pg-stop"])
+            try await FleetHarness.shell("scripts/services", ["pg-stop"])
             try await Task.sleep(for: .seconds(5))
-            try FleetHarness.shell("scripts/services", ["pg-start"])
+            try await FleetHarness.shell("scripts/services", ["pg-start"])
             return 1
         }
         expectClean(report, allowDuplicates: false, "PostgreSQL outage")

@@ -12,6 +12,18 @@ final class WorkerProcess: @unchecked Sendable {
     private var process: Process?
     private var incarnation = 0
     private let lock = NSLock()
+    private var supervising = true
+    /// Worker exits seen by the supervisor (crash-only restarts), not counting kills by the test.
+    private(set) var restarts = 0
+
+    /// Restarts the worker if it exited on its own.
+    func superviseOnce() throws {
+        lock.lock()
+        let exited = supervising && process != nil && process?.isRunning == false
+        if exited { restarts += 1 }
+        lock.unlock()
+        if exited { try start() }
+    }
 
     init(name: String, environment: [String: String], logDirectory: URL) {
         self.name = name
@@ -31,10 +43,13 @@ final class WorkerProcess: @unchecked Sendable {
 
     var logFile: URL { logDirectory.appendingPathComponent("\(name).log") }
 
-    /// Starts a new incarnation (a fresh worker id, so a restarted worker never shares one with its dead self).
+    /// Starts a new incarnation (a fresh worker id, so a restarted worker never shares one with its dead self),
+    /// unless the current one is still running. This is the supervisor: a worker that exits is started again.
     func start() throws {
         lock.lock()
         defer { lock.unlock() }
+        if supervising == false, process != nil { return }
+        if process?.isRunning == true { return }
         incarnation += 1
         let process = Process()
         process.executableURL = Self.executable
@@ -71,12 +86,17 @@ final class WorkerProcess: @unchecked Sendable {
         lock.unlock()
         guard let process, process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        // Poll rather than waitUntilExit (see FleetHarness.shell); a SIGKILLed process is gone in milliseconds.
+        for _ in 0..<200 where process.isRunning { usleep(10_000) }
+        lock.lock()
+        restarts -= 1  // the supervisor will count this exit; it was the test's doing
+        lock.unlock()
     }
 
     /// SIGTERM (graceful) and wait, up to `timeout` before a SIGKILL.
     func stop(timeout: TimeInterval = 20) {
         lock.lock()
+        supervising = false
         let process = self.process
         lock.unlock()
         guard let process, process.isRunning else { return }
@@ -86,7 +106,7 @@ final class WorkerProcess: @unchecked Sendable {
         while process.isRunning, Date() < deadline { usleep(50_000) }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            for _ in 0..<200 where process.isRunning { usleep(10_000) }
         }
     }
 

@@ -28,7 +28,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
                 ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
                 ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
             let name = "pipeline_\(UInt32.random(in: 0...UInt32.max))"
-            try run("/usr/bin/psql", [base, "-q", "-c", "create database \(name)"])
+            try run("/usr/bin/env", ["psql", base, "-q", "-c", "create database \(name)"])
             guard let slash = base.lastIndex(of: "/") else { return base }
             return String(base[...slash]) + name
         }

@@ -1,0 +1,53 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// A last line of defence against a wedged dependency: a dedicated thread (not the cooperative pool) that ends the
+/// process when a batch or the lease loop makes no progress for `limit`.
+///
+/// A worker is crash-only by design: everything it has not committed is unacked and returns to its queue, its
+/// leases expire, and its outbox is sent by the next owner. So when a call into a client library never returns
+/// (seen with pooled PostgreSQL connections requested while the server was restarting), exiting and letting the
+/// supervisor (systemd, docker `restart: always`, `scripts/fleet`) start a fresh process is the bounded, safe
+/// way out. Exit status 75 (EX_TEMPFAIL) says so.
+final class Watchdog: Sendable {
+    private struct State {
+        /// Work that started and has not finished: name → start time.
+        var busy: [String: ContinuousClock.Instant] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let limit: Duration
+    private let logger: Logger
+
+    init(limit: Duration, logger: Logger) {
+        self.limit = limit
+        self.logger = logger
+    }
+
+    /// Starts the watching thread (once per process).
+    func start() {
+        let thread = Thread { [self] in
+            while true {
+                Thread.sleep(forTimeInterval: 1)
+                let now = ContinuousClock.now
+                let stuck = state.withLock { state in state.busy.first { now - $0.value > limit } }
+                if let (name, since) = stuck {
+                    logger.critical(
+                        "no progress, exiting so that the supervisor restarts the worker",
+                        metadata: ["worker.stuck": "\(name)", "worker.stuck_for": "\(now - since)"])
+                    exit(75)
+                }
+            }
+        }
+        thread.name = "badgepipe-watchdog"
+        thread.start()
+    }
+
+    /// Runs `body`, watched under `name`.
+    func watch<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
+        state.withLock { $0.busy[name] = ContinuousClock.now }
+        defer { state.withLock { _ = $0.busy.removeValue(forKey: name) } }
+        return try await body()
+    }
+}
