@@ -88,9 +88,6 @@ final class WorkerProcess: @unchecked Sendable {
         kill(process.processIdentifier, SIGKILL)
         // Poll rather than waitUntilExit (see FleetHarness.shell); a SIGKILLed process is gone in milliseconds.
         for _ in 0..<200 where process.isRunning { usleep(10_000) }
-        lock.lock()
-        restarts -= 1  // the supervisor will count this exit; it was the test's doing
-        lock.unlock()
     }
 
     /// SIGTERM (graceful) and wait, up to `timeout` before a SIGKILL.
