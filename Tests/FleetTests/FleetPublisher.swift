@@ -48,9 +48,6 @@ struct FleetPublisher {
                 }
             }
             while !inFlight.isEmpty { await settleOldest() }
-            if connection.isClosed, failedAt == nil, next < steps.count {
-                // Lost between publishes: nothing in flight failed, carry on from `next`.
-            }
             if let failedAt {
                 republished += next - failedAt
                 next = failedAt

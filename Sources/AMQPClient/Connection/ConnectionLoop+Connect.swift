@@ -57,7 +57,7 @@ extension ConnectionLoop {
         _ = amqp_set_handshake_timeout(state, &handshakeTimeout)
 
         let arena = CArena()
-        var capabilities: AMQPTable = [
+        let capabilities: AMQPTable = [
             "publisher_confirms": true,
             "consumer_cancel_notify": true,
             "basic.nack": true,
@@ -65,8 +65,8 @@ extension ConnectionLoop {
             "authentication_failure_close": true,
             "exchange_exchange_bindings": true,
             "per_consumer_qos": true,
+            "consumer_priorities": true,
         ]
-        capabilities["consumer_priorities"] = true
         var clientProperties: AMQPTable = [
             "product": "badgepipe AMQPClient",
             "platform": "Swift",
