@@ -36,9 +36,13 @@ public protocol BadgeStore: Sendable {
         worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
     ) async throws -> LeaseRound
 
-    /// Claims the right to push `badgeVersion` of `user` to `token`; false when the push is stale (a newer version
-    /// already went there, or the token moved to another user).
-    func claimPush(token: String, user: String, badgeVersion: Int64) async throws -> Bool
+    /// The per-device push guard, called just before `push` is sent; returns what to send, or nil to drop it.
+    ///
+    /// The `badge_version` of what reaches one device never decreases: a push older than one already sent there
+    /// is dropped when it is badge-only (a newer push superseded it) and, when it is an alert, rebuilt with the
+    /// user's current counts and badge (under `policy`) at a fresh, higher `badge_version`; it keeps its event, so
+    /// its `apns-id` stays the same. A push to a token that moved to another user is dropped.
+    func claimPush(_ push: PlannedPush, policy: BadgePolicy) async throws -> PlannedPush?
 
     /// Removes sent pushes from the outbox.
     func markSent(_ outboxIDs: [Int64]) async throws

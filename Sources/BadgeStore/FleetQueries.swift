@@ -86,20 +86,44 @@ enum FleetQueries {
         }
     }
 
-    /// Claims the right to push `badgeVersion` of `user` to `token`. False when the push is stale: a newer version
-    /// of that user already went to the token, or the token has moved to another user since. A token no longer
-    /// stored (unregistered after the push was planned) may still get it. Re-sending the same version is allowed.
-    static func claimPush(
-        token: String, user: String, badgeVersion: Int64, database: any SQLTransactor
-    ) async throws -> Bool {
+    /// The push guard, run just before `push` is sent: returns the push to send, or nil to drop it.
+    ///
+    /// - `push.badgeVersion` is at least the version last pushed to the token for this user: the token's
+    ///   `pushed_version` moves up to it and the push goes out as planned (re-sending the same version is allowed).
+    /// - The token now belongs to another user: nil.
+    /// - A newer version already reached the token (another worker, or a zombie that woke up, sent a later push
+    ///   first): a badge-only push is superseded (nil); an alert is never dropped, it is rebuilt with the user's
+    ///   current counts, badge and preferences at a fresh `badge_version` (the user's version is bumped), keeping
+    ///   its event and therefore its `apns-id`.
+    /// - The token is not stored any more (unregistered after the push was planned): sent as planned.
+    static func claimPush(_ push: PlannedPush, policy: BadgePolicy, database: any SQLTransactor) async throws
+        -> PlannedPush?
+    {
         try await database.transaction { sql in
             let claimed = try await sql.query(
                 "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2 AND pushed_version <= $3 "
                     + "RETURNING token",
-                [.text(token), .text(user), .int(badgeVersion)])
-            if !claimed.isEmpty { return true }
-            let row = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(token)])
-            return row.isEmpty
+                [.text(push.token), .text(push.recipient), .int(push.badgeVersion)])
+            if !claimed.isEmpty { return push }
+            let owner = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(push.token)])
+            guard let row = owner.first else { return push }
+            guard row.first?.string == push.recipient, push.kind.isAlert else { return nil }
+            // Users before devices, the order `apply` locks them in.
+            let bumped = try await sql.query(
+                "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
+                    + "RETURNING \(EventRules.UserRow.columns)",
+                [.text(push.recipient)])
+            guard let cells = bumped.first else { return nil }
+            let user = try EventRules.UserRow(cells: cells)
+            try await sql.execute(
+                "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
+                [.text(push.token), .text(push.recipient), .int(user.badgeVersion)])
+            var rebuilt = push
+            rebuilt.counts = user.counts
+            rebuilt.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
+            rebuilt.badgeVersion = user.badgeVersion
+            rebuilt.previews = user.previews
+            return rebuilt
         }
     }
 }

@@ -79,8 +79,8 @@ public final class PostgresBadgeStore: BadgeStore {
             database: database)
     }
 
-    public func claimPush(token: String, user: String, badgeVersion: Int64) async throws -> Bool {
-        try await FleetQueries.claimPush(token: token, user: user, badgeVersion: badgeVersion, database: database)
+    public func claimPush(_ push: PlannedPush, policy: BadgePolicy) async throws -> PlannedPush? {
+        try await FleetQueries.claimPush(push, policy: policy, database: database)
     }
 
     public func markSent(_ outboxIDs: [Int64]) async throws {

@@ -54,11 +54,19 @@ struct PartitionProcessor: Sendable {
                 try await store.apply(events, policy: policy, context: context)
             }
         }
-        // Committed: now, and only now, the broker may forget these messages.
-        try await channel.ack(deliveryTag: lastTag, multiple: true)
+        // Committed: now, and only now, the broker may forget these messages. When the ack cannot reach the broker
+        // (connection lost), the messages come back and find their effects already stored; the pushes are sent
+        // all the same, so that nobody else sends them again later.
+        var ackFailure: (any Error)?
+        do {
+            try await channel.ack(deliveryTag: lastTag, multiple: true)
+        } catch {
+            ackFailure = error
+        }
         Self.processed.increment(by: events.count)
         // Send what the partition's outbox holds: this batch's pushes, and any a timed-out attempt committed.
         if !events.isEmpty { try await dispatcher.drainOutbox(partition: context.partition) }
+        if let ackFailure { throw ackFailure }
     }
 
     /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.

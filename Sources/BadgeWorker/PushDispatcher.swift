@@ -10,6 +10,8 @@ struct PushDispatcher: Sendable {
     let sender: PushSender
     let builder: PushPayloadBuilder
     let concurrency: Int
+    /// The deployment's badge policy, for alerts the push guard rebuilds.
+    let policy: BadgePolicy
     let logger: Logger
 
     /// Sends everything the outbox still holds (of one partition, or all): what a previous run or a previous owner
@@ -25,7 +27,8 @@ struct PushDispatcher: Sendable {
         }
     }
 
-    /// Sends pushes and marks them sent.
+    /// Sends pushes and marks them sent: each user's as soon as that user's pushes are done, so that an
+    /// interruption leaves as few sent-but-unrecorded pushes as possible.
     func send(_ pushes: [OutboxPush]) async throws {
         var byUser: [String: [OutboxPush]] = [:]
         var order: [String] = []
@@ -33,22 +36,19 @@ struct PushDispatcher: Sendable {
             if byUser[push.push.recipient] == nil { order.append(push.push.recipient) }
             byUser[push.push.recipient, default: []].append(push)
         }
-        let done = try await withThrowingTaskGroup(of: [Int64].self) { group in
+        try await withThrowingTaskGroup(of: Void.self) { group in
             var next = 0
-            var finished: [Int64] = []
             func startNext() {
                 guard next < order.count, let queue = byUser[order[next]] else { return }
                 next += 1
-                group.addTask { try await sendInOrder(queue) }
+                group.addTask {
+                    let done = try await sendInOrder(queue)
+                    try await Retry.transient("mark sent", logger: logger) { try await store.markSent(done) }
+                }
             }
             for _ in 0..<min(concurrency, order.count) { startNext() }
-            while let ids = try await group.next() {
-                finished.append(contentsOf: ids)
-                startNext()
-            }
-            return finished
+            while try await group.next() != nil { startNext() }
         }
-        try await Retry.transient("mark sent", logger: logger) { try await store.markSent(done) }
     }
 
     private func sendInOrder(_ pushes: [OutboxPush]) async throws -> [Int64] {
@@ -57,29 +57,36 @@ struct PushDispatcher: Sendable {
         for outbox in pushes {
             done.append(outbox.id)
             if deadTokens.contains(outbox.push.token) { continue }
-            // The database-side guard: never push an older badge_version to a device than one already pushed there
-            // (a worker that stalled past failover wakes up with stale pushes; they are dropped here).
-            let token = outbox.push.token
-            let user = outbox.push.recipient
-            let version = outbox.push.badgeVersion
-            let current = try await Retry.transient("claim push", logger: logger) {
-                try await store.claimPush(token: token, user: user, badgeVersion: version)
+            // The database-side guard: a device never gets an older badge_version than one already pushed there (a
+            // worker that stalled past failover wakes up with stale pushes). Stale alerts come back rebuilt with
+            // the current badge at a new version; stale badge-only pushes are superseded and dropped.
+            let planned = outbox.push
+            let claimed = try await Retry.transient("claim push", logger: logger) {
+                try await store.claimPush(planned, policy: policy)
             }
-            if !current {
+            guard let push = claimed else {
                 logger.info(
-                    "stale push dropped", metadata: ["push.token": "\(token)", "push.badge_version": "\(version)"])
+                    "superseded push dropped",
+                    metadata: ["push.token": "\(planned.token)", "push.badge_version": "\(planned.badgeVersion)"])
                 continue
             }
-            let request = builder.build(outbox.push)
-            switch try await sender.send(request) {
+            if push.badgeVersion != planned.badgeVersion {
+                logger.info(
+                    "stale alert rebuilt with the current badge",
+                    metadata: [
+                        "push.token": "\(planned.token)", "push.event_id": "\(planned.eventID)",
+                        "push.badge_version": "\(push.badgeVersion)",
+                    ])
+            }
+            switch try await sender.send(builder.build(push)) {
             case .accepted, .rejected:
                 break
             case .deadToken(_, let reason):
-                deadTokens.insert(outbox.push.token)
+                deadTokens.insert(push.token)
                 logger.info(
                     "token unregistered, deactivating",
-                    metadata: ["push.token": "\(outbox.push.token)", "push.reason": "\(reason)"])
-                let token = outbox.push.token
+                    metadata: ["push.token": "\(push.token)", "push.reason": "\(reason)"])
+                let token = push.token
                 try await Retry.transient("deactivate device", logger: logger) {
                     try await store.deactivateDevice(token: token)
                 }

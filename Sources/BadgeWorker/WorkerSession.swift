@@ -78,10 +78,15 @@ struct WorkerSession {
                     }
                 }
 
+                var failure: (any Error)?
                 while !shutdown.isSet {
-                    if let failure = registry.failure { throw failure }
+                    if let error = registry.failure {
+                        failure = error
+                        break
+                    }
                     if connection.isClosed {
-                        throw await connection.closed() ?? AMQPError(.connectionLost, "connection closed")
+                        failure = await connection.closed() ?? AMQPError(.connectionLost, "connection closed")
+                        break
                     }
                     for partition in registry.takeStopped() {
                         if running.removeValue(forKey: partition) != nil, configuration.fleet != nil {
@@ -144,10 +149,11 @@ struct WorkerSession {
                     try? await shutdown.wait(upTo: .milliseconds(fleet.leaseTTLMilliseconds / 3))
                 }
 
-                // Graceful shutdown: every partition finishes its batch in progress, then its channel closes.
+                // Graceful shutdown, or the connection (or a partition) failed: every partition finishes its batch
+                // in progress, including sending and recording its pushes, then its channel closes. Never cancelled
+                // half-way: a push sent but not recorded would be sent again by whoever drains the outbox next.
                 for entry in running.values { entry.buffer.finish(nil) }
                 while !running.isEmpty {
-                    if let failure = registry.failure { throw failure }
                     for partition in registry.takeStopped() {
                         running.removeValue(forKey: partition)
                         releasing.insert(partition)
@@ -161,6 +167,7 @@ struct WorkerSession {
                 }
                 await connection.close()
                 try await group.waitForAll()
+                if let failure { throw failure }
             }
         } onGracefulShutdown: {
             shutdown.set()

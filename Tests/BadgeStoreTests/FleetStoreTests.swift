@@ -1,0 +1,118 @@
+import BadgeCore
+import Foundation
+import Testing
+
+@testable import BadgeStore
+
+/// The store's side of fleets: partition leases, fencing of a worker that lost its lease, and the per-device push
+/// guard that keeps `badge_version` monotonic on every device whatever the workers do.
+@Suite("Fleet store")
+struct FleetStoreTests {
+    @Test(arguments: Backend.allCases)
+    func leasesAreSharedFairlyAndReleasedPartitionsMoveToTheOtherWorker(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let alone = try await store.leaseRound(
+                worker: "w1", partitions: 8, ttlMilliseconds: 60_000, releasing: [])
+            #expect(alone.liveWorkers == 1)
+            #expect(alone.target == 8)
+            #expect(alone.leases.map(\.partition) == Array(0..<8))
+
+            // A second worker arrives: nothing is free yet, but its fair share is now 4.
+            let newcomer = try await store.leaseRound(
+                worker: "w2", partitions: 8, ttlMilliseconds: 60_000, releasing: [])
+            #expect(newcomer.liveWorkers == 2)
+            #expect(newcomer.target == 4)
+            #expect(newcomer.leases.isEmpty)
+
+            // The first gives back what is above its share; the second takes it, each partition at a new epoch.
+            let shrunk = try await store.leaseRound(
+                worker: "w1", partitions: 8, ttlMilliseconds: 60_000, releasing: [4, 5, 6, 7])
+            #expect(shrunk.leases.map(\.partition) == [0, 1, 2, 3])
+            let grown = try await store.leaseRound(
+                worker: "w2", partitions: 8, ttlMilliseconds: 60_000, releasing: [])
+            #expect(grown.leases.map(\.partition) == [4, 5, 6, 7])
+            for lease in grown.leases {
+                let before = try #require(alone.leases.first { $0.partition == lease.partition })
+                #expect(lease.epoch > before.epoch)
+            }
+
+            // Renewing keeps the same epochs.
+            let renewed = try await store.leaseRound(
+                worker: "w2", partitions: 8, ttlMilliseconds: 60_000, releasing: [])
+            #expect(renewed.leases == grown.leases)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aWorkerWhoseLeaseWasTakenOverCannotCommit(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let first = try await store.leaseRound(
+                worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+            let stale = try #require(first.leases.first)
+            _ = try await store.apply(
+                [register("d1", token: tokenA)], policy: .unseen, context: ApplyContext(partition: 0, lease: stale))
+            // w1's last renewal is about to run out and it freezes; w2 takes the partition over.
+            let last = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 1, releasing: [])
+            #expect(last.leases == [stale])
+            var taken: PartitionLease?
+            for _ in 0..<200 where taken == nil {
+                try await Task.sleep(for: .milliseconds(5))
+                taken = try await store.leaseRound(
+                    worker: "w2", partitions: 1, ttlMilliseconds: 60_000, releasing: []
+                ).leases.first
+            }
+            let current = try #require(taken)
+            #expect(current.epoch > stale.epoch)
+
+            // The zombie wakes up: its batch fails as a whole and changes nothing.
+            await #expect {
+                _ = try await store.apply(
+                    [follow("n1", at: 1)], policy: .unseen, context: ApplyContext(partition: 0, lease: stale))
+            } throws: { error in
+                (error as? StoreError)?.code == "lease_lost" && (error as? StoreError)?.transient == false
+            }
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 0)
+
+            // The new owner commits the same event.
+            _ = try await store.apply(
+                [follow("n1", at: 1)], policy: .unseen, context: ApplyContext(partition: 0, lease: current))
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 1)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func thePushGuardNeverLetsADeviceGoBackAndNeverDropsAnAlert(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.apply(
+                [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen)
+            let outbox = try await store.pendingPushes(limit: 10).map(\.push)
+            #expect(outbox.map(\.badgeVersion) == [0, 1, 2])
+            let (registered, alert1, alert2) = (outbox[0], outbox[1], outbox[2])
+
+            // The newest goes out first (a zombie or a second worker raced ahead).
+            #expect(try await store.claimPush(alert2, policy: .unseen) == alert2)
+            // Sending the same version again (a re-send) is allowed.
+            #expect(try await store.claimPush(alert2, policy: .unseen) == alert2)
+
+            // The older alert is not dropped: it goes out with the current badge at a new version.
+            let rebuilt = try #require(try await store.claimPush(alert1, policy: .unseen))
+            #expect(rebuilt.eventID == "n1")
+            #expect(rebuilt.kind == alert1.kind)
+            #expect(rebuilt.badgeVersion == 3)
+            #expect(rebuilt.badge == 2)
+            #expect(rebuilt.counts == Counts(unreadNotifications: 2, unseenNotifications: 2))
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
+
+            // An older badge-only push is superseded.
+            #expect(try await store.claimPush(registered, policy: .unseen) == nil)
+
+            // The next event gets a version above the rebuilt push's.
+            let next = try await store.apply([follow("n3", at: 3)], policy: .unseen)
+            #expect(pushes(next).map(\.badgeVersion) == [4])
+
+            // Once the token belongs to someone else, nothing of the old owner reaches it.
+            _ = try await store.apply([register("d2", token: tokenA, for: "u-carol")], policy: .unseen)
+            #expect(try await store.claimPush(pushes(next)[0], policy: .unseen) == nil)
+        }
+    }
+}
