@@ -96,7 +96,9 @@ enum FleetQueries {
     ///   current counts, badge and preferences at a fresh `badge_version` (the user's version is bumped), keeping
     ///   its event and therefore its `apns-id`.
     /// - The token is not stored any more (unregistered after the push was planned): sent as planned.
-    static func claimPush(_ push: PlannedPush, policy: BadgePolicy, database: any SQLTransactor) async throws
+    static func claimPush(
+        _ push: PlannedPush, policy: BadgePolicy, database: any SQLTransactor
+    ) async throws
         -> PlannedPush?
     {
         try await database.transaction { sql in
