@@ -36,13 +36,16 @@ public protocol BadgeStore: Sendable {
         worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
     ) async throws -> LeaseRound
 
-    /// The per-device push guard, called just before `push` is sent; returns what to send, or nil to drop it.
+    /// The push guard, called just before an outbox push is sent; returns what to send, or nil to drop it.
     ///
-    /// The `badge_version` of what reaches one device never decreases: a push older than one already sent there
-    /// is dropped when it is badge-only (a newer push superseded it) and, when it is an alert, rebuilt with the
-    /// user's current counts and badge (under `policy`) at a fresh, higher `badge_version`; it keeps its event, so
-    /// its `apns-id` stays the same. A push to a token that moved to another user is dropped.
-    func claimPush(_ push: PlannedPush, policy: BadgePolicy) async throws -> PlannedPush?
+    /// `sent` are outbox rows of pushes sent since the previous call; they are recorded as sent in the same
+    /// transaction (one round trip per push). A push whose row is already gone was sent by someone else (a
+    /// partition's new owner while this worker was frozen) and is dropped. The `badge_version` of what reaches one
+    /// device never decreases: a push older than one already sent there is dropped when it is badge-only (a newer
+    /// push superseded it) and, when it is an alert, rebuilt with the user's current counts and badge (under
+    /// `policy`) at a fresh, higher `badge_version`; it keeps its event, so its `apns-id` stays the same. A push to
+    /// a token that moved to another user is dropped.
+    func claimPush(_ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]) async throws -> PlannedPush?
 
     /// Removes sent pushes from the outbox.
     func markSent(_ outboxIDs: [Int64]) async throws

@@ -86,22 +86,28 @@ enum FleetQueries {
         }
     }
 
-    /// The push guard, run just before `push` is sent: returns the push to send, or nil to drop it.
+    /// The push guard, run just before an outbox push is sent: returns the push to send, or nil to drop it.
     ///
-    /// - `push.badgeVersion` is at least the version last pushed to the token for this user: the token's
+    /// First records `sent` (outbox rows of pushes sent since the previous call) as sent, in the same transaction.
+    /// Then, for `outbox`:
+    /// - Its row is gone: somebody else (the partition's new owner, while this worker was frozen) sent it: nil.
+    /// - `badgeVersion` is at least the version last pushed to the token for this user: the token's
     ///   `pushed_version` moves up to it and the push goes out as planned (re-sending the same version is allowed).
     /// - The token now belongs to another user: nil.
-    /// - A newer version already reached the token (another worker, or a zombie that woke up, sent a later push
-    ///   first): a badge-only push is superseded (nil); an alert is never dropped, it is rebuilt with the user's
-    ///   current counts, badge and preferences at a fresh `badge_version` (the user's version is bumped), keeping
-    ///   its event and therefore its `apns-id`.
+    /// - A newer version already reached the token (a later push overtook this one): a badge-only push is
+    ///   superseded (nil); an alert is never dropped, it is rebuilt with the user's current counts, badge and
+    ///   preferences at a fresh `badge_version` (the user's version is bumped), keeping its event and therefore its
+    ///   `apns-id`.
     /// - The token is not stored any more (unregistered after the push was planned): sent as planned.
     static func claimPush(
-        _ push: PlannedPush, policy: BadgePolicy, database: any SQLTransactor
-    ) async throws
-        -> PlannedPush?
-    {
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], database: any SQLTransactor
+    ) async throws -> PlannedPush? {
         try await database.transaction { sql in
+            try await deleteOutboxRows(sent, sql: sql)
+            let pending = try await sql.query(
+                "SELECT id FROM outbox WHERE id = $1" + sql.dialect.forUpdate, [.int(outbox.id)])
+            if pending.isEmpty { return nil }
+            let push = outbox.push
             let claimed = try await sql.query(
                 "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2 AND pushed_version <= $3 "
                     + "RETURNING token",
@@ -126,6 +132,14 @@ enum FleetQueries {
             rebuilt.badgeVersion = user.badgeVersion
             rebuilt.previews = user.previews
             return rebuilt
+        }
+    }
+
+    /// Deletes outbox rows (sent pushes), in chunks that stay under every backend's parameter limit.
+    static func deleteOutboxRows(_ ids: [Int64], sql: any SQLExecutor) async throws {
+        for chunk in ids.chunked(500) {
+            let list = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
+            try await sql.execute("DELETE FROM outbox WHERE id IN (\(list))", chunk.map { .int($0) })
         }
     }
 }

@@ -79,8 +79,10 @@ public final class PostgresBadgeStore: BadgeStore {
             database: database)
     }
 
-    public func claimPush(_ push: PlannedPush, policy: BadgePolicy) async throws -> PlannedPush? {
-        try await FleetQueries.claimPush(push, policy: policy, database: database)
+    public func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]
+    ) async throws -> PlannedPush? {
+        try await FleetQueries.claimPush(outbox, policy: policy, recordingSent: sent, database: database)
     }
 
     public func markSent(_ outboxIDs: [Int64]) async throws {

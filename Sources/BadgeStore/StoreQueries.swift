@@ -129,12 +129,7 @@ enum StoreQueries {
 
     static func markSent(_ ids: [Int64], database: any SQLTransactor) async throws {
         guard !ids.isEmpty else { return }
-        try await database.transaction { sql in
-            for chunk in ids.chunked(500) {
-                let list = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
-                try await sql.execute("DELETE FROM outbox WHERE id IN (\(list))", chunk.map { .int($0) })
-            }
-        }
+        try await database.transaction { sql in try await FleetQueries.deleteOutboxRows(ids, sql: sql) }
     }
 
     static func deactivateDevice(token: String, database: any SQLTransactor) async throws {

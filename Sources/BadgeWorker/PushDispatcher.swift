@@ -27,8 +27,8 @@ struct PushDispatcher: Sendable {
         }
     }
 
-    /// Sends pushes and marks them sent: each user's as soon as that user's pushes are done, so that an
-    /// interruption leaves as few sent-but-unrecorded pushes as possible.
+    /// Sends pushes and records each as sent right after it went out (in the guard's transaction for the next
+    /// push of the same user), so that an interruption leaves at most the pushes in flight unrecorded.
     func send(_ pushes: [OutboxPush]) async throws {
         var byUser: [String: [OutboxPush]] = [:]
         var order: [String] = []
@@ -41,32 +41,32 @@ struct PushDispatcher: Sendable {
             func startNext() {
                 guard next < order.count, let queue = byUser[order[next]] else { return }
                 next += 1
-                group.addTask {
-                    let done = try await sendInOrder(queue)
-                    try await Retry.transient("mark sent", logger: logger) { try await store.markSent(done) }
-                }
+                group.addTask { try await sendInOrder(queue) }
             }
             for _ in 0..<min(concurrency, order.count) { startNext() }
             while try await group.next() != nil { startNext() }
         }
     }
 
-    private func sendInOrder(_ pushes: [OutboxPush]) async throws -> [Int64] {
-        var done: [Int64] = []
+    /// One user's pushes, one after another.
+    private func sendInOrder(_ pushes: [OutboxPush]) async throws {
+        var unrecorded: [Int64] = []
         var deadTokens: Set<String> = []
         for outbox in pushes {
-            done.append(outbox.id)
             if deadTokens.contains(outbox.push.token) { continue }
             // The database-side guard: a device never gets an older badge_version than one already pushed there (a
             // worker that stalled past failover wakes up with stale pushes). Stale alerts come back rebuilt with
-            // the current badge at a new version; stale badge-only pushes are superseded and dropped.
-            let planned = outbox.push
+            // the current badge at a new version; stale badge-only pushes are superseded and dropped, and so is
+            // whatever somebody else already sent.
+            let sent = unrecorded
             let claimed = try await Retry.transient("claim push", logger: logger) {
-                try await store.claimPush(planned, policy: policy)
+                try await store.claimPush(outbox, policy: policy, recordingSent: sent)
             }
+            unrecorded = [outbox.id]
+            let planned = outbox.push
             guard let push = claimed else {
-                logger.info(
-                    "superseded push dropped",
+                logger.debug(
+                    "push dropped: superseded or already sent",
                     metadata: ["push.token": "\(planned.token)", "push.badge_version": "\(planned.badgeVersion)"])
                 continue
             }
@@ -92,6 +92,7 @@ struct PushDispatcher: Sendable {
                 }
             }
         }
-        return done
+        let sent = unrecorded
+        try await Retry.transient("mark sent", logger: logger) { try await store.markSent(sent) }
     }
 }

@@ -85,26 +85,33 @@ struct FleetStoreTests {
         try await withStore(backend) { store in
             _ = try await store.apply(
                 [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen)
-            let outbox = try await store.pendingPushes(limit: 10).map(\.push)
-            #expect(outbox.map(\.badgeVersion) == [0, 1, 2])
+            let outbox = try await store.pendingPushes(limit: 10)
+            #expect(outbox.map(\.push.badgeVersion) == [0, 1, 2])
             let (registered, alert1, alert2) = (outbox[0], outbox[1], outbox[2])
 
             // The newest goes out first (a zombie or a second worker raced ahead).
-            #expect(try await store.claimPush(alert2, policy: .unseen) == alert2)
-            // Sending the same version again (a re-send) is allowed.
-            #expect(try await store.claimPush(alert2, policy: .unseen) == alert2)
+            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == alert2.push)
+            // Claiming the same version again (a re-send of a push not recorded as sent) is allowed.
+            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == alert2.push)
 
-            // The older alert is not dropped: it goes out with the current badge at a new version.
-            let rebuilt = try #require(try await store.claimPush(alert1, policy: .unseen))
+            // The older alert is not dropped: it goes out with the current badge at a new version. The claim also
+            // records the previous push as sent.
+            let rebuilt = try #require(try await store.claimPush(alert1, policy: .unseen, recordingSent: [alert2.id]))
             #expect(rebuilt.eventID == "n1")
-            #expect(rebuilt.kind == alert1.kind)
+            #expect(rebuilt.kind == alert1.push.kind)
             #expect(rebuilt.badgeVersion == 3)
             #expect(rebuilt.badge == 2)
             #expect(rebuilt.counts == Counts(unreadNotifications: 2, unseenNotifications: 2))
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
+            #expect(try await store.pendingPushes(limit: 10).map(\.id) == [registered.id, alert1.id])
+
+            // Something already recorded as sent (by another worker) is not sent again.
+            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == nil)
 
             // An older badge-only push is superseded.
-            #expect(try await store.claimPush(registered, policy: .unseen) == nil)
+            #expect(try await store.claimPush(registered, policy: .unseen, recordingSent: [alert1.id]) == nil)
+            try await store.markSent([registered.id])
+            #expect(try await store.pendingPushes(limit: 10).isEmpty)
 
             // The next event gets a version above the rebuilt push's.
             let next = try await store.apply([follow("n3", at: 3)], policy: .unseen)
@@ -112,7 +119,8 @@ struct FleetStoreTests {
 
             // Once the token belongs to someone else, nothing of the old owner reaches it.
             _ = try await store.apply([register("d2", token: tokenA, for: "u-carol")], policy: .unseen)
-            #expect(try await store.claimPush(pushes(next)[0], policy: .unseen) == nil)
+            let stale = try #require(try await store.pendingPushes(limit: 10).first { $0.push.eventID == "n3" })
+            #expect(try await store.claimPush(stale, policy: .unseen, recordingSent: []) == nil)
         }
     }
 }
