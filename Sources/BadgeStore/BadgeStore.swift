@@ -39,13 +39,17 @@ public protocol BadgeStore: Sendable {
     /// The push guard, called just before an outbox push is sent; returns what to send, or nil to drop it.
     ///
     /// `sent` are outbox rows of pushes sent since the previous call; they are recorded as sent in the same
-    /// transaction (one round trip per push). A push whose row is already gone was sent by someone else (a
+    /// transaction (one round trip per push). With `lease` (the partition the push is sent for), the claim fails with
+    /// `lease_lost` once the lease is no longer held, so a worker that lost a partition sends nothing more of it.
+    /// A push whose row is already gone was sent by someone else (a
     /// partition's new owner while this worker was frozen) and is dropped. The `badge_version` of what reaches one
     /// device never decreases: a push older than one already sent there is dropped when it is badge-only (a newer
     /// push superseded it) and, when it is an alert, rebuilt with the user's current counts and badge (under
     /// `policy`) at a fresh, higher `badge_version`; it keeps its event, so its `apns-id` stays the same. A push to
     /// a token that moved to another user is dropped.
-    func claimPush(_ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]) async throws -> PlannedPush?
+    func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
+    ) async throws -> PlannedPush?
 
     /// Removes sent pushes from the outbox.
     func markSent(_ outboxIDs: [Int64]) async throws
@@ -61,6 +65,15 @@ public protocol BadgeStore: Sendable {
 }
 
 extension BadgeStore {
+    /// The push guard outside any lease (a single node, tests).
+    public func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]
+    ) async throws
+        -> PlannedPush?
+    {
+        try await claimPush(outbox, policy: policy, recordingSent: sent, lease: nil)
+    }
+
     /// Applies events outside any partition or lease (a single node, tests).
     public func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
         try await apply(events, policy: policy, context: .none)

@@ -88,8 +88,8 @@ enum FleetQueries {
 
     /// The push guard, run just before an outbox push is sent: returns the push to send, or nil to drop it.
     ///
-    /// First records `sent` (outbox rows of pushes sent since the previous call) as sent, in the same transaction.
-    /// Then, for `outbox`:
+    /// First records `sent` (outbox rows of pushes sent since the previous call) as sent, in the same transaction;
+    /// then, with `lease`, fails with `lease_lost` unless the lease is still held. Then, for `outbox`:
     /// - Its row is gone: somebody else (the partition's new owner, while this worker was frozen) sent it: nil.
     /// - `badgeVersion` is at least the version last pushed to the token for this user: the token's
     ///   `pushed_version` moves up to it and the push goes out as planned (re-sending the same version is allowed).
@@ -100,10 +100,12 @@ enum FleetQueries {
     ///   `apns-id`.
     /// - The token is not stored any more (unregistered after the push was planned): sent as planned.
     static func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], database: any SQLTransactor
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?,
+        database: any SQLTransactor
     ) async throws -> PlannedPush? {
         try await database.transaction { sql in
             try await deleteOutboxRows(sent, sql: sql)
+            if let lease { try await checkLease(lease, sql: sql) }
             let pending = try await sql.query(
                 "SELECT id FROM outbox WHERE id = $1" + sql.dialect.forUpdate, [.int(outbox.id)])
             if pending.isEmpty { return nil }

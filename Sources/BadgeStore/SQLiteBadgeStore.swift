@@ -53,9 +53,10 @@ public final class SQLiteBadgeStore: BadgeStore {
     }
 
     public func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
     ) async throws -> PlannedPush? {
-        try await FleetQueries.claimPush(outbox, policy: policy, recordingSent: sent, database: database)
+        try await FleetQueries.claimPush(
+            outbox, policy: policy, recordingSent: sent, lease: lease, database: database)
     }
 
     public func markSent(_ outboxIDs: [Int64]) async throws {

@@ -65,7 +65,7 @@ struct PartitionProcessor: Sendable {
         }
         Self.processed.increment(by: events.count)
         // Send what the partition's outbox holds: this batch's pushes, and any a timed-out attempt committed.
-        if !events.isEmpty { try await dispatcher.drainOutbox(partition: context.partition) }
+        if !events.isEmpty { try await dispatcher.drainOutbox(partition: context.partition, lease: context.lease) }
         if let ackFailure { throw ackFailure }
     }
 

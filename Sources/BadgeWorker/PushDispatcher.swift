@@ -16,20 +16,23 @@ struct PushDispatcher: Sendable {
 
     /// Sends everything the outbox still holds (of one partition, or all): what a previous run or a previous owner
     /// of the partition committed but did not get to send.
-    func drainOutbox(partition: Int?) async throws {
+    ///
+    /// With `lease`, every push is claimed under it: once the partition has a new owner, this worker sends nothing
+    /// more of it (the claim fails with `lease_lost`).
+    func drainOutbox(partition: Int?, lease: PartitionLease? = nil) async throws {
         while true {
             let pending = try await Retry.transient("read outbox", logger: logger) {
                 try await store.pendingPushes(limit: 1000, partition: partition)
             }
             if pending.isEmpty { return }
             logger.debug("sending outbox pushes", metadata: ["worker.pushes": "\(pending.count)"])
-            try await send(pending)
+            try await send(pending, lease: lease)
         }
     }
 
     /// Sends pushes and records each as sent right after it went out (in the guard's transaction for the next
     /// push of the same user), so that an interruption leaves at most the pushes in flight unrecorded.
-    func send(_ pushes: [OutboxPush]) async throws {
+    func send(_ pushes: [OutboxPush], lease: PartitionLease?) async throws {
         var byUser: [String: [OutboxPush]] = [:]
         var order: [String] = []
         for push in pushes {
@@ -41,7 +44,7 @@ struct PushDispatcher: Sendable {
             func startNext() {
                 guard next < order.count, let queue = byUser[order[next]] else { return }
                 next += 1
-                group.addTask { try await sendInOrder(queue) }
+                group.addTask { try await sendInOrder(queue, lease: lease) }
             }
             for _ in 0..<min(concurrency, order.count) { startNext() }
             while try await group.next() != nil { startNext() }
@@ -49,7 +52,7 @@ struct PushDispatcher: Sendable {
     }
 
     /// One user's pushes, one after another.
-    private func sendInOrder(_ pushes: [OutboxPush]) async throws {
+    private func sendInOrder(_ pushes: [OutboxPush], lease: PartitionLease?) async throws {
         var unrecorded: [Int64] = []
         var deadTokens: Set<String> = []
         for outbox in pushes {
@@ -60,12 +63,12 @@ struct PushDispatcher: Sendable {
             // whatever somebody else already sent.
             let sent = unrecorded
             let claimed = try await Retry.transient("claim push", logger: logger) {
-                try await store.claimPush(outbox, policy: policy, recordingSent: sent)
+                try await store.claimPush(outbox, policy: policy, recordingSent: sent, lease: lease)
             }
             unrecorded = [outbox.id]
             let planned = outbox.push
             guard let push = claimed else {
-                logger.debug(
+                logger.info(
                     "push dropped: superseded or already sent",
                     metadata: ["push.token": "\(planned.token)", "push.badge_version": "\(planned.badgeVersion)"])
                 continue

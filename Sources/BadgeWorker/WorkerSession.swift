@@ -63,7 +63,7 @@ struct WorkerSession {
                     group.addTask {
                         do {
                             // A previous owner's committed pushes go out before anything newer.
-                            if lease != nil { try await dispatcher.drainOutbox(partition: partition) }
+                            if lease != nil { try await dispatcher.drainOutbox(partition: partition, lease: lease) }
                             try await processor.run()
                         } catch let error as StoreError where error.code == "lease_lost" {
                             logger.warning(

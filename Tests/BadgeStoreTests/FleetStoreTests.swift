@@ -72,6 +72,14 @@ struct FleetStoreTests {
                 (error as? StoreError)?.code == "lease_lost" && (error as? StoreError)?.transient == false
             }
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 0)
+            // Nor can it send what the partition's outbox holds: that is the new owner's now.
+            let registered = try #require(try await store.pendingPushes(limit: 10, partition: 0).first)
+            await #expect {
+                _ = try await store.claimPush(registered, policy: .unseen, recordingSent: [], lease: stale)
+            } throws: { error in
+                (error as? StoreError)?.code == "lease_lost"
+            }
+            #expect(try await store.claimPush(registered, policy: .unseen, recordingSent: [], lease: current) != nil)
 
             // The new owner commits the same event.
             _ = try await store.apply(
