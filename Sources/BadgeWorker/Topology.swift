@@ -2,12 +2,17 @@ import AMQPClient
 
 /// The broker objects the pipeline owns, and how they are declared.
 ///
-/// `badgepipe.events` is a consistent-hash exchange: the routing key (the event's recipient) picks one of
-/// `partitions` quorum queues `badgepipe.events.<n>`, so one user's events always land in one queue, in publish
-/// order. Each partition queue has single active consumer (one worker at a time consumes it, another takes over
-/// when that one dies), a delivery limit (a message that keeps killing workers is dead-lettered instead of looping)
-/// and dead-letters into `badgepipe.dlx`, a fanout exchange bound to the durable queue `badgepipe.dead`. Invalid
-/// events are parked in `badgepipe.dead` directly by the worker, with the header `x-badgepipe-error`.
+/// `badgepipe.events` is a modulus-hash exchange (`x-modulus-hash`, from the `rabbitmq_sharding` plugin): the
+/// routing key (the event's recipient) is hashed, modulo the number of partition queues `badgepipe.events.<n>`,
+/// taken in name order, so one user's events always land in one queue, in publish order. Not the consistent-hash
+/// exchange: its hash ring is rebuilt from the bindings in arbitrary order when the broker restarts (measured on
+/// 3.10.8), which moves users to other partitions while their earlier events still wait in the old ones. Changing
+/// the number of partitions moves most users, so it is fixed per deployment.
+///
+/// Each partition queue has single active consumer (one worker at a time consumes it, another takes over when that
+/// one dies), a delivery limit (a message that keeps killing workers is dead-lettered instead of looping) and
+/// dead-letters into `badgepipe.dlx`, a fanout exchange bound to the durable queue `badgepipe.dead`. Invalid events
+/// are parked in `badgepipe.dead` directly by the worker, with the header `x-badgepipe-error`.
 public struct Topology: Sendable, Hashable {
     /// The contract's exchange name.
     public static let eventsExchange = "badgepipe.events"
@@ -45,7 +50,7 @@ public struct Topology: Sendable, Hashable {
         try await channel.declareExchange(deadLetterExchange, type: .fanout, durable: true)
         try await channel.declareQueue(deadQueueName, durable: true, arguments: ["x-queue-type": "quorum"])
         try await channel.bindQueue(deadQueueName, exchange: deadLetterExchange, routingKey: "")
-        try await channel.declareExchange(exchange, type: .consistentHash, durable: true)
+        try await channel.declareExchange(exchange, type: .modulusHash, durable: true)
         for index in 0..<partitions {
             let queue = queueName(index)
             try await channel.declareQueue(
@@ -56,8 +61,7 @@ public struct Topology: Sendable, Hashable {
                     "x-delivery-limit": .int64(Int64(deliveryLimit)),
                     "x-dead-letter-exchange": .string(deadLetterExchange),
                 ])
-            // Equal weights: the hash ring spreads users evenly over the partitions.
-            try await channel.bindQueue(queue, exchange: exchange, routingKey: "1")
+            try await channel.bindQueue(queue, exchange: exchange, routingKey: "")
         }
     }
 }

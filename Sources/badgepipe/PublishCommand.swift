@@ -46,7 +46,7 @@ struct PublishCommand: AsyncParsableCommand {
         let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
         let channel = try await connection.openChannel()
         do {
-            try await channel.declareExchange(Topology.eventsExchange, type: .consistentHash, passive: true)
+            try await channel.declareExchange(Topology.eventsExchange, type: .modulusHash, passive: true)
         } catch let error as AMQPError where error.replyCode == 404 {
             throw CommandError(
                 code: "no_exchange",

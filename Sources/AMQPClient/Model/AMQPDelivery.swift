@@ -49,6 +49,9 @@ public struct AMQPExchangeType: Sendable, Hashable, RawRepresentable {
     public static let headers = AMQPExchangeType(rawValue: "headers")
     /// The `rabbitmq_consistent_hash_exchange` plugin's type.
     public static let consistentHash = AMQPExchangeType(rawValue: "x-consistent-hash")
+    /// The `rabbitmq_sharding` plugin's type: hash of the routing key modulo the number of bound queues, over the
+    /// queues in name order (the same queue for a key across broker restarts, whatever order bindings came in).
+    public static let modulusHash = AMQPExchangeType(rawValue: "x-modulus-hash")
     /// Any other exchange type.
     public static func custom(_ name: String) -> AMQPExchangeType { AMQPExchangeType(rawValue: name) }
 }
