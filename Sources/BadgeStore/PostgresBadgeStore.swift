@@ -23,6 +23,10 @@ import PostgresNIO
 public final class PostgresBadgeStore: BadgeStore {
     let client: PostgresClient
     let database: PostgresTransactor
+    /// Lease rounds run on a pool of their own: renewing a lease must never wait in line behind a worker's bulk
+    /// of claims and batches (when it did, under load, leases expired while their owners were healthy).
+    let leaseClient: PostgresClient
+    let leaseDatabase: PostgresTransactor
     /// The schema that holds the tables (`search_path`), or `nil` for the server's default (`public`).
     public let schema: String?
     let hooks = StoreHooks()
@@ -38,6 +42,11 @@ public final class PostgresBadgeStore: BadgeStore {
         self.schema = schema
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.database = PostgresTransactor(client: client, logger: logger)
+        var leaseConfiguration = configuration
+        leaseConfiguration.options.minimumConnections = 0
+        leaseConfiguration.options.maximumConnections = 2
+        self.leaseClient = PostgresClient(configuration: leaseConfiguration, backgroundLogger: logger)
+        self.leaseDatabase = PostgresTransactor(client: leaseClient, logger: logger)
     }
 
     /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
@@ -52,6 +61,7 @@ public final class PostgresBadgeStore: BadgeStore {
     public func run() async {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.client.run() }
+            group.addTask { await self.leaseClient.run() }
             await closeSignal.wait()
             group.cancelAll()
         }
@@ -76,7 +86,7 @@ public final class PostgresBadgeStore: BadgeStore {
     ) async throws -> LeaseRound {
         try await FleetQueries.round(
             worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
-            database: database)
+            database: leaseDatabase)
     }
 
     public func claimPush(
