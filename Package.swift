@@ -95,10 +95,15 @@ let package = Package(
         ),
         // Benchmark of the AMQP client alone (release build: `swift run -c release amqp-bench`).
         .executableTarget(name: "amqp-bench", dependencies: ["AMQPClient"]),
+        // The reference model: the contract's count rules as a pure function of the published events. Only the
+        // tests use it (the store implements the same rules in SQL and is checked against it).
+        .target(name: "BadgeModel", dependencies: ["BadgeCore"], path: "Tests/BadgeModel"),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
-        .testTarget(name: "BadgeCoreTests", dependencies: ["BadgeCore"], resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore"], resources: [.copy("Fixtures")]),
+            name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel"], resources: [.copy("Fixtures")]),
+        .testTarget(
+            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel"],
+            resources: [.copy("Fixtures")]),
         .testTarget(name: "BadgeDeliveryTests", dependencies: ["BadgeDelivery", "BadgeCore"]),
         .testTarget(
             name: "PipelineTests",
@@ -121,6 +126,7 @@ let package = Package(
                 "badgepipe",
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeModel",
                 "BadgeSink",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

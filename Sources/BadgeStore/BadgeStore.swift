@@ -3,9 +3,9 @@ import BadgeCore
 /// Durable state of the pipeline: users' counts, notifications, messages, devices, processed event ids and the
 /// outbox of planned pushes.
 ///
-/// A store behaves exactly like ``BadgeCore/InboxModel``: the same events give the same pushes (in the same
-/// order), counts, badges and badge versions. Counters are maintained incrementally; the cost of an event does
-/// not grow with the number of stored or unread notifications.
+/// A store behaves exactly like the reference model (`InboxModel` in `Tests/BadgeModel`): the same events give the
+/// same pushes (in the same order), counts, badges and badge versions. Counters are maintained incrementally; the
+/// cost of an event does not grow with the number of stored or unread notifications.
 ///
 /// Lifecycle: create a store (``BadgeStoreFactory/make(url:logger:)``), start ``run()`` in a task you own (for
 /// example a child of a task group), call ``migrate()`` once, use it, then call ``close()``; `run()` returns

@@ -1,6 +1,7 @@
 import BadgeCore
 
-/// The count rules of ``BadgeCore/InboxModel``, applied to the database through an ``SQLExecutor``.
+/// The contract's count rules, applied to the database through an ``SQLExecutor``; the tests check them against
+/// the reference model (`InboxModel` in `Tests/BadgeModel`).
 ///
 /// Written once for both backends. The counters live in the `users` row and are maintained: each statement
 /// touches only rows that change state (a notification changes state at most twice in its life), so the cost

@@ -1,3 +1,4 @@
+import BadgeModel
 import Testing
 
 @testable import BadgeCore

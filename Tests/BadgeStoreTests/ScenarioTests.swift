@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeModel
 import Testing
 
 @testable import BadgeStore

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeModel
 import BadgeSink
 import Foundation
 

@@ -1,3 +1,5 @@
+import BadgeCore
+
 extension InboxModel {
     /// Applies one event and returns the pushes it causes.
     ///

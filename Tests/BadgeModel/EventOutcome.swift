@@ -1,3 +1,5 @@
+import BadgeCore
+
 /// What applying one event to an ``InboxModel`` did.
 public struct EventOutcome: Sendable, Equatable {
     /// The pushes the event causes, in device-token order.

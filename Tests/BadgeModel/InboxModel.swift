@@ -1,3 +1,5 @@
+import BadgeCore
+
 /// A pure, in-memory reference model of the contract's count rules (sections 1–2).
 ///
 /// Apply events one at a time, in order, with ``apply(_:)``; it answers each user's counts, badge and
