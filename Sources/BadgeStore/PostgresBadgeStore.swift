@@ -20,7 +20,7 @@ import PostgresNIO
 ///     try await store.close()  // makes run() return
 /// }
 /// ```
-public final class PostgresBadgeStore: BadgeStore {
+public final class PostgresBadgeStore: SQLBackedBadgeStore {
     let client: PostgresClient
     let database: PostgresTransactor
     /// Lease rounds run on a pool of their own: renewing a lease must never wait in line behind a worker's bulk
@@ -30,6 +30,9 @@ public final class PostgresBadgeStore: BadgeStore {
     /// The schema that holds the tables (`search_path`), or `nil` for the server's default (`public`).
     public let schema: String?
     let hooks = StoreHooks()
+
+    /// The shared SQL rules run here.
+    public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: leaseDatabase, hooks: hooks) }
     private let closeSignal = CloseSignal()
 
     /// Creates a store over `configuration`. `schema`, when given, becomes the connections' `search_path` and
@@ -70,42 +73,6 @@ public final class PostgresBadgeStore: BadgeStore {
     public func migrate() async throws {
         let prelude = schema.map { ["CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier($0))"] } ?? []
         try await Schema.migrate(database, prelude: prelude)
-    }
-
-    public func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
-        try await StoreQueries.apply(
-            events, policy: policy, context: context, database: database, beforeEvent: hooks.beforeEvent)
-    }
-
-    public func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
-        try await StoreQueries.pendingPushes(limit: limit, partition: partition, database: database)
-    }
-
-    public func leaseRound(
-        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
-    ) async throws -> LeaseRound {
-        try await FleetQueries.round(
-            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
-            database: leaseDatabase)
-    }
-
-    public func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
-    ) async throws -> PlannedPush? {
-        try await FleetQueries.claimPush(
-            outbox, policy: policy, recordingSent: sent, lease: lease, database: database)
-    }
-
-    public func markSent(_ outboxIDs: [Int64]) async throws {
-        try await StoreQueries.markSent(outboxIDs, database: database)
-    }
-
-    public func deactivateDevice(token: String) async throws {
-        try await StoreQueries.deactivateDevice(token: token, database: database)
-    }
-
-    public func snapshot(user: String) async throws -> UserSnapshot {
-        try await StoreQueries.snapshot(user: user, database: database)
     }
 
     /// Stops the connection pool: ``run()`` returns and later operations fail.

@@ -9,11 +9,14 @@ import SQLiteNIO
 /// (write transactions start with `BEGIN IMMEDIATE` and wait up to the busy timeout for each other; a
 /// timeout comes out as a transient ``StoreError``). The connection opens on first use; ``run()`` is not
 /// needed and only waits for ``close()``.
-public final class SQLiteBadgeStore: BadgeStore {
+public final class SQLiteBadgeStore: SQLBackedBadgeStore {
     /// The database file, or `nil` for a private in-memory database.
     public let path: String?
     let database: SQLiteTransactor
     let hooks = StoreHooks()
+
+    /// The shared SQL rules run here.
+    public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: database, hooks: hooks) }
     private let closeSignal = CloseSignal()
 
     /// Creates a store on the file at `path` (created if missing), or on a private in-memory database when
@@ -33,42 +36,6 @@ public final class SQLiteBadgeStore: BadgeStore {
 
     public func migrate() async throws {
         try await Schema.migrate(database)
-    }
-
-    public func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
-        try await StoreQueries.apply(
-            events, policy: policy, context: context, database: database, beforeEvent: hooks.beforeEvent)
-    }
-
-    public func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
-        try await StoreQueries.pendingPushes(limit: limit, partition: partition, database: database)
-    }
-
-    public func leaseRound(
-        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
-    ) async throws -> LeaseRound {
-        try await FleetQueries.round(
-            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
-            database: database)
-    }
-
-    public func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
-    ) async throws -> PlannedPush? {
-        try await FleetQueries.claimPush(
-            outbox, policy: policy, recordingSent: sent, lease: lease, database: database)
-    }
-
-    public func markSent(_ outboxIDs: [Int64]) async throws {
-        try await StoreQueries.markSent(outboxIDs, database: database)
-    }
-
-    public func deactivateDevice(token: String) async throws {
-        try await StoreQueries.deactivateDevice(token: token, database: database)
-    }
-
-    public func snapshot(user: String) async throws -> UserSnapshot {
-        try await StoreQueries.snapshot(user: user, database: database)
     }
 
     /// Closes the connection; ``run()`` returns and later operations fail.

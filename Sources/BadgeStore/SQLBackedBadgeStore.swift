@@ -1,0 +1,57 @@
+import BadgeCore
+
+/// A store whose operations are the shared SQL rules (``EventRules``, ``StoreQueries``, ``FleetQueries``) run on
+/// the transactors of its ``sqlBackend``: both built-in stores. Only `run()`, `migrate()` and `close()` differ
+/// between backends; everything else is written once, here.
+public protocol SQLBackedBadgeStore: BadgeStore {
+    /// Where the shared rules run.
+    var sqlBackend: SQLBackend { get }
+}
+
+/// The database connections of an SQL-backed store, opaque outside this module.
+public struct SQLBackend: Sendable {
+    /// Events, outbox and claims.
+    let database: any SQLTransactor
+    /// Lease rounds (a pool of their own on PostgreSQL, so that renewals never queue behind bulk work).
+    let leases: any SQLTransactor
+    let hooks: StoreHooks
+}
+
+extension SQLBackedBadgeStore {
+    public func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
+        try await StoreQueries.apply(
+            events, policy: policy, context: context, database: sqlBackend.database,
+            beforeEvent: sqlBackend.hooks.beforeEvent)
+    }
+
+    public func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
+        try await StoreQueries.pendingPushes(limit: limit, partition: partition, database: sqlBackend.database)
+    }
+
+    public func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+    ) async throws -> LeaseRound {
+        try await FleetQueries.round(
+            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
+            database: sqlBackend.leases)
+    }
+
+    public func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
+    ) async throws -> PlannedPush? {
+        try await FleetQueries.claimPush(
+            outbox, policy: policy, recordingSent: sent, lease: lease, database: sqlBackend.database)
+    }
+
+    public func markSent(_ outboxIDs: [Int64]) async throws {
+        try await StoreQueries.markSent(outboxIDs, database: sqlBackend.database)
+    }
+
+    public func deactivateDevice(token: String) async throws {
+        try await StoreQueries.deactivateDevice(token: token, database: sqlBackend.database)
+    }
+
+    public func snapshot(user: String) async throws -> UserSnapshot {
+        try await StoreQueries.snapshot(user: user, database: sqlBackend.database)
+    }
+}
