@@ -170,12 +170,29 @@ struct PostgresExecutor: SQLExecutor {
             case .bool(let value): bindings.append(value)
             }
         }
-        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
-        var result: [[SQLValue]] = []
-        for try await row in rows {
-            result.append(try row.map(Self.value))
-        }
-        return result
+        let rows = try await Self.queryIfOpen(
+            PostgresQuery(unsafeSQL: sql, binds: bindings), on: connection, logger: logger)
+        return try rows.map { row in try row.map(Self.value) }
+    }
+
+    /// Runs `query` and collects its rows; fails at once, transiently, when the connection has already closed.
+    ///
+    /// postgres-nio 1.33 hands a query to its channel with a write whose promise is `nil`. Once the channel has
+    /// closed (the server was stopped, say), its handlers are gone and such a write fails silently: the query
+    /// never completes and its caller waits forever, cancellation or not. That is what wedged workers after a
+    /// PostgreSQL restart: the pool can lease a connection that has just closed, and a transaction's next statement
+    /// or ROLLBACK can follow a close. Checking the channel and writing in one event-loop task leaves no gap: an
+    /// open channel still has its handler, which answers or fails the query.
+    static func queryIfOpen(
+        _ query: PostgresQuery, on connection: PostgresConnection, logger: Logger
+    ) async throws -> PostgresQueryResult {
+        try await connection.eventLoop.flatSubmit { () -> EventLoopFuture<PostgresQueryResult> in
+            if connection.isClosed {
+                return connection.eventLoop.makeFailedFuture(
+                    StoreError(code: "connection_closed", message: "the connection has closed", transient: true))
+            }
+            return connection.query(query, logger: logger)
+        }.get()
     }
 
     private static func value(_ cell: PostgresCell) throws -> SQLValue {

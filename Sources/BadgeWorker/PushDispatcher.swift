@@ -62,8 +62,16 @@ struct PushDispatcher: Sendable {
             // the current badge at a new version; stale badge-only pushes are superseded and dropped, and so is
             // whatever somebody else already sent.
             let sent = unrecorded
-            let claimed = try await Retry.transient("claim push", logger: logger) {
-                try await store.claimPush(outbox, policy: policy, recordingSent: sent, lease: lease)
+            let claimed: PlannedPush?
+            do {
+                claimed = try await Retry.transient("claim push", logger: logger) {
+                    try await store.claimPush(outbox, policy: policy, recordingSent: sent, lease: lease)
+                }
+            } catch let error as StoreError where error.code == "lease_lost" {
+                // The partition is someone else's now (the lease ran out, during a database outage say), but what
+                // went out did go out: record it, or the new owner sends it again.
+                try await Retry.transient("mark sent", logger: logger) { try await store.markSent(sent) }
+                throw error
             }
             unrecorded = [outbox.id]
             let planned = outbox.push

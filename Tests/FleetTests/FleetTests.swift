@@ -11,7 +11,7 @@ import Testing
 @Suite("Worker fleets", .serialized, .timeLimit(.minutes(5)))
 struct FleetTests {
     private func expectClean(
-        _ report: FleetReport, allowDuplicates: Bool, _ name: String, duplicatesKnownIssue: String? = nil
+        _ report: FleetReport, allowDuplicates: Bool, _ name: String
     ) {
         print("fleet[\(name)]: \(report)")
         #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
@@ -19,11 +19,7 @@ struct FleetTests {
         #expect(report.orderViolations.isEmpty, "order: \(report.orderViolations.prefix(10))")
         #expect(report.deadLettered == 0)
         #expect(report.duplicatesWithNewID.isEmpty, "re-sends must keep their apns-id")
-        if let duplicatesKnownIssue {
-            withKnownIssue(Comment(rawValue: duplicatesKnownIssue), isIntermittent: true) {
-                #expect(report.duplicateAlerts == 0)
-            }
-        } else if !allowDuplicates {
+        if !allowDuplicates {
             #expect(report.duplicateAlerts == 0)
         }
         #expect(report.effectsChecked > 1000)
@@ -86,11 +82,9 @@ struct FleetTests {
             try await FleetHarness.shell("scripts/services", ["pg-start"])
             return 1
         }
-        // Known issue: some pooled-connection requests made while PostgreSQL was down never complete (postgres-nio
-        // 1.33); the watchdog then restarts the worker and pushes it had sent but not yet marked are sent again.
-        expectClean(
-            report, allowDuplicates: false, "PostgreSQL outage",
-            duplicatesKnownIssue: "wedged PostgreSQL pool → watchdog restart → outbox re-send (same apns-id)")
+        expectClean(report, allowDuplicates: false, "PostgreSQL outage")
+        // Workers wait and resume: none gave up and had to be restarted.
+        #expect(report.workerRestarts == 0)
     }
 
     @Test func theSinkAnswers30PercentOfPushesWith503() async throws {
