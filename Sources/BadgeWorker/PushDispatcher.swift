@@ -39,16 +39,32 @@ struct PushDispatcher: Sendable {
             if byUser[push.push.recipient] == nil { order.append(push.push.recipient) }
             byUser[push.push.recipient, default: []].append(push)
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
+        // One user's failure does not cancel the others: a cancelled user could be left with a push sent but not
+        // recorded. Each stops on its own (a lost lease fails every user's next claim) and the first error is
+        // thrown once all have.
+        let failure = await withTaskGroup(of: (any Error)?.self) { group in
             var next = 0
+            var failure: (any Error)?
             func startNext() {
-                guard next < order.count, let queue = byUser[order[next]] else { return }
+                guard failure == nil, next < order.count, let queue = byUser[order[next]] else { return }
                 next += 1
-                group.addTask { try await sendInOrder(queue, lease: lease) }
+                group.addTask {
+                    do {
+                        try await sendInOrder(queue, lease: lease)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
             }
             for _ in 0..<min(concurrency, order.count) { startNext() }
-            while try await group.next() != nil { startNext() }
+            while let result = await group.next() {
+                if failure == nil, let result { failure = result }
+                startNext()
+            }
+            return failure
         }
+        if let failure { throw failure }
     }
 
     /// One user's pushes, one after another.
@@ -67,9 +83,9 @@ struct PushDispatcher: Sendable {
                 claimed = try await Retry.transient("claim push", logger: logger) {
                     try await store.claimPush(outbox, policy: policy, recordingSent: sent, lease: lease)
                 }
-            } catch let error as StoreError where error.code == "lease_lost" {
-                // The partition is someone else's now (the lease ran out, during a database outage say), but what
-                // went out did go out: record it, or the new owner sends it again.
+            } catch {
+                // Typically `lease_lost`: the partition is someone else's now (its lease ran out during a database
+                // outage, say). What went out did go out all the same: record it, or the new owner sends it again.
                 try await Retry.transient("mark sent", logger: logger) { try await store.markSent(sent) }
                 throw error
             }
