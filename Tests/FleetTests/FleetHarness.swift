@@ -91,6 +91,7 @@ struct FleetHarness {
             report.faults = faultCount
             report.workerRestarts = workers.map(\.restarts).reduce(0, +)
             report.deadLettered = try await deadLettered(namespace: namespace)
+            report.partitionsPerWorker = try await partitionsPerWorker(databaseURL: databaseURL, namespace: namespace)
             for worker in workers { worker.stop() }
             await sinkGroup.triggerGracefulShutdown()
             try await group.waitForAll()
@@ -145,6 +146,17 @@ struct FleetHarness {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
         guard let close = stat.lastIndex(of: ")") else { return false }
         return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
+    /// How many partitions each live worker leases now, fewest first (from the database, before the workers stop).
+    static func partitionsPerWorker(databaseURL: String, namespace: String) async throws -> [Int] {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-leases.txt")
+        let query =
+            "select count(*) from partition_leases where owner is not null and expires_at > "
+            + "extract(epoch from clock_timestamp()) * 1000000 group by owner order by 1"
+        try await shell("sh", ["-c", "psql '\(databaseURL)' -Atc '\(query)' > \(output.path)"], timeout: .seconds(30))
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
     }
 
     static func deadLettered(namespace: String) async throws -> Int {

@@ -17,13 +17,16 @@ struct FleetReport: CustomStringConvertible {
     var longestGap: Duration = .zero
     var faults = 0
     var workerRestarts = 0
+    /// Partitions leased by each worker at the end, fewest first.
+    var partitionsPerWorker: [Int] = []
 
     var description: String {
         "events published \(eventsPublished) (\(republished) re-published), effects checked \(effectsChecked), "
             + "lost \(lostEffects.count), wrong last badge \(badgeMismatches.count), "
             + "order violations \(orderViolations.count), duplicate alerts \(duplicateAlerts) "
             + "(with a new apns-id: \(duplicatesWithNewID.count)), dead-lettered \(deadLettered), faults \(faults), "
-            + "longest gap between pushes \(longestGap), worker self-restarts \(workerRestarts)"
+            + "longest gap between pushes \(longestGap), worker self-restarts \(workerRestarts), "
+            + "partitions per worker \(partitionsPerWorker)"
     }
 
     /// Checks the sink's deliveries against the model of `steps` (the order they were published in).

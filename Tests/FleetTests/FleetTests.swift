@@ -28,6 +28,8 @@ struct FleetTests {
     @Test func noFaults() async throws {
         let report = try await FleetHarness.run(seed: 11)
         expectClean(report, allowDuplicates: false, "no faults")
+        // The work is spread: 8 partitions over 3 workers is 3 + 3 + 2, nobody idle, nobody holding everything.
+        #expect(report.partitionsPerWorker == [2, 3, 3])
     }
 
     @Test func aRandomWorkerKilledEveryOneAndAHalfSeconds() async throws {
