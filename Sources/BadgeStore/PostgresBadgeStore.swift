@@ -94,10 +94,31 @@ struct PostgresTransactor: SQLTransactor {
     var dialect: SQLDialect { .postgres }
 
     func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        // The pool may lease a connection that closed a moment ago (it learns of closes asynchronously). Nothing
+        // was sent on it, so the transaction simply starts again on another one.
+        var attempt = 1
+        while true {
+            do {
+                return try await attemptTransaction(body)
+            } catch let error as StoreError where error.code == Self.closedBeforeBegin && attempt < 5 {
+                attempt += 1
+            }
+        }
+    }
+
+    private static let closedBeforeBegin = "connection_closed_before_begin"
+
+    private func attemptTransaction<T: Sendable>(
+        _ body: @Sendable (any SQLExecutor) async throws -> T
+    ) async throws -> T {
         do {
             return try await client.withConnection { connection in
                 let sql = PostgresExecutor(connection: connection, logger: logger)
-                try await sql.execute("BEGIN")
+                do {
+                    try await sql.execute("BEGIN")
+                } catch let error as StoreError where error.code == "connection_closed" {
+                    throw StoreError(code: Self.closedBeforeBegin, message: error.message, transient: true)
+                }
                 do {
                     let result = try await body(sql)
                     try await sql.execute("COMMIT")
