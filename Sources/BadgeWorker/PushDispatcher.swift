@@ -41,34 +41,39 @@ struct PushDispatcher: Sendable {
         }
         // One user's failure does not cancel the others: a cancelled user could be left with a push sent but not
         // recorded. Each stops on its own (a lost lease fails every user's next claim) and the first error is
-        // thrown once all have.
-        let failure = await withTaskGroup(of: (any Error)?.self) { group in
+        // thrown once all have. Each user's last push is recorded with the others' in one transaction at the end.
+        let (failure, lastSent) = await withTaskGroup(of: Result<Int64?, any Error>.self) { group in
             var next = 0
             var failure: (any Error)?
+            var lastSent: [Int64] = []
             func startNext() {
                 guard failure == nil, next < order.count, let queue = byUser[order[next]] else { return }
                 next += 1
                 group.addTask {
                     do {
-                        try await sendInOrder(queue, lease: lease)
-                        return nil
+                        return .success(try await sendInOrder(queue, lease: lease))
                     } catch {
-                        return error
+                        return .failure(error)
                     }
                 }
             }
             for _ in 0..<min(concurrency, order.count) { startNext() }
             while let result = await group.next() {
-                if failure == nil, let result { failure = result }
+                switch result {
+                case .success(let id): if let id { lastSent.append(id) }
+                case .failure(let error): if failure == nil { failure = error }
+                }
                 startNext()
             }
-            return failure
+            return (failure, lastSent)
         }
+        try await Retry.transient("mark sent", logger: logger) { try await store.markSent(lastSent) }
         if let failure { throw failure }
     }
 
-    /// One user's pushes, one after another.
-    private func sendInOrder(_ pushes: [OutboxPush], lease: PartitionLease?) async throws {
+    /// One user's pushes, one after another. Returns the outbox row of the last one handled, which is not recorded
+    /// yet (each of the others was, in the claim of the next).
+    private func sendInOrder(_ pushes: [OutboxPush], lease: PartitionLease?) async throws -> Int64? {
         var unrecorded: [Int64] = []
         var deadTokens: Set<String> = []
         for outbox in pushes {
@@ -119,7 +124,6 @@ struct PushDispatcher: Sendable {
                 }
             }
         }
-        let sent = unrecorded
-        try await Retry.transient("mark sent", logger: logger) { try await store.markSent(sent) }
+        return unrecorded.first
     }
 }
