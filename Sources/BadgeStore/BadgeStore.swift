@@ -57,10 +57,6 @@ public protocol BadgeStore: Sendable {
     /// have landed after the new owner's, and this one lands after it.
     func refreshPush(_ template: PlannedPush, policy: BadgePolicy) async throws -> PlannedPush?
 
-    /// Removes sent pushes from the outbox and, with `lease`, tells whether that lease is still held (checked in
-    /// the same transaction).
-    func markSent(_ outboxIDs: [Int64], checking lease: PartitionLease?) async throws -> Bool
-
     /// Removes sent pushes from the outbox.
     func markSent(_ outboxIDs: [Int64]) async throws
 

@@ -47,19 +47,6 @@ extension SQLBackedBadgeStore {
         try await FleetQueries.refreshPush(template, policy: policy, database: sqlBackend.database)
     }
 
-    public func markSent(_ outboxIDs: [Int64], checking lease: PartitionLease?) async throws -> Bool {
-        try await sqlBackend.database.transaction { sql in
-            try await FleetQueries.deleteOutboxRows(outboxIDs, sql: sql)
-            guard let lease else { return true }
-            do {
-                try await FleetQueries.checkLease(lease, sql: sql)
-                return true
-            } catch let error as StoreError where error.code == "lease_lost" {
-                return false
-            }
-        }
-    }
-
     public func markSent(_ outboxIDs: [Int64]) async throws {
         try await StoreQueries.markSent(outboxIDs, database: sqlBackend.database)
     }

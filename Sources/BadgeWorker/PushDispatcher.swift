@@ -67,13 +67,11 @@ struct PushDispatcher: Sendable {
             }
             return (failure, lastSent)
         }
-        // The round ends by recording its last pushes and checking the lease: a push in flight while this worker
-        // was frozen past failover may have landed after the new owner's, whether or not a later claim failed.
-        let held = try await Retry.transient("mark sent", logger: logger) {
-            try await store.markSent(lastSent, checking: lease)
+        try await Retry.transient("mark sent", logger: logger) { try await store.markSent(lastSent) }
+        if let failure {
+            if (failure as? StoreError)?.code == "lease_lost" { await refresh(pushes) }
+            throw failure
         }
-        if !held || (failure as? StoreError)?.code == "lease_lost" { await refresh(pushes) }
-        if let failure { throw failure }
     }
 
     /// After a lost lease (this worker was frozen or cut off past failover): a push it had in flight may have
