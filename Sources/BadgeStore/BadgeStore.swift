@@ -51,12 +51,6 @@ public protocol BadgeStore: Sendable {
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
     ) async throws -> PlannedPush?
 
-    /// A badge-only push to `template`'s token carrying the user's current badge at a fresh `badge_version`,
-    /// claimed on the device; nil when the token no longer belongs to the user. A worker that finds it lost a
-    /// partition sends one to each device it pushed to in that round: a push it had in flight while frozen may
-    /// have landed after the new owner's, and this one lands after it.
-    func refreshPush(_ template: PlannedPush, policy: BadgePolicy) async throws -> PlannedPush?
-
     /// Removes sent pushes from the outbox.
     func markSent(_ outboxIDs: [Int64]) async throws
 

@@ -118,47 +118,23 @@ enum FleetQueries {
             let owner = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(push.token)])
             guard let row = owner.first else { return push }
             guard row.first?.string == push.recipient, push.kind.isAlert else { return nil }
-            return try await rebuild(push, policy: policy, sql: sql)
+            // Users before devices, the order `apply` locks them in.
+            let bumped = try await sql.query(
+                "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
+                    + "RETURNING \(EventRules.UserRow.columns)",
+                [.text(push.recipient)])
+            guard let cells = bumped.first else { return nil }
+            let user = try EventRules.UserRow(cells: cells)
+            try await sql.execute(
+                "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
+                [.text(push.token), .text(push.recipient), .int(user.badgeVersion)])
+            var rebuilt = push
+            rebuilt.counts = user.counts
+            rebuilt.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
+            rebuilt.badgeVersion = user.badgeVersion
+            rebuilt.previews = user.previews
+            return rebuilt
         }
-    }
-
-    /// A badge-only push to `template`'s token with the user's current badge at a fresh `badge_version`, claimed on
-    /// the device; nil when the token is not the user's (any more).
-    static func refreshPush(
-        _ template: PlannedPush, policy: BadgePolicy, database: any SQLTransactor
-    ) async throws -> PlannedPush? {
-        try await database.transaction { sql in
-            let owner = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(template.token)])
-            guard owner.first?.first?.string == template.recipient else { return nil }
-            var push = template
-            push.kind = .badgeOnly
-            return try await rebuild(push, policy: policy, sql: sql)
-        }
-    }
-
-    /// `push` with the user's current counts, badge and preferences at a fresh `badge_version` (the user's version
-    /// is bumped), claimed on its device.
-    private static func rebuild(
-        _ push: PlannedPush, policy: BadgePolicy, sql: any SQLExecutor
-    ) async throws
-        -> PlannedPush?
-    {
-        // Users before devices, the order `apply` locks them in.
-        let bumped = try await sql.query(
-            "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
-                + "RETURNING \(EventRules.UserRow.columns)",
-            [.text(push.recipient)])
-        guard let cells = bumped.first else { return nil }
-        let user = try EventRules.UserRow(cells: cells)
-        try await sql.execute(
-            "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
-            [.text(push.token), .text(push.recipient), .int(user.badgeVersion)])
-        var rebuilt = push
-        rebuilt.counts = user.counts
-        rebuilt.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
-        rebuilt.badgeVersion = user.badgeVersion
-        rebuilt.previews = user.previews
-        return rebuilt
     }
 
     /// Deletes outbox rows (sent pushes), in chunks that stay under every backend's parameter limit.

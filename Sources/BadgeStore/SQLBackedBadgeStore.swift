@@ -43,10 +43,6 @@ extension SQLBackedBadgeStore {
             outbox, policy: policy, recordingSent: sent, lease: lease, database: sqlBackend.database)
     }
 
-    public func refreshPush(_ template: PlannedPush, policy: BadgePolicy) async throws -> PlannedPush? {
-        try await FleetQueries.refreshPush(template, policy: policy, database: sqlBackend.database)
-    }
-
     public func markSent(_ outboxIDs: [Int64]) async throws {
         try await StoreQueries.markSent(outboxIDs, database: sqlBackend.database)
     }

@@ -68,31 +68,7 @@ struct PushDispatcher: Sendable {
             return (failure, lastSent)
         }
         try await Retry.transient("mark sent", logger: logger) { try await store.markSent(lastSent) }
-        if let failure {
-            if (failure as? StoreError)?.code == "lease_lost" { await refresh(pushes) }
-            throw failure
-        }
-    }
-
-    /// After a lost lease (this worker was frozen or cut off past failover): a push it had in flight may have
-    /// reached a device after the new owner's newer ones. One badge-only push with the current badge to every
-    /// device of this round puts each back on the current badge; each is claimed at a fresh `badge_version`, so it
-    /// is never older than anything already there. Best effort: a failure is logged, the next push corrects it.
-    private func refresh(_ pushes: [OutboxPush]) async {
-        var seen: Set<String> = []
-        for outbox in pushes where seen.insert(outbox.push.token).inserted {
-            do {
-                let template = outbox.push
-                let refreshed = try await Retry.withTimeout(Retry.attemptTimeout, what: "refresh push") {
-                    try await store.refreshPush(template, policy: policy)
-                }
-                if let refreshed { _ = try await sender.send(builder.build(refreshed)) }
-            } catch {
-                logger.warning(
-                    "badge refresh after a lost lease failed",
-                    metadata: ["push.token": "\(outbox.push.token)", "worker.error": "\(error)"])
-            }
-        }
+        if let failure { throw failure }
     }
 
     /// One user's pushes, one after another. Returns the outbox row of the last one handled, which is not recorded

@@ -125,17 +125,10 @@ struct FleetStoreTests {
             let next = try await store.apply([follow("n3", at: 3)], policy: .unseen)
             #expect(pushes(next).map(\.badgeVersion) == [4])
 
-            // A refresh (after a lost lease) is badge-only, current, and newer than anything sent.
-            let refreshed = try #require(try await store.refreshPush(alert1.push, policy: .unseen))
-            #expect(refreshed.kind == .badgeOnly)
-            #expect(refreshed.badgeVersion == 5)
-            #expect(refreshed.badge == 3)
-
             // Once the token belongs to someone else, nothing of the old owner reaches it.
             _ = try await store.apply([register("d2", token: tokenA, for: "u-carol")], policy: .unseen)
             let stale = try #require(try await store.pendingPushes(limit: 10).first { $0.push.eventID == "n3" })
             #expect(try await store.claimPush(stale, policy: .unseen, recordingSent: []) == nil)
-            #expect(try await store.refreshPush(stale.push, policy: .unseen) == nil)
         }
     }
 }
