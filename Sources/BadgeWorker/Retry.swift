@@ -4,8 +4,9 @@ import Logging
 /// Retrying in place: a transient failure (database restarting, lock conflict) is tried again with capped
 /// exponential backoff, holding the deliveries unacked, instead of requeueing them behind later events.
 enum Retry {
-    /// How long one attempt may take before it is abandoned and retried. A request for a pooled connection made
-    /// while the database was down can wait forever; a timeout turns it into a retry.
+    /// How long one attempt may take before it is cancelled and retried. It helps only a call that honours
+    /// cancellation; one that does not (see `PostgresExecutor.queryIfOpen` for the case we met) is left to the
+    /// watchdog.
     static let attemptTimeout: Duration = .seconds(10)
 
     static func transient<T: Sendable>(

@@ -4,23 +4,6 @@ import Testing
 
 @testable import BadgeStore
 
-/// A small deterministic generator (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Random valid events over a few users, devices and conversations: every type, duplicates, self-actions,
 /// tombstones for ids that arrive later, watermarks older and newer than the notifications they meet, device
 /// moves between users, preferences.

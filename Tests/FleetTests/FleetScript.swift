@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeModel
 
 /// A seeded, reproducible event script for fleet tests: users with 1–3 devices each, then a few thousand events of
 /// every type (notifications, chat, reads, watermarks, preferences, self-actions, duplicate publishes, a few
@@ -13,10 +14,10 @@ struct FleetScript {
     private(set) var steps: [Step] = []
     let users: [String]
 
-    private var rng: SplitMix64
+    private var rng: SeededGenerator
 
     init(seed: UInt64, users userCount: Int = 40, events: Int = 2500) {
-        rng = SplitMix64(seed: seed)
+        rng = SeededGenerator(seed: seed)
         users = (0..<userCount).map { "fleet-u\($0)" }
         var clock: Int64 = 1_795_000_000_000_000
         var notifications: [String: [String]] = [:]
@@ -105,21 +106,4 @@ struct FleetScript {
             steps.append(Step(event: event, isDuplicate: false))
         }
     }
-}
-
-/// A small seeded generator (SplitMix64), so a failing seed can be replayed.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func next(_ bound: Int) -> Int { Int(next() % UInt64(max(1, bound))) }
 }

@@ -1,3 +1,4 @@
+import BadgeModel
 import BadgeSink
 import Foundation
 import Testing
@@ -49,7 +50,7 @@ struct FleetTests {
             var kills = 0
             let clock = ContinuousClock()
             let end = clock.now + .seconds(18)
-            var rng = SplitMix64(seed: 12)
+            var rng = SeededGenerator(seed: 12)
             while clock.now < end {
                 try await Task.sleep(for: .milliseconds(1500))
                 let victim = workers[rng.next(workers.count)]
