@@ -16,6 +16,7 @@ public struct PushSender: Sendable {
     private let logger: Logger
     private let sent = Counter(label: "badgepipe_pushes_sent_total")
     private let retried = Counter(label: "badgepipe_push_retries_total")
+    private let vetoed = Counter(label: "badgepipe_push_attempts_vetoed_total")
 
     /// Creates a sender on a shared HTTP client (the caller owns and shuts down the client).
     public init(configuration: DeliveryConfiguration, client: HTTPClient, logger: Logger) {
@@ -24,18 +25,30 @@ public struct PushSender: Sendable {
         self.logger = logger
     }
 
-    /// Sends one push, retrying transient failures; throws only `CancellationError`.
-    public func send(_ push: PushRequest) async throws -> DeliveryOutcome {
+    /// Sends one push, retrying transient failures; throws only `CancellationError`, or what `fence.prepare()`
+    /// throws.
+    ///
+    /// With a `fence`, each attempt is prepared by it and checked at the last moment before the body is written
+    /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`.
+    public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> DeliveryOutcome {
         var attempt = 0
         while true {
             try Task.checkCancellation()
+            try await fence?.prepare()
+            let body = fence.map { FencedBody(bytes: push.body, fence: $0) }
             attempt += 1
             let response: ProviderResponse
             do {
-                response = try await sendOnce(push)
+                response = try await sendOnce(push, body: body)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
+                if let body, body.wasVetoed {
+                    vetoed.increment()
+                    logger.debug("push attempt vetoed by its fence", metadata: ["push.token": "\(push.token)"])
+                    attempt -= 1
+                    continue
+                }
                 response = .retry(reason: "\(error)", retryAfterSeconds: nil)
             }
             switch response {
@@ -74,7 +87,7 @@ public struct PushSender: Sendable {
         return ceiling * fraction
     }
 
-    private func sendOnce(_ push: PushRequest) async throws -> ProviderResponse {
+    private func sendOnce(_ push: PushRequest, body: FencedBody?) async throws -> ProviderResponse {
         let base = push.provider == .apns ? configuration.apnsBaseURL : configuration.fcmBaseURL
         var request = HTTPClientRequest(url: base + push.path)
         request.method = .POST
@@ -82,7 +95,11 @@ public struct PushSender: Sendable {
         if request.headers["content-type"].isEmpty {
             request.headers.add(name: "content-type", value: "application/json")
         }
-        request.body = .bytes(ByteBuffer(bytes: push.body))
+        if let body {
+            request.body = .stream(body, length: .known(Int64(push.body.count)))
+        } else {
+            request.body = .bytes(ByteBuffer(bytes: push.body))
+        }
         let timeout = TimeAmount.nanoseconds(
             configuration.requestTimeout.components.seconds * 1_000_000_000
                 + configuration.requestTimeout.components.attoseconds / 1_000_000_000)

@@ -36,6 +36,13 @@ public protocol BadgeStore: Sendable {
         worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
     ) async throws -> LeaseRound
 
+    /// Renews one lease on its own, between lease rounds: pushes out its expiry to `ttlMilliseconds` from now and
+    /// returns true if `lease` is still held and unexpired; returns false (and changes nothing) if it is not.
+    ///
+    /// A worker calls it when its own record of the lease's expiry ran out (a slow lease round, a freeze) before
+    /// it sends anything more under the lease.
+    func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool
+
     /// The push guard, called just before an outbox push is sent; returns what to send, or nil to drop it.
     ///
     /// `sent` are outbox rows of pushes sent since the previous call; they are recorded as sent in the same

@@ -79,6 +79,22 @@ enum FleetQueries {
         }
     }
 
+    /// Renews `lease` alone (see ``BadgeStore/renewLease(_:ttlMilliseconds:)``).
+    static func renew(
+        _ lease: PartitionLease, ttlMilliseconds: Int64, database: any SQLTransactor
+    ) async throws
+        -> Bool
+    {
+        try await database.transaction { sql in
+            let now = Self.now(sql.dialect)
+            return try await !sql.query(
+                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE partition_id = $2 AND owner = $3 "
+                    + "AND epoch = $4 AND expires_at > \(now) RETURNING partition_id",
+                [.int(ttlMilliseconds * 1000), .int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)]
+            ).isEmpty
+        }
+    }
+
     private static func lease(_ worker: String) -> ([SQLValue]) -> PartitionLease? {
         { row in
             guard row.count == 2, let partition = row[0].int64, let epoch = row[1].int64 else { return nil }

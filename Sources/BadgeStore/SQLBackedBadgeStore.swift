@@ -36,6 +36,10 @@ extension SQLBackedBadgeStore {
             database: sqlBackend.leases)
     }
 
+    public func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool {
+        try await FleetQueries.renew(lease, ttlMilliseconds: ttlMilliseconds, database: sqlBackend.leases)
+    }
+
     public func claimPush(
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
     ) async throws -> PlannedPush? {

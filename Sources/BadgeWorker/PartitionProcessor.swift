@@ -15,6 +15,8 @@ struct PartitionProcessor: Sendable {
     let configuration: WorkerConfiguration
     /// Where batches come from: the partition and, in a fleet, the lease they are consumed under.
     let context: ApplyContext
+    /// In a fleet, this worker's record of how long it surely holds the lease: pushes go out only within it.
+    let term: LeaseTerm?
     let watchdog: Watchdog?
     let logger: Logger
 
@@ -65,7 +67,7 @@ struct PartitionProcessor: Sendable {
         }
         Self.processed.increment(by: events.count)
         // Send what the partition's outbox holds: this batch's pushes, and any a timed-out attempt committed.
-        if !events.isEmpty { try await dispatcher.drainOutbox(partition: context.partition, lease: context.lease) }
+        if !events.isEmpty { try await dispatcher.drainOutbox(partition: context.partition, term: term) }
         if let ackFailure { throw ackFailure }
     }
 

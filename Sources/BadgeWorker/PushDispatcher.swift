@@ -17,22 +17,23 @@ struct PushDispatcher: Sendable {
     /// Sends everything the outbox still holds (of one partition, or all): what a previous run or a previous owner
     /// of the partition committed but did not get to send.
     ///
-    /// With `lease`, every push is claimed under it: once the partition has a new owner, this worker sends nothing
-    /// more of it (the claim fails with `lease_lost`).
-    func drainOutbox(partition: Int?, lease: PartitionLease? = nil) async throws {
+    /// With `term`, every push is claimed under its lease, and sent only while the term is valid: once the
+    /// partition has a new owner, this worker sends nothing more of it (the claim, or the check before sending,
+    /// fails with `lease_lost`).
+    func drainOutbox(partition: Int?, term: LeaseTerm? = nil) async throws {
         while true {
             let pending = try await Retry.transient("read outbox", logger: logger) {
                 try await store.pendingPushes(limit: 1000, partition: partition)
             }
             if pending.isEmpty { return }
             logger.debug("sending outbox pushes", metadata: ["worker.pushes": "\(pending.count)"])
-            try await send(pending, lease: lease)
+            try await send(pending, term: term)
         }
     }
 
     /// Sends pushes and records each as sent right after it went out (in the guard's transaction for the next
     /// push of the same user), so that an interruption leaves at most the pushes in flight unrecorded.
-    func send(_ pushes: [OutboxPush], lease: PartitionLease?) async throws {
+    func send(_ pushes: [OutboxPush], term: LeaseTerm?) async throws {
         var byUser: [String: [OutboxPush]] = [:]
         var order: [String] = []
         for push in pushes {
@@ -51,7 +52,7 @@ struct PushDispatcher: Sendable {
                 next += 1
                 group.addTask {
                     do {
-                        return .success(try await sendInOrder(queue, lease: lease))
+                        return .success(try await sendInOrder(queue, term: term))
                     } catch {
                         return .failure(error)
                     }
@@ -73,7 +74,8 @@ struct PushDispatcher: Sendable {
 
     /// One user's pushes, one after another. Returns the outbox row of the last one handled, which is not recorded
     /// yet (each of the others was, in the claim of the next).
-    private func sendInOrder(_ pushes: [OutboxPush], lease: PartitionLease?) async throws -> Int64? {
+    private func sendInOrder(_ pushes: [OutboxPush], term: LeaseTerm?) async throws -> Int64? {
+        let lease = term?.lease
         var unrecorded: [Int64] = []
         var deadTokens: Set<String> = []
         for outbox in pushes {
@@ -110,7 +112,11 @@ struct PushDispatcher: Sendable {
                         "push.badge_version": "\(push.badgeVersion)",
                     ])
             }
-            switch try await sender.send(builder.build(push)) {
+            // Claimed under the lease; sent only while this worker is sure it still holds it (see `LeaseTerm`,
+            // `LeaseFence`). If not, the push stays in the outbox, claimed but unsent, and the partition's new owner
+            // sends it.
+            let fence = term.map { LeaseFence(term: $0, store: store, logger: logger) }
+            switch try await sender.send(builder.build(push), fence: fence) {
             case .accepted, .rejected:
                 break
             case .deadToken(_, let reason):

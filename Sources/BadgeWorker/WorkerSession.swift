@@ -22,7 +22,7 @@ struct WorkerSession {
 
     /// A partition being consumed.
     private struct Running {
-        var lease: PartitionLease?
+        var term: LeaseTerm?
         var buffer: DeliveryBuffer
         var stopping = false
     }
@@ -41,16 +41,17 @@ struct WorkerSession {
                 var releasing: Set<Int> = []
                 var ready = false
 
-                func start(_ partition: Int, lease: PartitionLease?) async throws {
+                func start(_ partition: Int, term: LeaseTerm?) async throws {
+                    let lease = term?.lease
                     let channel = try await connection.openChannel()
                     try await channel.qos(prefetchCount: configuration.prefetch)
                     let consumer = try await channel.consume(queue: configuration.topology.queueName(partition))
                     let buffer = DeliveryBuffer()
-                    running[partition] = Running(lease: lease, buffer: buffer)
+                    running[partition] = Running(term: term, buffer: buffer)
                     let processor = PartitionProcessor(
                         channel: channel, deadLetters: deadLetters, buffer: buffer, store: store,
                         dispatcher: dispatcher, configuration: configuration,
-                        context: ApplyContext(partition: partition, lease: lease), watchdog: watchdog,
+                        context: ApplyContext(partition: partition, lease: lease), term: term, watchdog: watchdog,
                         logger: logger.with(metadataKey: "worker.partition", value: "\(partition)"))
                     group.addTask {
                         do {
@@ -63,7 +64,7 @@ struct WorkerSession {
                     group.addTask {
                         do {
                             // A previous owner's committed pushes go out before anything newer.
-                            if lease != nil { try await dispatcher.drainOutbox(partition: partition, lease: lease) }
+                            if term != nil { try await dispatcher.drainOutbox(partition: partition, term: term) }
                             try await processor.run()
                         } catch let error as StoreError where error.code == "lease_lost" {
                             logger.warning(
@@ -96,7 +97,7 @@ struct WorkerSession {
                     guard let fleet = configuration.fleet else {
                         if running.isEmpty, !ready {
                             for partition in 0..<configuration.topology.partitions {
-                                try await start(partition, lease: nil)
+                                try await start(partition, term: nil)
                             }
                         }
                         if !ready {
@@ -107,18 +108,25 @@ struct WorkerSession {
                         try? await shutdown.wait(upTo: .milliseconds(250))
                         continue
                     }
-                    let round = try await watched("lease round") { [releasing] in
+                    let ttl = Duration.milliseconds(fleet.leaseTTLMilliseconds)
+                    let (round, confirmed) = try await watched("lease round") { [releasing] in
                         try await Retry.transient("lease round", logger: logger) {
-                            try await store.leaseRound(
+                            // Read before the round: the renewed expiries are at least a TTL after this instant.
+                            let confirmed = ContinuousClock.now
+                            let round = try await store.leaseRound(
                                 worker: fleet.workerID, partitions: configuration.topology.partitions,
                                 ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: releasing)
+                            return (round, confirmed)
                         }
                     }
                     releasing = []
                     let held = Dictionary(uniqueKeysWithValues: round.leases.map { ($0.partition, $0) })
-                    // Lost (expired while we were stalled, or taken over): stop now; the fence stops any commit.
-                    for (partition, entry) in running where held[partition]?.epoch != entry.lease?.epoch {
-                        if !entry.stopping {
+                    for (partition, entry) in running {
+                        if let term = entry.term, held[partition]?.epoch == term.lease.epoch {
+                            term.renewed(confirmed: confirmed)
+                        } else if !entry.stopping {
+                            // Lost (expired while we were stalled, or taken over): stop now; the fence stops any
+                            // commit and the term any send.
                             running[partition]?.stopping = true
                             entry.buffer.finish(nil)
                         }
@@ -133,7 +141,7 @@ struct WorkerSession {
                     } else {
                         for (partition, lease) in held.sorted(by: { $0.key < $1.key }) where running[partition] == nil {
                             if running.filter({ !$0.value.stopping }).count >= round.target { break }
-                            try await start(partition, lease: lease)
+                            try await start(partition, term: LeaseTerm(lease: lease, ttl: ttl, confirmed: confirmed))
                             logger.info(
                                 "partition acquired",
                                 metadata: ["worker.partition": "\(partition)", "worker.epoch": "\(lease.epoch)"])

@@ -44,6 +44,35 @@ struct FleetStoreTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func aLeaseRenewsAloneOnlyWhileItsOwnerStillHoldsIt(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let first = try await store.leaseRound(worker: "w1", partitions: 2, ttlMilliseconds: 1500, releasing: [])
+            #expect(first.leases.count == 2)
+            let held = try #require(first.leases.first)
+            let expiring = try #require(first.leases.last)
+            // Renewed in time, one lease lasts a full TTL again; the other runs out.
+            #expect(try await store.renewLease(held, ttlMilliseconds: 60_000))
+            try await Task.sleep(for: .milliseconds(1600))
+            #expect(try await !store.renewLease(expiring, ttlMilliseconds: 60_000))
+            #expect(try await store.renewLease(held, ttlMilliseconds: 60_000))
+
+            // Another worker takes the expired one over: renewing the old epoch fails, even with the same owner name.
+            let taken = try #require(
+                try await store.leaseRound(worker: "w2", partitions: 2, ttlMilliseconds: 60_000, releasing: [])
+                    .leases.first)
+            #expect(taken.partition == expiring.partition)
+            #expect(try await !store.renewLease(expiring, ttlMilliseconds: 60_000))
+            var sameName = taken
+            sameName.epoch = expiring.epoch
+            #expect(try await !store.renewLease(sameName, ttlMilliseconds: 60_000))
+            #expect(try await store.renewLease(taken, ttlMilliseconds: 60_000))
+            // The renewed lease is still held at the next round, at the same epoch.
+            let again = try await store.leaseRound(worker: "w1", partitions: 2, ttlMilliseconds: 60_000, releasing: [])
+            #expect(again.leases == [held])
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func aWorkerWhoseLeaseWasTakenOverCannotCommit(backend: Backend) async throws {
         try await withStore(backend) { store in
             let first = try await store.leaseRound(

@@ -103,8 +103,15 @@ struct FleetReport: CustomStringConvertible {
                 report.effectsChecked += 1
                 let last = perToken[device.token]?.last?.payload["aps"]?["badge"]?.int64Value
                 if last != Int64(badge) {
+                    // The last few arrivals, to tell a late push from a missing one.
+                    let tail = (perToken[device.token] ?? []).suffix(4).map { push in
+                        "v\(push.payload["badge_version"]?.int64Value ?? -1) badge "
+                            + "\(push.payload["aps"]?["badge"]?.int64Value ?? -1) \(push.key.suffix(12)) "
+                            + "at \(push.at.timeIntervalSince1970)"
+                    }
                     report.badgeMismatches.append(
-                        "\(device.token): last badge \(last.map(String.init) ?? "none"), model \(badge)")
+                        "\(device.token): last badge \(last.map(String.init) ?? "none"), model \(badge); "
+                            + "last arrivals: \(tail)")
                 }
             }
         }

@@ -1,0 +1,27 @@
+import BadgeDelivery
+import BadgeStore
+import Logging
+
+/// The send fence of a fleet worker: a push goes out only inside the worker's term on its partition's lease.
+///
+/// Before each attempt the term is made valid (renewing the lease in the database if the term ran out, failing
+/// with `lease_lost` if the lease is gone); when the connection is ready for the body the term is checked again,
+/// so a worker frozen anywhere before that point (in the claim, in the connection pool's queue, between retries)
+/// does not deliver the push after the partition moved on.
+struct LeaseFence: SendFence {
+    let term: LeaseTerm
+    let store: any BadgeStore
+    let logger: Logger
+
+    func prepare() async throws {
+        try await Retry.transient("renew lease", logger: logger) { [term, store] in
+            try await term.ensureValid { lease in
+                try await store.renewLease(lease, ttlMilliseconds: term.ttlMilliseconds)
+            }
+        }
+    }
+
+    func check() throws {
+        try term.check()
+    }
+}

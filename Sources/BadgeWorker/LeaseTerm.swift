@@ -1,0 +1,80 @@
+import BadgeStore
+import Synchronization
+
+/// A partition lease together with this worker's own, conservative record of how long it is sure to hold it.
+///
+/// The database fences every commit and every claim, but a push is sent after its claim: a worker frozen in
+/// between (SIGSTOP, a long GC-like stall, a paused VM) would send it on waking up, possibly after the
+/// partition's new owner sent newer badges to the same device. So a push goes out only while the term is valid.
+///
+/// The term is valid until `confirmed + ttl − margin`, where `confirmed` is this worker's clock reading taken
+/// *before* a database operation that found the lease held and set its expiry to the database's now + ttl. That
+/// database now is later than `confirmed`, and nobody can take the partition over before the expiry, so while the
+/// term is valid nobody else owns the partition: only the worker's own clock is used, no clocks have to agree.
+/// Once the term ran out, ``ensureValid(renew:)`` renews the lease in the database before anything more is sent,
+/// or reports it lost.
+final class LeaseTerm: Sendable {
+    /// The lease this term is about.
+    let lease: PartitionLease
+    /// How long a renewal holds the lease for (the fleet's lease TTL).
+    let ttl: Duration
+    private let margin: Duration
+    private let validUntil: Mutex<ContinuousClock.Instant>
+
+    /// A term for a lease that a database operation started at `confirmed` found held (or acquired).
+    init(lease: PartitionLease, ttl: Duration, confirmed: ContinuousClock.Instant) {
+        self.lease = lease
+        self.ttl = ttl
+        self.margin = ttl / 10
+        self.validUntil = Mutex(confirmed + ttl - ttl / 10)
+    }
+
+    /// A lease round (or a renewal) started at `confirmed` found the lease still held and renewed it.
+    func renewed(confirmed: ContinuousClock.Instant) {
+        let until = confirmed + ttl - margin
+        validUntil.withLock { $0 = max($0, until) }
+    }
+
+    /// ``ttl`` in milliseconds, as the store takes it.
+    var ttlMilliseconds: Int64 {
+        ttl.components.seconds * 1000 + ttl.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// Whether, by this worker's clock, the lease is certainly still held now.
+    var isValid: Bool {
+        let now = ContinuousClock.now
+        return validUntil.withLock { now < $0 }
+    }
+
+    /// Throws unless the term is valid now (the last-moment check before a push's body is written).
+    func check() throws {
+        if !isValid {
+            throw StoreError(
+                code: "lease_term_ended",
+                message: "partition \(lease.partition): this worker's term for epoch \(lease.epoch) ran out",
+                transient: true)
+        }
+    }
+
+    /// Returns when the lease is certainly held for a while longer: at once while the term is valid, otherwise
+    /// after renewing it through `renew` (which returns whether the lease was still held). Throws `lease_lost`
+    /// when it was not.
+    func ensureValid(renew: (PartitionLease) async throws -> Bool) async throws {
+        if isValid { return }
+        let start = ContinuousClock.now
+        guard try await renew(lease) else {
+            throw StoreError(
+                code: "lease_lost",
+                message: "partition \(lease.partition) lease ran out on this worker's clock and was not renewable "
+                    + "(epoch \(lease.epoch))",
+                transient: false)
+        }
+        renewed(confirmed: start)
+        if !isValid {
+            throw StoreError(
+                code: "lease_lost",
+                message: "partition \(lease.partition) lease renewal took longer than the lease (epoch \(lease.epoch))",
+                transient: false)
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import BadgeCore
+import BadgeStore
+import Synchronization
+
+/// A store that runs a hook right after its first successful push claim (to make something happen between a
+/// worker's claim and its send) and counts claims; everything else goes to `base` unchanged.
+final class ClaimHookStore: BadgeStore {
+    private let base: any BadgeStore
+    private let afterFirstClaim: @Sendable () async throws -> Void
+    private let claimCount = Mutex(0)
+
+    init(base: any BadgeStore, afterFirstClaim: @escaping @Sendable () async throws -> Void) {
+        self.base = base
+        self.afterFirstClaim = afterFirstClaim
+    }
+
+    /// Successful claims so far.
+    var claims: Int { claimCount.withLock { $0 } }
+
+    func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
+    ) async throws -> PlannedPush? {
+        let claimed = try await base.claimPush(outbox, policy: policy, recordingSent: sent, lease: lease)
+        let first = claimCount.withLock { count in
+            count += 1
+            return count == 1
+        }
+        if first { try await afterFirstClaim() }
+        return claimed
+    }
+
+    func run() async { await base.run() }
+    func migrate() async throws { try await base.migrate() }
+    func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
+        try await base.apply(events, policy: policy, context: context)
+    }
+    func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
+        try await base.pendingPushes(limit: limit, partition: partition)
+    }
+    func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+    ) async throws -> LeaseRound {
+        try await base.leaseRound(
+            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing)
+    }
+    func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool {
+        try await base.renewLease(lease, ttlMilliseconds: ttlMilliseconds)
+    }
+    func markSent(_ outboxIDs: [Int64]) async throws { try await base.markSent(outboxIDs) }
+    func deactivateDevice(token: String) async throws { try await base.deactivateDevice(token: token) }
+    func snapshot(user: String) async throws -> UserSnapshot { try await base.snapshot(user: user) }
+    func close() async throws { try await base.close() }
+}

@@ -1,0 +1,136 @@
+import AsyncHTTPClient
+import BadgeCore
+import BadgeDelivery
+import BadgeSink
+import BadgeStore
+import Logging
+import ServiceLifecycle
+import Testing
+
+@testable import BadgeWorker
+
+/// A worker frozen between claiming a push and sending it must not send it once the partition moved on: the
+/// push stays in the outbox and the new owner sends it. Real database and a real sink over HTTP.
+@Suite("Lease fencing of sends")
+struct LeaseFencingTests {
+    private static let token = "f00d0000f00d0000f00d0000f00d0000"
+
+    @Test(arguments: Backend.allCases)
+    func aWorkerWhosePartitionMovedOnWhileItWasFrozenSendsNothingAndTheNewOwnerDoes(backend: Backend) async throws {
+        try await withFixture(backend) { store, sink, dispatcher in
+            let old = try #require(
+                try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+                    .leases.first)
+            _ = try await store.apply(
+                Self.events, policy: .unseen, context: ApplyContext(partition: 0, lease: old))
+            let planned = try await store.pendingPushes(limit: 10, partition: 0)
+            #expect(!planned.isEmpty)
+            // w1 claims its first push; then, before it gets to send, it freezes: its term runs out (it was
+            // confirmed two minutes ago by its clock) and w2 takes the partition over.
+            let hooked = ClaimHookStore(base: store) {
+                _ = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 0, releasing: [0])
+                _ = try await store.leaseRound(worker: "w2", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+            }
+            let frozen = LeaseTerm(lease: old, ttl: .seconds(60), confirmed: .now - .seconds(120))
+            await #expect {
+                try await dispatcher(hooked).drainOutbox(partition: 0, term: frozen)
+            } throws: { error in
+                (error as? StoreError)?.code == "lease_lost"
+            }
+            #expect(hooked.claims == 1)
+            #expect(sink.count == 0)
+            #expect(try await store.pendingPushes(limit: 10, partition: 0) == planned)
+
+            // The new owner sends it (the same badge_version: w1 claimed it but never sent it).
+            let new = try #require(
+                try await store.leaseRound(worker: "w2", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+                    .leases.first)
+            #expect(new.epoch > old.epoch)
+            try await dispatcher(store).drainOutbox(
+                partition: 0, term: LeaseTerm(lease: new, ttl: .seconds(60), confirmed: .now))
+            let delivered = sink.deliveries(token: Self.token)
+            #expect(delivered.count == planned.count)
+            #expect(delivered.allSatisfy { $0.status == 200 })
+            #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aTermThatRanOutWhileTheLeaseIsStillHeldIsRenewedAndThePushGoesOut(backend: Backend) async throws {
+        try await withFixture(backend) { store, sink, dispatcher in
+            let lease = try #require(
+                try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+                    .leases.first)
+            _ = try await store.apply(
+                Self.events, policy: .unseen, context: ApplyContext(partition: 0, lease: lease))
+            // A slow lease round, not a takeover: the term ran out by the worker's clock, the database still says
+            // the lease is w1's.
+            let term = LeaseTerm(lease: lease, ttl: .seconds(60), confirmed: .now - .seconds(120))
+            try await dispatcher(store).drainOutbox(partition: 0, term: term)
+            #expect(term.isValid)
+            #expect(sink.deliveries(token: Self.token).count >= 1)
+            #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
+        }
+    }
+
+    private static var events: [Event] {
+        let time = Timestamp.parse("2026-11-21T10:00:00Z")!
+        return [
+            Event(
+                id: "d1", type: .deviceRegistered, recipient: "u-alice", occurredAt: time,
+                device: DeviceInfo(
+                    token: token, provider: .apns, topic: "com.example.app", environment: .production)),
+            Event(
+                id: "n1", type: .follow, recipient: "u-alice", occurredAt: time.adding(microseconds: 1_000_000),
+                actor: EventActor(id: "u-bob", name: "Bob Stone", username: "bob")),
+        ]
+    }
+
+    /// A fresh store, a sink on an ephemeral port, and a way to make a dispatcher on some store that sends there.
+    private func withFixture(
+        _ backend: Backend,
+        _ body: @Sendable (any BadgeStore, SinkState, @Sendable (any BadgeStore) -> PushDispatcher) async throws -> Void
+    ) async throws {
+        let logger = {
+            var logger = Logger(label: "lease-fencing-test")
+            logger.logLevel = .warning
+            return logger
+        }()
+        let sinkState = SinkState(randomSeed: 7)
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let sink = SinkServer(
+            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
+        ) { port in portContinuation.yield(port) }
+        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
+        let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await sinkGroup.run() }
+            group.addTask { await store.run() }
+            var portIterator = ports.makeAsyncIterator()
+            guard let port = await portIterator.next() else { throw CancellationError() }
+            let sender = PushSender(
+                configuration: DeliveryConfiguration(
+                    apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)"),
+                client: http, logger: logger)
+            let result: Result<Void, any Error>
+            do {
+                try await store.migrate()
+                result = .success(
+                    try await body(store, sinkState) { on in
+                        PushDispatcher(
+                            store: on, sender: sender,
+                            builder: PushPayloadBuilder(defaultAPNsTopic: "com.example.app"), concurrency: 4,
+                            policy: .unseen, logger: logger)
+                    })
+            } catch {
+                result = .failure(error)
+            }
+            try? await store.close()
+            await sinkGroup.triggerGracefulShutdown()
+            try await group.waitForAll()
+            try await http.shutdown()
+            try result.get()
+        }
+    }
+}
