@@ -62,6 +62,9 @@ enum FleetQueries {
                     "SELECT partition_id FROM partition_leases WHERE expires_at <= \(now) ORDER BY partition_id"
                         + sql.dialect.forUpdate + (sql.dialect == .postgres ? " SKIP LOCKED" : ""), []
                 ).compactMap { $0.first?.int64 }.map(Int.init)
+                    // A lease renewed above can look expired again by now if the renewal waited on row locks for
+                    // longer than the TTL: it is held, not free.
+                    .filter { partition in !held.contains { $0.partition == partition } }
                 let start = Int(
                     UInt(bitPattern: worker.utf8.reduce(5381) { ($0 &* 33) &+ Int($1) }) % UInt(max(1, free.count)))
                 let rotated = Array(free[start...] + free[..<start]).prefix(target - held.count)

@@ -54,7 +54,14 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
 
     /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
     /// parameters: `sslmode` (`disable`, `prefer` (default), `require`), `schema` (see
-    /// ``init(configuration:schema:logger:)``), `max_connections` (default 20).
+    /// ``init(configuration:schema:logger:)``), `max_connections` (default 20), `idle_in_transaction_timeout_ms`
+    /// (default 2000; 0 turns it off).
+    ///
+    /// The idle-in-transaction timeout makes the server end a session that sat inside a transaction without
+    /// sending anything for that long. A worker never pauses inside a transaction (no I/O but the statements
+    /// themselves), so only a frozen or hung worker hits it; without it, a worker frozen mid-transaction would hold
+    /// its row locks for as long as it stays frozen, and block the partition's new owner (and, through the lease
+    /// row, that owner's lease renewals) all that time.
     public convenience init(url: String, logger: Logger) throws {
         let parsed = try PostgresURL(url)
         self.init(configuration: parsed.configuration, schema: parsed.schema, logger: logger)
@@ -246,6 +253,7 @@ struct PostgresURL {
         var tls = PostgresClient.Configuration.TLS.prefer(.makeClientConfiguration())
         var schema: String?
         var maximumConnections: Int?
+        var idleInTransactionMilliseconds = 2000
         for item in components.queryItems ?? [] {
             switch (item.name, item.value ?? "") {
             case ("sslmode", "disable"): tls = .disable
@@ -258,6 +266,11 @@ struct PostgresURL {
                     throw StoreError.badURL("max_connections must be a positive integer")
                 }
                 maximumConnections = number
+            case ("idle_in_transaction_timeout_ms", let value):
+                guard let number = Int(value), number >= 0 else {
+                    throw StoreError.badURL("idle_in_transaction_timeout_ms must be a non-negative integer")
+                }
+                idleInTransactionMilliseconds = number
             default: throw StoreError.badURL("unsupported URL parameter \(item.name)")
             }
         }
@@ -265,6 +278,8 @@ struct PostgresURL {
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: database.isEmpty ? nil : database, tls: tls)
         if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
+        configuration.options.additionalStartupParameters.append(
+            ("idle_in_transaction_session_timeout", String(idleInTransactionMilliseconds)))
         self.configuration = configuration
         self.schema = schema
     }

@@ -120,7 +120,7 @@ struct WorkerSession {
                         }
                     }
                     releasing = []
-                    let held = Dictionary(uniqueKeysWithValues: round.leases.map { ($0.partition, $0) })
+                    let held = Dictionary(round.leases.map { ($0.partition, $0) }) { $0.epoch > $1.epoch ? $0 : $1 }
                     for (partition, entry) in running {
                         if let term = entry.term, held[partition]?.epoch == term.lease.epoch {
                             term.renewed(confirmed: confirmed)
