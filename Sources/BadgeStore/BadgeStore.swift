@@ -58,6 +58,15 @@ public protocol BadgeStore: Sendable {
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
     ) async throws -> PlannedPush?
 
+    /// Plans a badge-only push of the user's current badge, at a fresh `badge_version` (the user's version is
+    /// bumped), to the device `push` went to, in the outbox of `partition`; returns false (and plans nothing) when
+    /// the token no longer belongs to that user or is inactive.
+    ///
+    /// A fleet worker calls it when a push it sent finished only after its term on the partition's lease ended
+    /// (it was frozen with the request on its way): that push may have reached the device after newer ones from
+    /// the partition's new owner. The owner sends the refresh after them, so the device ends on the current badge.
+    func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool
+
     /// Removes sent pushes from the outbox.
     func markSent(_ outboxIDs: [Int64]) async throws
 

@@ -156,6 +156,37 @@ enum FleetQueries {
         }
     }
 
+    /// Plans a badge refresh for the device of `push` (see ``BadgeStore/refreshBadge(after:partition:policy:)``).
+    static func refreshBadge(
+        after push: PlannedPush, partition: Int?, policy: BadgePolicy, database: any SQLTransactor
+    ) async throws -> Bool {
+        try await database.transaction { sql in
+            let device = try await sql.query(
+                "SELECT 1 FROM devices WHERE token = $1 AND user_id = $2 AND active",
+                [.text(push.token), .text(push.recipient)])
+            if device.isEmpty { return false }
+            // Users before devices, the order `apply` locks them in.
+            let bumped = try await sql.query(
+                "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
+                    + "RETURNING \(EventRules.UserRow.columns)",
+                [.text(push.recipient)])
+            guard let cells = bumped.first else { return false }
+            let user = try EventRules.UserRow(cells: cells)
+            var refresh = push
+            refresh.kind = .badgeOnly
+            refresh.counts = user.counts
+            refresh.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
+            refresh.badgeVersion = user.badgeVersion
+            refresh.previews = user.previews
+            let values = OutboxRow.values(of: refresh, eventJSON: nil, partition: partition)
+            try await sql.execute(
+                "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES ("
+                    + (1...values.count).map { "$\($0)" }.joined(separator: ", ") + ")",
+                values)
+            return true
+        }
+    }
+
     /// Deletes outbox rows (sent pushes), in chunks that stay under every backend's parameter limit.
     static func deleteOutboxRows(_ ids: [Int64], sql: any SQLExecutor) async throws {
         for chunk in ids.chunked(500) {

@@ -47,6 +47,11 @@ extension SQLBackedBadgeStore {
             outbox, policy: policy, recordingSent: sent, lease: lease, database: sqlBackend.database)
     }
 
+    public func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
+        try await FleetQueries.refreshBadge(
+            after: push, partition: partition, policy: policy, database: sqlBackend.database)
+    }
+
     public func markSent(_ outboxIDs: [Int64]) async throws {
         try await StoreQueries.markSent(outboxIDs, database: sqlBackend.database)
     }

@@ -7,6 +7,7 @@ final class DeliveryBuffer: Sendable {
     private struct State {
         var deliveries: [AMQPDelivery] = []
         var finished: (any Error)?? = nil
+        var nudged = false
         var waiter: CheckedContinuation<Void, Never>?
     }
 
@@ -34,8 +35,20 @@ final class DeliveryBuffer: Sendable {
         waiter?.resume()
     }
 
-    /// Waits for at least one delivery and takes up to `limit`; returns [] once finished (throws its error, if any).
-    func take(limit: Int) async throws -> [AMQPDelivery] {
+    /// Wakes the taker with an empty batch if it is waiting, or makes its next `take` return at once (an idle
+    /// tick: the fleet's session manager nudges every partition once per lease round).
+    func nudge() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.nudged = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Waits for at least one delivery and takes up to `limit`; returns [] after a ``nudge()`` with nothing to
+    /// take, and nil once finished (throws its error, if any).
+    func take(limit: Int) async throws -> [AMQPDelivery]? {
         while true {
             enum Step {
                 case batch([AMQPDelivery])
@@ -44,23 +57,24 @@ final class DeliveryBuffer: Sendable {
             }
             let step = state.withLock { state -> Step in
                 if let finished = state.finished { return .end(finished) }
+                defer { state.nudged = false }
                 if !state.deliveries.isEmpty {
                     let count = min(limit, state.deliveries.count)
                     let batch = Array(state.deliveries.prefix(count))
                     state.deliveries.removeFirst(count)
                     return .batch(batch)
                 }
-                return .wait
+                return state.nudged ? .batch([]) : .wait
             }
             switch step {
             case .batch(let batch): return batch
             case .end(let error):
                 if let error { throw error }
-                return []
+                return nil
             case .wait:
                 await withCheckedContinuation { continuation in
                     let resumeNow = state.withLock { state -> Bool in
-                        if state.finished != nil || !state.deliveries.isEmpty { return true }
+                        if state.finished != nil || !state.deliveries.isEmpty || state.nudged { return true }
                         state.waiter = continuation
                         return false
                     }

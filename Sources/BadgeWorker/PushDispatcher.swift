@@ -117,7 +117,11 @@ struct PushDispatcher: Sendable {
             // sends it.
             let fence = term.map { LeaseFence(term: $0, store: store, logger: logger) }
             switch try await sender.send(builder.build(push), fence: fence) {
-            case .accepted, .rejected:
+            case .accepted:
+                if let term, let fence, !term.isValid {
+                    try await afterLateSend(push, outbox: outbox, fence: fence, partition: term.lease.partition)
+                }
+            case .rejected:
                 break
             case .deadToken(_, let reason):
                 deadTokens.insert(push.token)
@@ -131,5 +135,30 @@ struct PushDispatcher: Sendable {
             }
         }
         return unrecorded.first
+    }
+
+    /// A push went out but its request finished only after this worker's term on the lease: it was frozen with the
+    /// request on its way, and it may have reached the device after newer pushes from the partition's new owner.
+    /// If the lease is still this worker's (renewed now), nobody else sent anything; if not, it records the push as
+    /// sent and asks the owner, through the partition's outbox, to send the current badge after it; then it leaves
+    /// the partition (`lease_lost`).
+    private func afterLateSend(_ push: PlannedPush, outbox: OutboxPush, fence: LeaseFence, partition: Int)
+        async throws
+    {
+        do {
+            try await fence.prepare()
+        } catch let error as StoreError where error.code == "lease_lost" {
+            let planned = try await Retry.transient("refresh badge", logger: logger) { [policy] in
+                try await store.refreshBadge(after: push, partition: partition, policy: policy)
+            }
+            logger.warning(
+                "a push landed after this worker lost its partition; badge refresh planned for the new owner",
+                metadata: [
+                    "push.token": "\(push.token)", "push.badge_version": "\(push.badgeVersion)",
+                    "push.refresh_planned": "\(planned)",
+                ])
+            try await Retry.transient("mark sent", logger: logger) { try await store.markSent([outbox.id]) }
+            throw error
+        }
     }
 }

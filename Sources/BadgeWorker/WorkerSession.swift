@@ -124,6 +124,7 @@ struct WorkerSession {
                     for (partition, entry) in running {
                         if let term = entry.term, held[partition]?.epoch == term.lease.epoch {
                             term.renewed(confirmed: confirmed)
+                            entry.buffer.nudge()
                         } else if !entry.stopping {
                             // Lost (expired while we were stalled, or taken over): stop now; the fence stops any
                             // commit and the term any send.

@@ -160,4 +160,32 @@ struct FleetStoreTests {
             #expect(try await store.claimPush(stale, policy: .unseen, recordingSent: []) == nil)
         }
     }
+
+    @Test(arguments: Backend.allCases)
+    func aBadgeRefreshGoesIntoThePartitionsOutboxAtAFreshVersionWithTheCurrentBadge(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.apply(
+                [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen,
+                context: ApplyContext(partition: 5))
+            let outbox = try await store.pendingPushes(limit: 10, partition: 5)
+            try await store.markSent(outbox.map(\.id))
+            let late = outbox[1].push  // the first alert, badge 1, landed after the second (badge 2)
+
+            #expect(try await store.refreshBadge(after: late, partition: 5, policy: .unseen))
+            let refresh = try #require(try await store.pendingPushes(limit: 10, partition: 5).first)
+            #expect(refresh.push.kind == .badgeOnly)
+            #expect(refresh.push.token == tokenA)
+            #expect(refresh.push.badge == 2)
+            #expect(refresh.push.counts == Counts(unreadNotifications: 2, unseenNotifications: 2))
+            #expect(refresh.push.badgeVersion == 3)
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
+            // It goes out like any push: newer than anything the device got.
+            #expect(try await store.claimPush(refresh, policy: .unseen, recordingSent: []) == refresh.push)
+
+            // A token that moved to another user gets nothing of the old owner.
+            _ = try await store.apply([register("d2", token: tokenA, for: "u-carol")], policy: .unseen)
+            #expect(try await !store.refreshBadge(after: late, partition: 5, policy: .unseen))
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
+        }
+    }
 }

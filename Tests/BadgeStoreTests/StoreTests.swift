@@ -178,6 +178,48 @@ struct StoreTests {
         #expect(parsed.configuration.database == "app")
         #expect(parsed.schema == "s1")
         #expect(throws: StoreError.self) { try PostgresURL("postgres://db.example/app") }
+        func idleTimeout(_ url: String) throws -> String? {
+            try PostgresURL(url).configuration.options.additionalStartupParameters
+                .first { $0.0 == "idle_in_transaction_session_timeout" }?.1
+        }
+        #expect(try idleTimeout("postgres://u@db.example/app") == "2000")
+        #expect(try idleTimeout("postgres://u@db.example/app?idle_in_transaction_timeout_ms=0") == "0")
+        #expect(throws: StoreError.self) {
+            try PostgresURL("postgres://u@db.example/app?idle_in_transaction_timeout_ms=soon")
+        }
+    }
+
+    @Test func aPostgresSessionIdleInsideATransactionIsCutOffAndItsLocksGoWithIt() async throws {
+        // What a worker frozen mid-transaction looks like to the server: it holds a row lock and sends nothing.
+        var configuration = try PostgresURL(testDatabaseURL + "?idle_in_transaction_timeout_ms=300").configuration
+        configuration.options.maximumConnections = 2
+        let name = "idle_\(UInt32.random(in: 0...UInt32.max))"
+        let store = PostgresBadgeStore(configuration: configuration, schema: name, logger: testLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            try await store.migrate()
+            _ = try await store.apply([register("d1", token: tokenA)], policy: .unseen)
+            var failure: (any Error)?
+            do {
+                try await store.database.transaction { sql in
+                    try await sql.execute("SELECT 1 FROM users WHERE user_id = 'u-alice' FOR UPDATE")
+                    try await Task.sleep(for: .milliseconds(900))
+                    try await sql.execute("SELECT 1")
+                }
+            } catch {
+                failure = error
+            }
+            // The server ended the session: the transaction fails, transiently (a worker retries it elsewhere).
+            #expect((failure as? StoreError)?.transient == true, "\(String(describing: failure))")
+            // The lock went with the session.
+            _ = try await store.apply([follow("n1", at: 1)], policy: .unseen)
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 1)
+            _ = try? await store.database.transaction { sql in
+                try await sql.execute("DROP SCHEMA IF EXISTS \(quoteIdentifier(name)) CASCADE")
+            }
+            try await store.close()
+            try await group.waitForAll()
+        }
     }
 
     @Test func inMemorySQLiteWorks() async throws {

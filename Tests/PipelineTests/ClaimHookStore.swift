@@ -46,6 +46,9 @@ final class ClaimHookStore: BadgeStore {
     func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool {
         try await base.renewLease(lease, ttlMilliseconds: ttlMilliseconds)
     }
+    func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
+        try await base.refreshBadge(after: push, partition: partition, policy: policy)
+    }
     func markSent(_ outboxIDs: [Int64]) async throws { try await base.markSent(outboxIDs) }
     func deactivateDevice(token: String) async throws { try await base.deactivateDevice(token: token) }
     func snapshot(user: String) async throws -> UserSnapshot { try await base.snapshot(user: user) }
