@@ -142,7 +142,9 @@ struct PushDispatcher: Sendable {
     /// If the lease is still this worker's (renewed now), nobody else sent anything; if not, it records the push as
     /// sent and asks the owner, through the partition's outbox, to send the current badge after it; then it leaves
     /// the partition (`lease_lost`).
-    private func afterLateSend(_ push: PlannedPush, outbox: OutboxPush, fence: LeaseFence, partition: Int)
+    private func afterLateSend(
+        _ push: PlannedPush, outbox: OutboxPush, fence: LeaseFence, partition: Int
+    )
         async throws
     {
         do {
@@ -152,7 +154,7 @@ struct PushDispatcher: Sendable {
                 try await store.refreshBadge(after: push, partition: partition, policy: policy)
             }
             logger.warning(
-                "a push landed after this worker lost its partition; badge refresh planned for the new owner",
+                "a push finished after this worker lost its partition and may have landed late; refresh left to the owner",
                 metadata: [
                     "push.token": "\(push.token)", "push.badge_version": "\(push.badgeVersion)",
                     "push.refresh_planned": "\(planned)",

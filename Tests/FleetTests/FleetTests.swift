@@ -11,25 +11,19 @@ import Testing
 /// 40 users, checked against the reference model (`InboxModel`), with and without faults.
 @Suite("Worker fleets", .serialized, .timeLimit(.minutes(5)))
 struct FleetTests {
+    /// The checks every run shares. `selfRestartsAllowed` only for the SIGKILL run, where the supervisor may notice
+    /// a killed worker before the test starts it again.
     private func expectClean(
-        _ report: FleetReport, allowDuplicates: Bool, _ name: String, lateZombiePushKnownIssue: Bool = false
+        _ report: FleetReport, allowDuplicates: Bool, _ name: String, selfRestartsAllowed: Bool = false
     ) {
         print("fleet[\(name)]: \(report)")
-        #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
-        if lateZombiePushKnownIssue {
-            // Known issue (open in issue 4): a push already on its way when its worker was frozen reaches the sink
-            // only when the worker resumes, after the new owner's newer pushes to that device. It shows as one
-            // device whose last badge is an older one, or one version arriving after a higher one. The fix under
-            // way: the frozen worker, on finding its lease lost, asks the partition's owner (through the outbox)
-            // to send the current badge again, and owners drain their outbox when idle too.
-            withKnownIssue("a push in flight when its worker froze lands after newer ones", isIntermittent: true) {
-                #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
-                #expect(report.orderViolations.isEmpty, "order: \(report.orderViolations.prefix(10))")
-            }
-        } else {
-            #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
-            #expect(report.orderViolations.isEmpty, "order: \(report.orderViolations.prefix(10))")
+        if !selfRestartsAllowed {
+            // No worker exited on its own (a crash, or the watchdog): see the worker logs the run keeps.
+            #expect(report.workerRestarts == 0)
         }
+        #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
+        #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
+        #expect(report.orderViolations.isEmpty, "order: \(report.orderViolations.prefix(10))")
         #expect(report.deadLettered == 0)
         #expect(report.duplicatesWithNewID.isEmpty, "re-sends must keep their apns-id")
         if !allowDuplicates {
@@ -60,7 +54,7 @@ struct FleetTests {
             }
             return kills
         }
-        expectClean(report, allowDuplicates: true, "SIGKILL")
+        expectClean(report, allowDuplicates: true, "SIGKILL", selfRestartsAllowed: true)
     }
 
     @Test func aWorkerFrozenPastTheHeartbeatTimeoutAndResumed() async throws {
@@ -75,7 +69,7 @@ struct FleetTests {
             workers[1].signal(SIGCONT)
             return 2
         }
-        expectClean(report, allowDuplicates: true, "SIGSTOP", lateZombiePushKnownIssue: true)
+        expectClean(report, allowDuplicates: true, "SIGSTOP")
     }
 
     @Test func theBrokerRestartedMidRun() async throws {
@@ -97,9 +91,8 @@ struct FleetTests {
             try await FleetHarness.shell("scripts/services", ["pg-start"])
             return 1
         }
+        // Workers wait and resume: none gave up and had to be restarted (checked in expectClean).
         expectClean(report, allowDuplicates: false, "PostgreSQL outage")
-        // Workers wait and resume: none gave up and had to be restarted.
-        #expect(report.workerRestarts == 0)
     }
 
     @Test func theSinkAnswers30PercentOfPushesWith503() async throws {
