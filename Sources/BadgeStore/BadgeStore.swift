@@ -30,10 +30,16 @@ public protocol BadgeStore: Sendable {
     func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush]
 
     /// One round of partition leasing for `worker` (call it every fraction of `ttlMilliseconds`): records the
-    /// worker as alive, gives up the partitions in `releasing`, renews what it holds, and takes free or expired
-    /// partitions up to its fair share.
+    /// worker as alive, gives up the partitions in `releasing`, renews what it holds, and takes free partitions up
+    /// to its fair share: released or never leased ones and, with `takeExpired`, ones whose owner let the lease
+    /// expire.
+    ///
+    /// A worker passes `takeExpired: false` for a while after its own rounds could not reach the database: after
+    /// a database outage every lease looks expired, but their owners are alive and still have to record what they
+    /// sent before they hand their partitions over (by releasing them); taking an expired lease at once would
+    /// re-send those pushes.
     func leaseRound(
-        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool
     ) async throws -> LeaseRound
 
     /// Renews one lease on its own, between lease rounds: pushes out its expiry to `ttlMilliseconds` from now and
@@ -81,6 +87,16 @@ public protocol BadgeStore: Sendable {
 }
 
 extension BadgeStore {
+    /// A lease round that may take expired leases (see
+    /// ``leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
+    public func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+    ) async throws -> LeaseRound {
+        try await leaseRound(
+            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
+            takeExpired: true)
+    }
+
     /// The push guard outside any lease (a single node, tests).
     public func claimPush(
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]

@@ -25,9 +25,11 @@ enum FleetQueries {
         }
     }
 
-    /// One lease round for `worker` (see ``BadgeStore/leaseRound(worker:partitions:ttlMilliseconds:releasing:)``).
+    /// One lease round for `worker` (see
+    /// ``BadgeStore/leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
     static func round(
-        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, database: any SQLTransactor
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool,
+        database: any SQLTransactor
     ) async throws -> LeaseRound {
         try await database.transaction { sql in
             let now = Self.now(sql.dialect)
@@ -59,7 +61,8 @@ enum FleetQueries {
                 // Free partitions, starting from a place that depends on the worker so that workers starting
                 // together do not all reach for the same ones.
                 let free = try await sql.query(
-                    "SELECT partition_id FROM partition_leases WHERE expires_at <= \(now) ORDER BY partition_id"
+                    "SELECT partition_id FROM partition_leases WHERE expires_at <= \(now)"
+                        + (takeExpired ? "" : " AND owner IS NULL") + " ORDER BY partition_id"
                         + sql.dialect.forUpdate + (sql.dialect == .postgres ? " SKIP LOCKED" : ""), []
                 ).compactMap { $0.first?.int64 }.map(Int.init)
                     // A lease renewed above can look expired again by now if the renewal waited on row locks for
@@ -71,7 +74,8 @@ enum FleetQueries {
                 for partition in rotated {
                     let taken = try await sql.query(
                         "UPDATE partition_leases SET owner = $1, epoch = epoch + 1, expires_at = \(now) + $2 "
-                            + "WHERE partition_id = $3 AND expires_at <= \(now) RETURNING partition_id, epoch",
+                            + "WHERE partition_id = $3 AND expires_at <= \(now)"
+                            + (takeExpired ? "" : " AND owner IS NULL") + " RETURNING partition_id, epoch",
                         [.text(worker), .int(ttl), .int(Int64(partition))]
                     ).compactMap(lease(worker))
                     held.append(contentsOf: taken)

@@ -29,11 +29,11 @@ extension SQLBackedBadgeStore {
     }
 
     public func leaseRound(
-        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool
     ) async throws -> LeaseRound {
         try await FleetQueries.round(
             worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
-            database: sqlBackend.leases)
+            takeExpired: takeExpired, database: sqlBackend.leases)
     }
 
     public func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool {

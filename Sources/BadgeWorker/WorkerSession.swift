@@ -40,6 +40,9 @@ struct WorkerSession {
                 var running: [Int: Running] = [:]
                 var releasing: Set<Int> = []
                 var ready = false
+                // The start of the last lease round that succeeded, and the end of a hold-off on expired leases.
+                var lastRound: ContinuousClock.Instant?
+                var holdOffExpiredUntil: ContinuousClock.Instant?
 
                 func start(_ partition: Int, term: LeaseTerm?) async throws {
                     let lease = term?.lease
@@ -109,16 +112,27 @@ struct WorkerSession {
                         continue
                     }
                     let ttl = Duration.milliseconds(fleet.leaseTTLMilliseconds)
-                    let (round, confirmed) = try await watched("lease round") { [releasing] in
+                    let (giveBack, previous, holdOff) = (releasing, lastRound, holdOffExpiredUntil)
+                    let (round, confirmed) = try await watched("lease round") {
                         try await Retry.transient("lease round", logger: logger) {
                             // Read before the round: the renewed expiries are at least a TTL after this instant.
                             let confirmed = ContinuousClock.now
+                            let takeExpired = LeaseHoldOff.mayTakeExpired(
+                                now: confirmed, lastRound: previous, holdOffUntil: holdOff, ttl: ttl)
                             let round = try await store.leaseRound(
                                 worker: fleet.workerID, partitions: configuration.topology.partitions,
-                                ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: releasing)
+                                ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: giveBack,
+                                takeExpired: takeExpired)
                             return (round, confirmed)
                         }
                     }
+                    if let until = LeaseHoldOff.holdOff(after: confirmed, lastRound: lastRound, ttl: ttl) {
+                        holdOffExpiredUntil = until
+                        logger.warning(
+                            "lease rounds missed the database for over a TTL; taking only released partitions a while",
+                            metadata: ["worker.gap": "\(confirmed - (lastRound ?? confirmed))"])
+                    }
+                    lastRound = confirmed
                     releasing = []
                     let held = Dictionary(round.leases.map { ($0.partition, $0) }) { $0.epoch > $1.epoch ? $0 : $1 }
                     for (partition, entry) in running {

@@ -188,4 +188,23 @@ struct FleetStoreTests {
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
         }
     }
+
+    @Test(arguments: Backend.allCases)
+    func aWorkerHoldingOffTakesFreePartitionsButNotExpiredOnes(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let first = try await store.leaseRound(worker: "w1", partitions: 2, ttlMilliseconds: 1, releasing: [])
+            #expect(first.leases.map(\.partition) == [0, 1])
+            // Both of w1's leases expire (as during a database outage). A third partition appears, never leased.
+            try await Task.sleep(for: .milliseconds(20))
+            let holdingOff = try await store.leaseRound(
+                worker: "w2", partitions: 3, ttlMilliseconds: 60_000, releasing: [], takeExpired: false)
+            #expect(holdingOff.target == 2)
+            #expect(holdingOff.leases.map(\.partition) == [2])
+            // Once the hold-off is over, an expired one goes too.
+            let after = try await store.leaseRound(
+                worker: "w2", partitions: 3, ttlMilliseconds: 60_000, releasing: [], takeExpired: true)
+            #expect(after.leases.count == 2)
+            #expect(after.leases.contains { $0.partition == 2 })
+        }
+    }
 }

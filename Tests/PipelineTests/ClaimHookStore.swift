@@ -38,10 +38,11 @@ final class ClaimHookStore: BadgeStore {
         try await base.pendingPushes(limit: limit, partition: partition)
     }
     func leaseRound(
-        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool
     ) async throws -> LeaseRound {
         try await base.leaseRound(
-            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing)
+            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
+            takeExpired: takeExpired)
     }
     func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool {
         try await base.renewLease(lease, ttlMilliseconds: ttlMilliseconds)
