@@ -140,11 +140,15 @@ public struct OutboxPush: Sendable, Equatable {
     public var id: Int64
     /// The push.
     public var push: PlannedPush
+    /// In a fleet, the lease epoch under which a worker last claimed the push for sending (it may have sent it
+    /// and not recorded it yet); nil while nobody claimed it.
+    public var claimedEpoch: Int64?
 
     /// Creates an outbox push.
-    public init(id: Int64, push: PlannedPush) {
+    public init(id: Int64, push: PlannedPush, claimedEpoch: Int64? = nil) {
         self.id = id
         self.push = push
+        self.claimedEpoch = claimedEpoch
     }
 }
 

@@ -132,32 +132,45 @@ enum FleetQueries {
             let pending = try await sql.query(
                 "SELECT id FROM outbox WHERE id = $1" + sql.dialect.forUpdate, [.int(outbox.id)])
             if pending.isEmpty { return nil }
-            let push = outbox.push
-            let claimed = try await sql.query(
-                "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2 AND pushed_version <= $3 "
-                    + "RETURNING token",
-                [.text(push.token), .text(push.recipient), .int(push.badgeVersion)])
-            if !claimed.isEmpty { return push }
-            let owner = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(push.token)])
-            guard let row = owner.first else { return push }
-            guard row.first?.string == push.recipient, push.kind.isAlert else { return nil }
-            // Users before devices, the order `apply` locks them in.
-            let bumped = try await sql.query(
-                "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
-                    + "RETURNING \(EventRules.UserRow.columns)",
-                [.text(push.recipient)])
-            guard let cells = bumped.first else { return nil }
-            let user = try EventRules.UserRow(cells: cells)
-            try await sql.execute(
-                "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
-                [.text(push.token), .text(push.recipient), .int(user.badgeVersion)])
-            var rebuilt = push
-            rebuilt.counts = user.counts
-            rebuilt.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
-            rebuilt.badgeVersion = user.badgeVersion
-            rebuilt.previews = user.previews
-            return rebuilt
+            let claimed = try await guardDevice(outbox.push, policy: policy, sql: sql)
+            if claimed != nil, let lease {
+                try await sql.execute(
+                    "UPDATE outbox SET claimed_epoch = $2 WHERE id = $1", [.int(outbox.id), .int(lease.epoch)])
+            }
+            return claimed
         }
+    }
+
+    /// The device side of the push guard: claims `push`'s version on its device, or rebuilds or drops it.
+    private static func guardDevice(
+        _ push: PlannedPush, policy: BadgePolicy, sql: any SQLExecutor
+    ) async throws
+        -> PlannedPush?
+    {
+        let claimed = try await sql.query(
+            "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2 AND pushed_version <= $3 "
+                + "RETURNING token",
+            [.text(push.token), .text(push.recipient), .int(push.badgeVersion)])
+        if !claimed.isEmpty { return push }
+        let owner = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(push.token)])
+        guard let row = owner.first else { return push }
+        guard row.first?.string == push.recipient, push.kind.isAlert else { return nil }
+        // Users before devices, the order `apply` locks them in.
+        let bumped = try await sql.query(
+            "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
+                + "RETURNING \(EventRules.UserRow.columns)",
+            [.text(push.recipient)])
+        guard let cells = bumped.first else { return nil }
+        let user = try EventRules.UserRow(cells: cells)
+        try await sql.execute(
+            "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
+            [.text(push.token), .text(push.recipient), .int(user.badgeVersion)])
+        var rebuilt = push
+        rebuilt.counts = user.counts
+        rebuilt.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
+        rebuilt.badgeVersion = user.badgeVersion
+        rebuilt.previews = user.previews
+        return rebuilt
     }
 
     /// Plans a badge refresh for the device of `push` (see ``BadgeStore/refreshBadge(after:partition:policy:)``).

@@ -120,6 +120,12 @@ enum Schema {
                 "CREATE TABLE fleet_workers (worker_id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
             ]
         },
+        // Fleets: the lease epoch under which an outbox row was claimed for sending. A partition's new owner gives
+        // rows claimed under an earlier epoch (possibly sent, not yet recorded) time to be recorded by their
+        // claimer before it sends them again.
+        Migration(version: 3) { _ in
+            ["ALTER TABLE outbox ADD COLUMN claimed_epoch BIGINT"]
+        },
     ]
 
     /// Applies the missing migrations in one transaction. `prelude` runs first, after the advisory lock on

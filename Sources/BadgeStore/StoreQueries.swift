@@ -6,7 +6,7 @@ enum OutboxRow {
         "user_id, event_id, event_type, token, provider, topic, environment, kind, event_json, "
         + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id"
 
-    static let selectColumns = "id, " + insertColumns
+    static let selectColumns = "id, " + insertColumns + ", claimed_epoch"
 
     static func values(of push: PlannedPush, eventJSON: String?, partition: Int?) -> [SQLValue] {
         [
@@ -21,7 +21,7 @@ enum OutboxRow {
 
     /// Rebuilds a push from the cells of ``selectColumns``.
     static func decode(_ cells: [SQLValue]) throws -> OutboxPush {
-        guard cells.count == 17, let id = cells[0].int64, let recipient = cells[1].string,
+        guard cells.count == 18, let id = cells[0].int64, let recipient = cells[1].string,
             let eventID = cells[2].string, let eventType = cells[3].string.flatMap(EventType.init(rawValue:)),
             let token = cells[4].string, let provider = cells[5].string.flatMap(PushProvider.init(rawValue:)),
             let kindName = cells[8].string, let unreadNotifications = cells[10].int64,
@@ -52,7 +52,7 @@ enum OutboxRow {
                 unreadNotifications: Int(unreadNotifications), unseenNotifications: Int(unseenNotifications),
                 unreadMessages: Int(unreadMessages)),
             badge: Int(badge), badgeVersion: badgeVersion, previews: previews)
-        return OutboxPush(id: id, push: push)
+        return OutboxPush(id: id, push: push, claimedEpoch: cells[17].int64)
     }
 
     private static func decodeEvent(_ text: String, outboxID: Int64) throws -> Event {

@@ -20,6 +20,8 @@ final class LeaseTerm: Sendable {
     let ttl: Duration
     private let margin: Duration
     private let validUntil: Mutex<ContinuousClock.Instant>
+    /// Until when pushes that an earlier owner claimed (and may have sent) are left to it to record.
+    private let inDoubtUntil: ContinuousClock.Instant
 
     /// A term for a lease that a database operation started at `confirmed` found held (or acquired).
     init(lease: PartitionLease, ttl: Duration, confirmed: ContinuousClock.Instant) {
@@ -27,6 +29,16 @@ final class LeaseTerm: Sendable {
         self.ttl = ttl
         self.margin = ttl / 10
         self.validUntil = Mutex(confirmed + ttl - ttl / 10)
+        self.inDoubtUntil = confirmed + ttl * 2
+    }
+
+    /// Whether `push` should wait: an earlier owner of the partition claimed it (under an older epoch), so it may
+    /// have sent it without recording it yet, and this term is younger than two TTLs. A live previous owner (one
+    /// that lost the lease to a database outage, say) records what it sent as soon as it learns of the loss; a
+    /// dead one never will, and its pushes go out again (with their `apns-id`) once the wait is over.
+    func isInDoubt(_ push: OutboxPush) -> Bool {
+        guard let claimed = push.claimedEpoch, claimed < lease.epoch else { return false }
+        return ContinuousClock.now < inDoubtUntil
     }
 
     /// A lease round (or a renewal) started at `confirmed` found the lease still held and renewed it.

@@ -25,9 +25,12 @@ struct PushDispatcher: Sendable {
             let pending = try await Retry.transient("read outbox", logger: logger) {
                 try await store.pendingPushes(limit: 1000, partition: partition)
             }
-            if pending.isEmpty { return }
-            logger.debug("sending outbox pushes", metadata: ["worker.pushes": "\(pending.count)"])
-            try await send(pending, term: term)
+            // Pushes a previous owner may have sent wait a while for it to record them (see `LeaseTerm`); the
+            // partition's idle tick comes back for them.
+            let ready = term.map { term in pending.filter { !term.isInDoubt($0) } } ?? pending
+            if ready.isEmpty { return }
+            logger.debug("sending outbox pushes", metadata: ["worker.pushes": "\(ready.count)"])
+            try await send(ready, term: term)
         }
     }
 

@@ -108,7 +108,11 @@ struct FleetStoreTests {
             } throws: { error in
                 (error as? StoreError)?.code == "lease_lost"
             }
+            #expect(registered.claimedEpoch == nil)
             #expect(try await store.claimPush(registered, policy: .unseen, recordingSent: [], lease: current) != nil)
+            // The claim is marked with the claimer's epoch, for whoever owns the partition next.
+            let claimed = try await store.pendingPushes(limit: 10, partition: 0).first { $0.id == registered.id }
+            #expect(claimed?.claimedEpoch == current.epoch)
 
             // The new owner commits the same event.
             _ = try await store.apply(
