@@ -178,8 +178,11 @@ struct EventRules {
         case .deviceUnregistered:
             if let token = event.device?.token {
                 devices = [:]
+                // Kept, inactive: its `pushed_version` still guards pushes planned before (a fleet may send one
+                // of those later, after a takeover), so the device never gets an older version after a newer one.
                 try await sql.execute(
-                    "DELETE FROM devices WHERE token = $1 AND user_id = $2", [.text(token), .text(event.recipient)])
+                    "UPDATE devices SET active = FALSE WHERE token = $1 AND user_id = $2",
+                    [.text(token), .text(event.recipient)])
             }
         }
         users[event.recipient] = user

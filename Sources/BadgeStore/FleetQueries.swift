@@ -121,7 +121,9 @@ enum FleetQueries {
     ///   superseded (nil); an alert is never dropped, it is rebuilt with the user's current counts, badge and
     ///   preferences at a fresh `badge_version` (the user's version is bumped), keeping its event and therefore its
     ///   `apns-id`.
-    /// - The token is not stored any more (unregistered after the push was planned): sent as planned.
+    /// - The token was never stored: sent as planned. (An unregistered token's row stays, inactive, with its
+    ///   `pushed_version`: a push planned before the unregistration still goes out, never older than one already
+    ///   sent there.)
     static func claimPush(
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?,
         database: any SQLTransactor

@@ -211,4 +211,26 @@ struct FleetStoreTests {
             #expect(after.leases.contains { $0.partition == 2 })
         }
     }
+
+    @Test(arguments: Backend.allCases)
+    func anUnregisteredDeviceStillNeverGetsAnOlderVersionThanItGot(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            _ = try await store.apply(
+                [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen)
+            let outbox = try await store.pendingPushes(limit: 10)
+            let (alert1, alert2) = (outbox[1], outbox[2])
+            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == alert2.push)
+            // The device is unregistered; the older alert, planned before, is taken up only now (a takeover).
+            let unregister = Event(
+                id: "u1", type: .deviceUnregistered, recipient: "u-alice", occurredAt: at(3),
+                device: DeviceInfo(token: tokenA))
+            _ = try await store.apply([unregister], policy: .unseen)
+            let late = try #require(try await store.claimPush(alert1, policy: .unseen, recordingSent: [alert2.id]))
+            #expect(late.eventID == "n1")
+            #expect(late.badgeVersion > alert2.push.badgeVersion)
+            // And it gets nothing planned after the unregistration.
+            _ = try await store.apply([follow("n3", at: 4)], policy: .unseen)
+            #expect(try await store.pendingPushes(limit: 10).allSatisfy { $0.push.eventID != "n3" })
+        }
+    }
 }

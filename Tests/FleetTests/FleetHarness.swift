@@ -84,7 +84,8 @@ struct FleetHarness {
             async let faults = chaos(workers)
             let (republishedCount, faultCount) = try await (republished, faults)
 
-            try await waitUntilQuiet(sink: sinkState, namespace: namespace, timeout: .seconds(150))
+            try await waitUntilQuiet(
+                sink: sinkState, namespace: namespace, databaseURL: databaseURL, timeout: .seconds(150))
             supervisor.cancel()
             var report = FleetReport.check(steps: script.steps, deliveries: sinkState.deliveries())
             report.republished = republishedCount
@@ -107,14 +108,19 @@ struct FleetHarness {
         }
     }
 
-    /// Until every partition queue is empty with nothing unacked and the sink has been quiet for 3 s.
-    static func waitUntilQuiet(sink: SinkState, namespace: String, timeout: Duration) async throws {
+    /// Until every partition queue is empty with nothing unacked, the outbox is empty (a push a dead worker may
+    /// have sent waits two lease TTLs before it goes out again) and the sink has been quiet for 3 s.
+    static func waitUntilQuiet(
+        sink: SinkState, namespace: String, databaseURL: String, timeout: Duration
+    ) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         var lastCount = -1
         var stableSince = clock.now
         while clock.now < deadline {
-            let pending = try await messagesInQueues(namespace: namespace)
+            let pending =
+                try await messagesInQueues(namespace: namespace)
+                + outboxRows(databaseURL: databaseURL, namespace: namespace)
             let count = sink.count
             if pending == 0, count == lastCount {
                 if clock.now - stableSince > .seconds(3) { return }
@@ -146,6 +152,16 @@ struct FleetHarness {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else { return true }
         guard let close = stat.lastIndex(of: ")") else { return false }
         return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
+
+    /// Rows in the fleet database's outbox (pushes planned and not yet recorded as sent).
+    static func outboxRows(databaseURL: String, namespace: String) async throws -> Int {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-outbox.txt")
+        try await shell(
+            "sh", ["-c", "psql '\(databaseURL)' -Atc 'select count(*) from outbox' > \(output.path)"],
+            timeout: .seconds(30))
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1
     }
 
     /// How many partitions each live worker leases now, fewest first (from the database, before the workers stop).
