@@ -5,7 +5,8 @@
 /// expired while most owners are alive: they still have to record what they sent before they hand their
 /// partitions over, which they do by releasing them once their batch in progress failed with `lease_lost`. Taking
 /// an expired lease at that moment would re-send those pushes. So for two TTLs after such a gap the worker takes
-/// only released (or never leased) partitions.
+/// only released (or never leased) partitions, and a partition it acquires meanwhile waits for its previous owner
+/// to record the pushes it claimed (see `LeaseTerm.isInDoubt(_:)`).
 enum LeaseHoldOff {
     /// Whether a round starting `now` may take expired leases.
     static func mayTakeExpired(
@@ -17,12 +18,15 @@ enum LeaseHoldOff {
         return true
     }
 
-    /// The end of the hold-off a round that started at `start` begins, if the previous successful round started
-    /// more than a TTL before it; nil otherwise.
+    /// The end of the hold-off that a round (started at `start`, done at `finished`) begins when the database was
+    /// out of reach: the previous successful round started more than a TTL before this one, or this one took more
+    /// than half a TTL (it waited in the connection pool through an outage); nil otherwise.
     static func holdOff(
-        after start: ContinuousClock.Instant, lastRound: ContinuousClock.Instant?, ttl: Duration
+        after start: ContinuousClock.Instant, finished: ContinuousClock.Instant, lastRound: ContinuousClock.Instant?,
+        ttl: Duration
     ) -> ContinuousClock.Instant? {
-        guard let lastRound, start - lastRound > ttl else { return nil }
-        return start + ttl * 2
+        let missed = lastRound.map { start - $0 > ttl } ?? false
+        guard missed || finished - start > ttl / 2 else { return nil }
+        return finished + ttl * 2
     }
 }

@@ -20,24 +20,31 @@ final class LeaseTerm: Sendable {
     let ttl: Duration
     private let margin: Duration
     private let validUntil: Mutex<ContinuousClock.Instant>
-    /// Until when pushes that an earlier owner claimed (and may have sent) are left to it to record.
-    private let inDoubtUntil: ContinuousClock.Instant
+    /// Until when pushes that an earlier owner claimed (and may have sent) are left to it to record; nil when
+    /// they go out at once.
+    private let inDoubtUntil: ContinuousClock.Instant?
 
     /// A term for a lease that a database operation started at `confirmed` found held (or acquired).
-    init(lease: PartitionLease, ttl: Duration, confirmed: ContinuousClock.Instant) {
+    /// `waitsForEarlierClaims` when it was acquired just after a database outage (see ``isInDoubt(_:)``).
+    init(
+        lease: PartitionLease, ttl: Duration, confirmed: ContinuousClock.Instant, waitsForEarlierClaims: Bool = false
+    ) {
         self.lease = lease
         self.ttl = ttl
         self.margin = ttl / 10
         self.validUntil = Mutex(confirmed + ttl - ttl / 10)
-        self.inDoubtUntil = confirmed + ttl * 2
+        self.inDoubtUntil = waitsForEarlierClaims ? confirmed + ttl * 4 : nil
     }
 
-    /// Whether `push` should wait: an earlier owner of the partition claimed it (under an older epoch), so it may
-    /// have sent it without recording it yet, and this term is younger than two TTLs. A live previous owner (one
-    /// that lost the lease to a database outage, say) records what it sent as soon as it learns of the loss; a
-    /// dead one never will, and its pushes go out again (with their `apns-id`) once the wait is over.
+    /// Whether `push` should wait: the lease was acquired just after a database outage, an earlier owner of the
+    /// partition claimed the push (under an older epoch) and may have sent it without recording it yet, and this
+    /// term is younger than four TTLs. After an outage the previous owner is most likely alive: it records what it
+    /// sent as soon as it reaches the database again, and re-sending at once would duplicate it. Otherwise (the
+    /// owner died or froze) such pushes go out again at once, keeping their `apns-id`, before anything newer: a
+    /// frozen owner's push that still lands late then lands as a duplicate, not as an older badge after a newer
+    /// one.
     func isInDoubt(_ push: OutboxPush) -> Bool {
-        guard let claimed = push.claimedEpoch, claimed < lease.epoch else { return false }
+        guard let inDoubtUntil, let claimed = push.claimedEpoch, claimed < lease.epoch else { return false }
         return ContinuousClock.now < inDoubtUntil
     }
 

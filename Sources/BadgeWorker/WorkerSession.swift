@@ -126,12 +126,19 @@ struct WorkerSession {
                             return (round, confirmed)
                         }
                     }
-                    if let until = LeaseHoldOff.holdOff(after: confirmed, lastRound: lastRound, ttl: ttl) {
+                    let finished = ContinuousClock.now
+                    if let until = LeaseHoldOff.holdOff(
+                        after: confirmed, finished: finished, lastRound: lastRound, ttl: ttl)
+                    {
                         holdOffExpiredUntil = until
                         logger.warning(
-                            "lease rounds missed the database for over a TTL; taking only released partitions a while",
-                            metadata: ["worker.gap": "\(confirmed - (lastRound ?? confirmed))"])
+                            "lease rounds missed the database for over a TTL; careful takeovers for a while",
+                            metadata: [
+                                "worker.gap": "\(confirmed - (lastRound ?? confirmed))",
+                                "worker.round_took": "\(finished - confirmed)",
+                            ])
                     }
+                    let holdingOff = holdOffExpiredUntil.map { finished < $0 } ?? false
                     lastRound = confirmed
                     releasing = []
                     let held = Dictionary(round.leases.map { ($0.partition, $0) }) { $0.epoch > $1.epoch ? $0 : $1 }
@@ -156,7 +163,10 @@ struct WorkerSession {
                     } else {
                         for (partition, lease) in held.sorted(by: { $0.key < $1.key }) where running[partition] == nil {
                             if running.filter({ !$0.value.stopping }).count >= round.target { break }
-                            try await start(partition, term: LeaseTerm(lease: lease, ttl: ttl, confirmed: confirmed))
+                            try await start(
+                                partition,
+                                term: LeaseTerm(
+                                    lease: lease, ttl: ttl, confirmed: confirmed, waitsForEarlierClaims: holdingOff))
                             logger.info(
                                 "partition acquired",
                                 metadata: ["worker.partition": "\(partition)", "worker.epoch": "\(lease.epoch)"])
