@@ -156,23 +156,35 @@ enum FleetQueries {
         if !claimed.isEmpty { return push }
         let owner = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(push.token)])
         guard let row = owner.first else { return push }
-        guard row.first?.string == push.recipient, push.kind.isAlert else { return nil }
-        // Users before devices, the order `apply` locks them in.
+        guard row.first?.string == push.recipient, push.kind.isAlert,
+            let rebuilt = try await atFreshVersion(push, policy: policy, sql: sql)
+        else { return nil }
+        try await sql.execute(
+            "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
+            [.text(push.token), .text(push.recipient), .int(rebuilt.badgeVersion)])
+        return rebuilt
+    }
+
+    /// `push` with its user's current counts, badge and preferences at a fresh `badge_version` (the user's version
+    /// is bumped, which locks the user row: users before devices, the order `apply` locks them in); nil for an
+    /// unknown user.
+    private static func atFreshVersion(
+        _ push: PlannedPush, policy: BadgePolicy, sql: any SQLExecutor
+    ) async throws
+        -> PlannedPush?
+    {
         let bumped = try await sql.query(
             "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
                 + "RETURNING \(EventRules.UserRow.columns)",
             [.text(push.recipient)])
         guard let cells = bumped.first else { return nil }
         let user = try EventRules.UserRow(cells: cells)
-        try await sql.execute(
-            "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
-            [.text(push.token), .text(push.recipient), .int(user.badgeVersion)])
-        var rebuilt = push
-        rebuilt.counts = user.counts
-        rebuilt.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
-        rebuilt.badgeVersion = user.badgeVersion
-        rebuilt.previews = user.previews
-        return rebuilt
+        var current = push
+        current.counts = user.counts
+        current.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
+        current.badgeVersion = user.badgeVersion
+        current.previews = user.previews
+        return current
     }
 
     /// Plans a badge refresh for the device of `push` (see ``BadgeStore/refreshBadge(after:partition:policy:)``).
@@ -184,19 +196,9 @@ enum FleetQueries {
                 "SELECT 1 FROM devices WHERE token = $1 AND user_id = $2 AND active",
                 [.text(push.token), .text(push.recipient)])
             if device.isEmpty { return false }
-            // Users before devices, the order `apply` locks them in.
-            let bumped = try await sql.query(
-                "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
-                    + "RETURNING \(EventRules.UserRow.columns)",
-                [.text(push.recipient)])
-            guard let cells = bumped.first else { return false }
-            let user = try EventRules.UserRow(cells: cells)
-            var refresh = push
-            refresh.kind = .badgeOnly
-            refresh.counts = user.counts
-            refresh.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
-            refresh.badgeVersion = user.badgeVersion
-            refresh.previews = user.previews
+            var badgeOnly = push
+            badgeOnly.kind = .badgeOnly
+            guard let refresh = try await atFreshVersion(badgeOnly, policy: policy, sql: sql) else { return false }
             let values = OutboxRow.values(of: refresh, eventJSON: nil, partition: partition)
             try await sql.execute(
                 "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES ("
