@@ -24,23 +24,19 @@ struct PartitionProcessor: Sendable {
     private static let parked = Counter(label: "badgepipe_events_parked_total")
 
     func run() async throws {
+        let name = "partition \(context.partition ?? -1)"
         while true {
             guard let batch = try await buffer.take(limit: configuration.batchSize) else { return }
             if let last = batch.last {
-                try await watched("batch") { try await process(batch, lastTag: last.deliveryTag) }
+                try await watchdog.watch(name + " batch") { try await process(batch, lastTag: last.deliveryTag) }
             } else if term != nil {
                 // An idle tick: send what others planned into this partition's outbox meanwhile (a badge refresh
                 // from a worker that lost the partition with a push on its way), even when no events come.
-                try await watched("idle drain") {
+                try await watchdog.watch(name + " idle drain") {
                     try await dispatcher.drainOutbox(partition: context.partition, term: term)
                 }
             }
         }
-    }
-
-    private func watched(_ name: String, _ body: () async throws -> Void) async throws {
-        guard let watchdog else { return try await body() }
-        try await watchdog.watch("partition \(context.partition ?? -1) \(name)", body)
     }
 
     private func process(_ batch: [AMQPDelivery], lastTag: UInt64) async throws {

@@ -113,7 +113,7 @@ struct WorkerSession {
                     }
                     let ttl = Duration.milliseconds(fleet.leaseTTLMilliseconds)
                     let (giveBack, previous, holdOff) = (releasing, lastRound, holdOffExpiredUntil)
-                    let (round, confirmed) = try await watched("lease round") {
+                    let (round, confirmed) = try await watchdog.watch("lease round") {
                         try await Retry.transient("lease round", logger: logger) {
                             // Read before the round: the renewed expiries are at least a TTL after this instant.
                             let confirmed = ContinuousClock.now
@@ -205,11 +205,6 @@ struct WorkerSession {
         } onGracefulShutdown: {
             shutdown.set()
         }
-    }
-
-    private func watched<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
-        guard let watchdog else { return try await body() }
-        return try await watchdog.watch(name, body)
     }
 
     private func logReady(held: Int) {
