@@ -110,19 +110,13 @@ struct LeaseFencingTests {
             logger.logLevel = .warning
             return logger
         }()
-        let sinkState = SinkState(randomSeed: 7)
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let sink = SinkServer(
-            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
-        ) { port in portContinuation.yield(port) }
-        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
+        let sink = TestSink(seed: 7, logger: logger)
         let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sinkGroup.run() }
+            group.addTask { try await sink.group.run() }
             group.addTask { await store.run() }
-            var portIterator = ports.makeAsyncIterator()
-            guard let port = await portIterator.next() else { throw CancellationError() }
+            let port = try await sink.port()
             let sender = PushSender(
                 configuration: DeliveryConfiguration(
                     apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)"),
@@ -131,7 +125,7 @@ struct LeaseFencingTests {
             do {
                 try await store.migrate()
                 result = .success(
-                    try await body(store, sinkState) { on in
+                    try await body(store, sink.state) { on in
                         PushDispatcher(
                             store: on, sender: sender,
                             builder: PushPayloadBuilder(defaultAPNsTopic: "com.example.app"), concurrency: 4,
@@ -141,7 +135,7 @@ struct LeaseFencingTests {
                 result = .failure(error)
             }
             try? await store.close()
-            await sinkGroup.triggerGracefulShutdown()
+            await sink.group.triggerGracefulShutdown()
             try await group.waitForAll()
             try await http.shutdown()
             try result.get()

@@ -70,17 +70,13 @@ struct Pipeline: Sendable {
     ) async throws {
         var logger = Logger(label: "pipeline-test")
         logger.logLevel = .warning
-        let sinkState = SinkState(randomSeed: 42)
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let sink = SinkServer(
-            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
-        ) { port in portContinuation.yield(port) }
-        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
+        let sink = TestSink(seed: 42, logger: logger)
+        let sinkState = sink.state
+        let sinkGroup = sink.group
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await sinkGroup.run() }
-            var portIterator = ports.makeAsyncIterator()
-            guard let port = await portIterator.next() else { throw CancellationError() }
+            let port = try await sink.port()
 
             let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: partitions)
             let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
