@@ -3,9 +3,19 @@ import BadgeCore
 /// The contract's count rules, applied to the database through an ``SQLExecutor``; the tests check them against
 /// the reference model (`InboxModel` in `Tests/BadgeModel`).
 ///
-/// Written once for both backends. The counters live in the `users` row and are maintained: each statement
-/// touches only rows that change state (a notification changes state at most twice in its life), so the cost
-/// of an event does not grow with the number of stored notifications.
+/// Written once for both backends, set-based: a batch costs a constant number of statements whatever its size.
+/// 1. **Load** (``load(_:)``): record the batch's event ids, create and lock its users' rows (in user-id order, so
+///    concurrent batches wait for each other instead of deadlocking), and read, one statement per kind, exactly
+///    the rows the batch can change: the notifications and messages its read-state events would turn read or
+///    seen, the tombstones, watermarks and devices it touches.
+/// 2. **Apply** in memory, event by event, in order: the same rules as the model, so each push carries the counts
+///    and `badge_version` right after its event.
+/// 3. **Write** (``write()``): one statement per table for everything that changed, and the outbox in planning
+///    order.
+///
+/// Every loaded row changes state in the batch (a notification changes state at most twice in its life), so the
+/// cost of an event does not grow with the number of stored or unread notifications. The counters live in the
+/// `users` row and are maintained, never recounted.
 struct EventRules {
     /// The `users` row of one user, held in memory for the whole batch (the row is locked).
     struct UserRow: Equatable {
@@ -48,6 +58,44 @@ struct EventRules {
         init() {}
     }
 
+    /// A notification the batch may change, or one it stores.
+    struct NotificationRow {
+        var occurredAt: Int64
+        var read: Bool
+        var seen: Bool
+        /// Stored by this batch (inserted at the end), rather than loaded.
+        var isNew: Bool
+        /// A loaded row whose state this batch changed.
+        var changed = false
+    }
+
+    /// A message the batch may turn read, or one it stores.
+    struct MessageRow {
+        var occurredAt: Int64
+        var read: Bool
+        var isNew: Bool
+        var changed = false
+    }
+
+    /// A device row as the batch sees it.
+    struct DeviceRow {
+        var user: String
+        var device: RegisteredDevice
+        var active: Bool
+        /// The row exists in the database (loaded, and locked on PostgreSQL).
+        var stored: Bool
+        /// The token moved from one user to another in this batch: its `pushed_version` starts again.
+        var moved = false
+        /// Changed by this batch: written at the end.
+        var touched = false
+    }
+
+    /// Something of one user: a conversation, a notification id, a message id.
+    struct UserItem: Hashable {
+        var user: String
+        var item: String
+    }
+
     let sql: any SQLExecutor
     let policy: BadgePolicy
     /// The partition queue the batch came from, recorded on its outbox rows.
@@ -55,16 +103,29 @@ struct EventRules {
     /// Runs before each event with its index in the batch (a test hook for injecting failures).
     let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
 
-    private var users: [String: UserRow] = [:]
-    private var loaded: [String: UserRow] = [:]
+    var users: [String: UserRow] = [:]
+    var loadedUsers: [String: UserRow] = [:]
     /// Event ids of the batch that were not processed before; an id leaves the set at its first use.
-    private var fresh: Set<String> = []
-    /// Active devices per user, read (and on PostgreSQL share-locked) once per batch; cleared by device events.
-    private var devices: [String: [RegisteredDevice]] = [:]
+    var fresh: Set<String> = []
+    /// Per user, the notifications loaded or stored by the batch, by id. An id absent here is not stored, or
+    /// stored in a state the batch cannot change (see ``load(_:)``).
+    var notifications: [String: [String: NotificationRow]] = [:]
+    /// Per user, the read tombstones of the batch's notification ids: loaded, or added by the batch.
+    var tombstones: [String: Set<String>] = [:]
+    var tombstonesAdded: Set<UserItem> = []
+    var tombstonesRemoved: Set<UserItem> = []
+    var messages: [UserItem: [String: MessageRow]] = [:]
+    /// Message ids (per user) already stored before the batch.
+    var storedMessages: Set<UserItem> = []
+    var watermarks: [UserItem: Int64] = [:]
+    var changedWatermarks: Set<UserItem> = []
+    var devices: [String: DeviceRow] = [:]
+    /// Active tokens per user.
+    var tokensByUser: [String: Set<String>] = [:]
     /// The batch's pushes in planning order, written to the outbox at the end of the batch.
-    private var planned: [PlannedPush] = []
+    var planned: [PlannedPush] = []
     /// The serialised event of each alert in `planned`, by event id.
-    private var eventJSON: [String: String] = [:]
+    var eventJSON: [String: String] = [:]
 
     init(
         sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
@@ -80,19 +141,17 @@ struct EventRules {
 
     /// Applies `events` in order; the caller owns the transaction.
     mutating func apply(_ events: [Event]) async throws -> [AppliedEvent] {
-        try await lockUsers(Set(events.map(\.recipient)))
-        try await recordEventIDs(Set(events.map(\.id)))
+        try await load(events)
         // Per event: whether it is a duplicate and the range of its pushes in `planned`.
         var outcomes: [(duplicate: Bool, pushes: Range<Int>)] = []
         outcomes.reserveCapacity(events.count)
         for (index, event) in events.enumerated() {
             if let beforeEvent { try await beforeEvent(index, sql) }
             let start = planned.count
-            let duplicate = try await apply(event)
+            let duplicate = try apply(event)
             outcomes.append((duplicate, start..<planned.count))
         }
-        try await saveUsers()
-        let ids = try await insertOutbox()
+        let ids = try await write()
         return zip(events, outcomes).map { event, outcome in
             AppliedEvent(
                 event: event, duplicate: outcome.duplicate,
@@ -100,198 +159,127 @@ struct EventRules {
         }
     }
 
-    /// Records the batch's event ids as processed; those that were new form `fresh`. Inserted in sorted order
-    /// so that concurrent batches wait for each other rather than deadlock.
-    private mutating func recordEventIDs(_ ids: Set<String>) async throws {
-        for chunk in ids.sorted().chunked(1000) {
-            let values = (1...chunk.count).map { "($\($0))" }.joined(separator: ", ")
-            let rows = try await sql.query(
-                "INSERT INTO processed_events (event_id) VALUES \(values) ON CONFLICT (event_id) DO NOTHING "
-                    + "RETURNING event_id",
-                chunk.map { .text($0) })
-            for row in rows {
-                guard let id = row.first?.string else { throw StoreError.corrupt("bad processed_events row") }
-                fresh.insert(id)
-            }
-        }
-    }
-
-    /// Creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so that
-    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory.
-    private mutating func lockUsers(_ ids: Set<String>) async throws {
-        let sorted = ids.sorted()
-        for chunk in sorted.chunked(500) {
-            let values = chunk.indices.map { "($\($0 - chunk.startIndex + 1))" }.joined(separator: ", ")
-            try await sql.execute(
-                "INSERT INTO users (user_id) VALUES \(values) ON CONFLICT (user_id) DO NOTHING",
-                chunk.map { .text($0) })
-            let list = chunk.indices.map { "$\($0 - chunk.startIndex + 1)" }.joined(separator: ", ")
-            let rows = try await sql.query(
-                "SELECT user_id, \(UserRow.columns) FROM users WHERE user_id IN (\(list)) ORDER BY user_id"
-                    + sql.dialect.forUpdate,
-                chunk.map { .text($0) })
-            for row in rows {
-                guard let id = row.first?.string else { throw StoreError.corrupt("users row without id") }
-                let user = try UserRow(cells: row, offset: 1)
-                users[id] = user
-                loaded[id] = user
-            }
-        }
-        for id in sorted where users[id] == nil {
-            throw StoreError.corrupt("users row \(id) missing after insert")
-        }
-    }
-
-    private func saveUsers() async throws {
-        for (id, user) in users where loaded[id] != user {
-            try await sql.execute(
-                """
-                UPDATE users SET unread_notifications = $2, unseen_notifications = $3, unread_messages = $4,
-                    badge_version = $5, badge_enabled = $6, previews = $7, read_all_until = $8, opened_until = $9
-                WHERE user_id = $1
-                """,
-                [
-                    .text(id), .int(user.unreadNotifications), .int(user.unseenNotifications),
-                    .int(user.unreadMessages), .int(user.badgeVersion), .bool(user.badgeEnabled),
-                    .bool(user.previews), .int(user.readAllUntil), .int(user.openedUntil),
-                ])
-        }
-    }
-
     // MARK: - One event
 
-    /// Applies one event; returns whether it was a duplicate.
-    private mutating func apply(_ event: Event) async throws -> Bool {
+    /// Applies one event in memory; returns whether it was a duplicate.
+    private mutating func apply(_ event: Event) throws -> Bool {
         guard fresh.remove(event.id) != nil else { return true }
         guard var user = users[event.recipient] else { throw StoreError.corrupt("user \(event.recipient) not locked") }
         switch event.type {
         case .follow, .amen, .comment, .mention, .followRequestAccepted, .messageRequestAccepted,
             .prayerReminder:
-            try await applyNotification(event, to: &user)
+            applyNotification(event, to: &user)
         case .message:
-            try await applyMessage(event, to: &user)
+            applyMessage(event, to: &user)
         case .conversationRead, .notificationRead, .notificationsReadAll, .notificationsOpened,
             .preferencesUpdated:
-            try await applyBadgeUpdate(event, to: &user)
+            applyBadgeUpdate(event, to: &user)
         case .deviceRegistered:
-            try await applyDeviceRegistered(event, user: user)
+            applyDeviceRegistered(event, user: user)
         case .deviceUnregistered:
-            if let token = event.device?.token {
-                devices = [:]
-                // Kept, inactive: its `pushed_version` still guards pushes planned before (a fleet may send one
-                // of those later, after a takeover), so the device never gets an older version after a newer one.
-                try await sql.execute(
-                    "UPDATE devices SET active = FALSE WHERE token = $1 AND user_id = $2",
-                    [.text(token), .text(event.recipient)])
+            // Kept, inactive: its `pushed_version` still guards pushes planned before (a fleet may send one of
+            // those later, after a takeover), so the device never gets an older version after a newer one.
+            if let token = event.device?.token, var row = devices[token], row.user == event.recipient {
+                row.active = false
+                row.touched = true
+                devices[token] = row
+                tokensByUser[event.recipient]?.remove(token)
             }
         }
         users[event.recipient] = user
         return false
     }
 
-    private mutating func applyNotification(_ event: Event, to user: inout UserRow) async throws {
+    private mutating func applyNotification(_ event: Event, to user: inout UserRow) {
         guard !event.isSelfAction else { return }
         let occurredAt = event.occurredAt.microsecondsSinceEpoch
-        let tombstoned = try await !sql.query(
-            "DELETE FROM read_tombstones WHERE user_id = $1 AND notification_id = $2 RETURNING notification_id",
-            [.text(event.recipient), .text(event.id)]
-        ).isEmpty
+        let key = UserItem(user: event.recipient, item: event.id)
+        let tombstoned = tombstones[event.recipient]?.remove(event.id) != nil
+        if tombstoned {
+            if tombstonesAdded.remove(key) == nil { tombstonesRemoved.insert(key) }
+        }
         let read = tombstoned || (user.readAllUntil.map { occurredAt <= $0 } ?? false)
         let seen = user.openedUntil.map { occurredAt <= $0 } ?? false
-        let stored = try await sql.query(
-            """
-            INSERT INTO notifications (user_id, id, occurred_at, read, seen) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (user_id, id) DO NOTHING RETURNING id
-            """,
-            [.text(event.recipient), .text(event.id), .int(occurredAt), .bool(read), .bool(seen)])
-        guard !stored.isEmpty, !read else { return }
+        guard notifications[event.recipient]?[event.id] == nil else { return }
+        notifications[event.recipient, default: [:]][event.id] = NotificationRow(
+            occurredAt: occurredAt, read: read, seen: seen, isNew: true)
+        guard !read else { return }
         user.unreadNotifications += 1
         if !seen { user.unseenNotifications += 1 }
         user.badgeVersion += 1
-        try await planPushes(.alert(event), for: event, user: user)
+        planPushes(.alert(event), for: event, user: user)
     }
 
-    private mutating func applyMessage(_ event: Event, to user: inout UserRow) async throws {
+    private mutating func applyMessage(_ event: Event, to user: inout UserRow) {
         guard !event.isSelfAction else { return }
         let occurredAt = event.occurredAt.microsecondsSinceEpoch
-        let conversation = event.conversationID ?? ""
-        let watermark = try await sql.query(
-            "SELECT read_until FROM conversation_watermarks WHERE user_id = $1 AND conversation_id = $2",
-            [.text(event.recipient), .text(conversation)]
-        ).first?.first?.int64
-        let read = watermark.map { occurredAt <= $0 } ?? false
-        let stored = try await sql.query(
-            """
-            INSERT INTO messages (user_id, event_id, conversation_id, occurred_at, read) VALUES ($1, $2, $3, $4, $5)
-            ON CONFLICT (user_id, event_id) DO NOTHING RETURNING event_id
-            """,
-            [.text(event.recipient), .text(event.id), .text(conversation), .int(occurredAt), .bool(read)])
-        guard !stored.isEmpty, !read else { return }
+        let conversation = UserItem(user: event.recipient, item: event.conversationID ?? "")
+        let read = watermarks[conversation].map { occurredAt <= $0 } ?? false
+        let id = UserItem(user: event.recipient, item: event.id)
+        guard !storedMessages.contains(id), messages[conversation]?[event.id] == nil else { return }
+        messages[conversation, default: [:]][event.id] = MessageRow(occurredAt: occurredAt, read: read, isNew: true)
+        guard !read else { return }
         user.unreadMessages += 1
         user.badgeVersion += 1
-        try await planPushes(.alert(event), for: event, user: user)
+        planPushes(.alert(event), for: event, user: user)
     }
 
-    private mutating func applyBadgeUpdate(_ event: Event, to user: inout UserRow) async throws {
+    private mutating func applyBadgeUpdate(_ event: Event, to user: inout UserRow) {
         let before = user
-        let recipient = SQLValue.text(event.recipient)
+        let recipient = event.recipient
         let until = event.effectiveUntil.microsecondsSinceEpoch
 
         switch event.type {
         case .conversationRead:
-            let conversation = SQLValue.text(event.conversationID ?? "")
-            try await sql.execute(
-                """
-                INSERT INTO conversation_watermarks (user_id, conversation_id, read_until) VALUES ($1, $2, $3)
-                ON CONFLICT (user_id, conversation_id) DO UPDATE SET read_until = excluded.read_until
-                WHERE conversation_watermarks.read_until < excluded.read_until
-                """,
-                [recipient, conversation, .int(until)])
-            let newlyRead = try await sql.query(
-                """
-                UPDATE messages SET read = TRUE
-                WHERE user_id = $1 AND conversation_id = $2 AND NOT read AND occurred_at <= $3 RETURNING event_id
-                """,
-                [recipient, conversation, .int(until)])
-            user.unreadMessages -= Int64(newlyRead.count)
+            let conversation = UserItem(user: recipient, item: event.conversationID ?? "")
+            if watermarks[conversation].map({ $0 < until }) ?? true {
+                watermarks[conversation] = until
+                changedWatermarks.insert(conversation)
+            }
+            if var rows = messages[conversation] {
+                for (id, row) in rows where !row.read && row.occurredAt <= until {
+                    rows[id]?.read = true
+                    if !row.isNew { rows[id]?.changed = true }
+                    user.unreadMessages -= 1
+                }
+                messages[conversation] = rows
+            }
         case .notificationRead:
             for id in event.notificationIDs {
-                let newlyRead = try await sql.query(
-                    "UPDATE notifications SET read = TRUE WHERE user_id = $1 AND id = $2 AND NOT read RETURNING seen",
-                    [recipient, .text(id)])
-                if let row = newlyRead.first {
+                if let row = notifications[recipient]?[id] {
+                    guard !row.read else { continue }
+                    notifications[recipient]?[id]?.read = true
+                    if !row.isNew { notifications[recipient]?[id]?.changed = true }
                     user.unreadNotifications -= 1
-                    if row.first?.bool == false { user.unseenNotifications -= 1 }
-                } else {
-                    // Not stored yet (or already read): remember it for when it arrives.
-                    try await sql.execute(
-                        """
-                        INSERT INTO read_tombstones (user_id, notification_id) SELECT $1, $2
-                        WHERE NOT EXISTS (SELECT 1 FROM notifications WHERE user_id = $1 AND id = $2)
-                        ON CONFLICT (user_id, notification_id) DO NOTHING
-                        """,
-                        [recipient, .text(id)])
+                    if !row.seen { user.unseenNotifications -= 1 }
+                } else if !(tombstones[recipient]?.contains(id) ?? false) {
+                    // Not stored yet: remember it for when it arrives.
+                    tombstones[recipient, default: []].insert(id)
+                    let key = UserItem(user: recipient, item: id)
+                    if tombstonesRemoved.remove(key) == nil { tombstonesAdded.insert(key) }
                 }
             }
         case .notificationsReadAll:
             user.readAllUntil = max(user.readAllUntil ?? until, until)
-            let newlyRead = try await sql.query(
-                """
-                UPDATE notifications SET read = TRUE
-                WHERE user_id = $1 AND NOT read AND occurred_at <= $2 RETURNING seen
-                """,
-                [recipient, .int(until)])
-            user.unreadNotifications -= Int64(newlyRead.count)
-            user.unseenNotifications -= Int64(newlyRead.count(where: { $0.first?.bool == false }))
+            if var rows = notifications[recipient] {
+                for (id, row) in rows where !row.read && row.occurredAt <= until {
+                    rows[id]?.read = true
+                    if !row.isNew { rows[id]?.changed = true }
+                    user.unreadNotifications -= 1
+                    if !row.seen { user.unseenNotifications -= 1 }
+                }
+                notifications[recipient] = rows
+            }
         case .notificationsOpened:
             user.openedUntil = max(user.openedUntil ?? until, until)
-            let newlySeen = try await sql.query(
-                """
-                UPDATE notifications SET seen = TRUE
-                WHERE user_id = $1 AND NOT read AND NOT seen AND occurred_at <= $2 RETURNING id
-                """,
-                [recipient, .int(until)])
-            user.unseenNotifications -= Int64(newlySeen.count)
+            if var rows = notifications[recipient] {
+                for (id, row) in rows where !row.read && !row.seen && row.occurredAt <= until {
+                    rows[id]?.seen = true
+                    if !row.isNew { rows[id]?.changed = true }
+                    user.unseenNotifications -= 1
+                }
+                notifications[recipient] = rows
+            }
         case .preferencesUpdated:
             if let badgeEnabled = event.preferences?.badgeEnabled { user.badgeEnabled = badgeEnabled }
             if let previews = event.preferences?.previews { user.previews = previews }
@@ -301,27 +289,25 @@ struct EventRules {
 
         guard user.counts != before.counts || user.badgeEnabled != before.badgeEnabled else { return }
         user.badgeVersion += 1
-        try await planPushes(.badgeOnly, for: event, user: user)
+        planPushes(.badgeOnly, for: event, user: user)
     }
 
-    private mutating func applyDeviceRegistered(_ event: Event, user: UserRow) async throws {
+    private mutating func applyDeviceRegistered(_ event: Event, user: UserRow) {
         guard let info = event.device, let provider = info.provider else { return }
-        devices = [:]
         let device = RegisteredDevice(
             token: info.token, provider: provider, topic: info.topic, environment: info.environment)
         // The token is the key: registering it moves it away from any other user.
-        try await sql.execute(
-            """
-            INSERT INTO devices (token, user_id, provider, topic, environment, active)
-            VALUES ($1, $2, $3, $4, $5, TRUE)
-            ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, provider = excluded.provider,
-                topic = excluded.topic, environment = excluded.environment, active = TRUE,
-                pushed_version = CASE WHEN devices.user_id = excluded.user_id THEN devices.pushed_version ELSE -1 END
-            """,
-            [
-                .text(device.token), .text(event.recipient), .text(provider.rawValue), .text(device.topic),
-                .text(device.environment?.rawValue),
-            ])
+        var row = devices[device.token] ?? DeviceRow(user: event.recipient, device: device, active: true, stored: false)
+        if row.user != event.recipient {
+            tokensByUser[row.user]?.remove(device.token)
+            row.moved = true
+        }
+        row.user = event.recipient
+        row.device = device
+        row.active = true
+        row.touched = true
+        devices[device.token] = row
+        tokensByUser[event.recipient, default: []].insert(device.token)
         planned.append(push(.badgeOnly, for: event, to: device, user: user))
     }
 
@@ -334,57 +320,17 @@ struct EventRules {
             previews: user.previews)
     }
 
-    /// One push of `kind` to each active device of the recipient, in token order.
-    private mutating func planPushes(_ kind: PushKind, for event: Event, user: UserRow) async throws {
-        let recipientDevices: [RegisteredDevice]
-        if let cached = devices[event.recipient] {
-            recipientDevices = cached
-        } else {
-            recipientDevices = try await StoreQueries.activeDevices(of: event.recipient, sql: sql, lock: true)
-            devices[event.recipient] = recipientDevices
-        }
-        guard !recipientDevices.isEmpty else { return }
+    /// One push of `kind` to each active device of the recipient, in token order (Swift string order, as the
+    /// model, independent of the database's collation).
+    private mutating func planPushes(_ kind: PushKind, for event: Event, user: UserRow) {
+        guard let tokens = tokensByUser[event.recipient], !tokens.isEmpty else { return }
         if kind.isAlert {
             eventJSON[event.id] = String(decoding: event.jsonData(), as: UTF8.self)
         }
-        planned += recipientDevices.map { push(kind, for: event, to: $0, user: user) }
-    }
-
-    /// Writes `planned` to the outbox, a few hundred rows per statement, and returns their ids (increasing in
-    /// planning order).
-    private func insertOutbox() async throws -> [Int64] {
-        var ids: [Int64] = []
-        ids.reserveCapacity(planned.count)
-        for chunk in planned.chunked(500) {
-            var binds: [SQLValue] = []
-            var rows: [String] = []
-            for push in chunk {
-                let values = OutboxRow.values(
-                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition)
-                let first = binds.count + 1
-                rows.append("(" + (first..<first + values.count).map { "$\($0)" }.joined(separator: ", ") + ")")
-                binds.append(contentsOf: values)
-            }
-            let returned = try await sql.query(
-                "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES \(rows.joined(separator: ", ")) "
-                    + "RETURNING id, event_id, token",
-                binds)
-            var byKey: [String: Int64] = [:]
-            for row in returned {
-                guard row.count == 3, let id = row[0].int64, let eventID = row[1].string, let token = row[2].string
-                else { throw StoreError.corrupt("bad outbox RETURNING row") }
-                byKey[eventID + " " + token] = id
-            }
-            for push in chunk {
-                guard let id = byKey[push.eventID + " " + push.token] else {
-                    throw StoreError.corrupt("outbox id missing for a push")
-                }
-                // Both databases number a multi-row VALUES list in order; the outbox order relies on it.
-                guard id > (ids.last ?? .min) else { throw StoreError.corrupt("outbox ids out of planning order") }
-                ids.append(id)
-            }
+        for token in tokens.sorted() {
+            guard let row = devices[token] else { continue }
+            planned.append(push(kind, for: event, to: row.device, user: user))
         }
-        return ids
     }
 }
 

@@ -188,9 +188,24 @@ struct SQLiteExecutor: SQLExecutor {
         }
     }
 
-    /// Rewrites `$12` to `?12`. The store's SQL has no `$` inside literals.
+    /// Rewrites `$12` to `?12`: a `$` followed by a digit. Any other `$` (JSON paths such as `'$[0]'`) stays.
     static func numberedPlaceholders(_ sql: String) -> String {
         guard sql.contains("$") else { return sql }
-        return String(sql.map { $0 == "$" ? "?" : $0 })
+        var result = ""
+        result.reserveCapacity(sql.utf8.count)
+        var previousWasDollar = false
+        for character in sql {
+            if previousWasDollar {
+                result.append(character.isASCII && character.isNumber ? "?" : "$")
+                previousWasDollar = false
+            }
+            if character == "$" {
+                previousWasDollar = true
+            } else {
+                result.append(character)
+            }
+        }
+        if previousWasDollar { result.append("$") }
+        return result
     }
 }

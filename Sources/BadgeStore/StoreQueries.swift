@@ -8,6 +8,17 @@ enum OutboxRow {
 
     static let selectColumns = "id, " + insertColumns + ", claimed_epoch"
 
+    /// An empty row set with the columns of ``insertColumns``, for ``values(of:eventJSON:partition:)`` rows.
+    static func rowSet() -> SQLRowSet {
+        SQLRowSet(
+            [
+                ("user_id", .text), ("event_id", .text), ("event_type", .text), ("token", .text), ("provider", .text),
+                ("topic", .text), ("environment", .text), ("kind", .text), ("event_json", .text),
+                ("unread_notifications", .int), ("unseen_notifications", .int), ("unread_messages", .int),
+                ("badge", .int), ("badge_version", .int), ("previews", .bool), ("partition_id", .int),
+            ])
+    }
+
     static func values(of push: PlannedPush, eventJSON: String?, partition: Int?) -> [SQLValue] {
         [
             .text(push.recipient), .text(push.eventID), .text(push.eventType.rawValue), .text(push.token),

@@ -1,0 +1,243 @@
+import BadgeCore
+
+extension EventRules {
+    /// Locks the batch's users, records its event ids, and reads every row the batch can change, one statement
+    /// per kind of row (see ``EventRules``).
+    mutating func load(_ events: [Event]) async throws {
+        try await lockUsers(Set(events.map(\.recipient)))
+        try await recordEventIDs(Set(events.map(\.id)))
+        // The events that take effect: the first of each fresh id.
+        var pending = fresh
+        let effective = events.filter { pending.remove($0.id) != nil }
+
+        var notificationPairs = SQLRowSet([("user_id", .text), ("id", .text)])
+        var seenPairs: Set<UserItem> = []
+        var readAllUntil: [String: Int64] = [:]
+        var openedUntil: [String: Int64] = [:]
+        var messagePairs = SQLRowSet([("user_id", .text), ("id", .text)])
+        var conversationPairs: Set<UserItem> = []
+        var conversationReadUntil: [UserItem: Int64] = [:]
+        var deviceTokens: Set<String> = []
+        for event in effective {
+            let until = event.effectiveUntil.microsecondsSinceEpoch
+            switch event.type {
+            case .follow, .amen, .comment, .mention, .followRequestAccepted, .messageRequestAccepted,
+                .prayerReminder:
+                if seenPairs.insert(UserItem(user: event.recipient, item: event.id)).inserted {
+                    notificationPairs.append([.text(event.recipient), .text(event.id)])
+                }
+            case .notificationRead:
+                for id in event.notificationIDs
+                where seenPairs.insert(UserItem(user: event.recipient, item: id)).inserted {
+                    notificationPairs.append([.text(event.recipient), .text(id)])
+                }
+            case .notificationsReadAll:
+                readAllUntil[event.recipient] = max(readAllUntil[event.recipient] ?? until, until)
+            case .notificationsOpened:
+                openedUntil[event.recipient] = max(openedUntil[event.recipient] ?? until, until)
+            case .message:
+                messagePairs.append([.text(event.recipient), .text(event.id)])
+                conversationPairs.insert(UserItem(user: event.recipient, item: event.conversationID ?? ""))
+            case .conversationRead:
+                let key = UserItem(user: event.recipient, item: event.conversationID ?? "")
+                conversationPairs.insert(key)
+                conversationReadUntil[key] = max(conversationReadUntil[key] ?? until, until)
+            case .deviceRegistered, .deviceUnregistered:
+                if let token = event.device?.token { deviceTokens.insert(token) }
+            case .preferencesUpdated:
+                break
+            }
+        }
+        try await loadNotifications(pairs: notificationPairs, readAllUntil: readAllUntil, openedUntil: openedUntil)
+        try await loadTombstones(pairs: notificationPairs)
+        try await loadMessages(pairs: messagePairs, readUntil: conversationReadUntil)
+        try await loadWatermarks(conversationPairs)
+        try await loadDevices(users: Set(effective.map(\.recipient)), tokens: deviceTokens)
+    }
+
+    /// Creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so that
+    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory.
+    private mutating func lockUsers(_ ids: Set<String>) async throws {
+        var set = SQLRowSet([("user_id", .text)])
+        for id in ids.sorted() { set.append([.text(id)]) }
+        let source = set.table("s", bind: 1, dialect: sql.dialect)
+        try await sql.execute(
+            "INSERT INTO users (user_id) SELECT user_id FROM \(source) WHERE true ORDER BY user_id "
+                + "ON CONFLICT (user_id) DO NOTHING",
+            [set.bind])
+        let rows = try await sql.query(
+            "SELECT user_id, \(UserRow.columns) FROM users WHERE user_id IN (SELECT user_id FROM \(source)) "
+                + "ORDER BY user_id" + sql.dialect.forUpdate,
+            [set.bind])
+        for row in rows {
+            guard let id = row.first?.string else { throw StoreError.corrupt("users row without id") }
+            let user = try UserRow(cells: row, offset: 1)
+            users[id] = user
+            loadedUsers[id] = user
+        }
+        for id in ids where users[id] == nil {
+            throw StoreError.corrupt("users row \(id) missing after insert")
+        }
+    }
+
+    /// Records the batch's event ids as processed; those that were new form `fresh`. Inserted in sorted order
+    /// so that concurrent batches wait for each other rather than deadlock.
+    private mutating func recordEventIDs(_ ids: Set<String>) async throws {
+        var set = SQLRowSet([("id", .text)])
+        for id in ids.sorted() { set.append([.text(id)]) }
+        let rows = try await sql.query(
+            "INSERT INTO processed_events (event_id) SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
+                + "WHERE true ORDER BY id ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+            [set.bind])
+        for row in rows {
+            guard let id = row.first?.string else { throw StoreError.corrupt("bad processed_events row") }
+            fresh.insert(id)
+        }
+    }
+
+    /// The notifications the batch names (new ones, ids of `notification_read`), whatever their state, and those
+    /// its read-all and opened watermarks will change: unread ones up to the newest read-all, unread unseen ones up
+    /// to the newest opened.
+    private mutating func loadNotifications(
+        pairs: SQLRowSet, readAllUntil: [String: Int64], openedUntil: [String: Int64]
+    ) async throws {
+        var rows: [[SQLValue]] = []
+        let columns = "n.user_id, n.id, n.occurred_at, n.read, n.seen"
+        if !pairs.isEmpty {
+            rows += try await sql.query(
+                "SELECT \(columns) FROM notifications n JOIN \(pairs.table("s", bind: 1, dialect: sql.dialect)) "
+                    + "ON n.user_id = s.user_id AND n.id = s.id",
+                [pairs.bind])
+        }
+        if !readAllUntil.isEmpty || !openedUntil.isEmpty {
+            var watermarks = SQLRowSet([("user_id", .text), ("read_all", .int), ("opened", .int)])
+            for user in Set(readAllUntil.keys).union(openedUntil.keys).sorted() {
+                watermarks.append([.text(user), .int(readAllUntil[user]), .int(openedUntil[user])])
+            }
+            let source = watermarks.table("s", bind: 1, dialect: sql.dialect)
+            rows += try await sql.query(
+                """
+                SELECT \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id
+                WHERE NOT n.read AND n.occurred_at <= s.read_all
+                UNION ALL
+                SELECT \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id
+                WHERE NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened
+                """,
+                [watermarks.bind])
+        }
+        for row in rows {
+            guard row.count == 5, let user = row[0].string, let id = row[1].string, let occurredAt = row[2].int64,
+                let read = row[3].bool, let seen = row[4].bool
+            else { throw StoreError.corrupt("bad notifications row") }
+            notifications[user, default: [:]][id] = NotificationRow(
+                occurredAt: occurredAt, read: read, seen: seen, isNew: false)
+        }
+    }
+
+    private mutating func loadTombstones(pairs: SQLRowSet) async throws {
+        guard !pairs.isEmpty else { return }
+        let rows = try await sql.query(
+            "SELECT t.user_id, t.notification_id FROM read_tombstones t "
+                + "JOIN \(pairs.table("s", bind: 1, dialect: sql.dialect)) "
+                + "ON t.user_id = s.user_id AND t.notification_id = s.id",
+            [pairs.bind])
+        for row in rows {
+            guard row.count == 2, let user = row[0].string, let id = row[1].string else {
+                throw StoreError.corrupt("bad read_tombstones row")
+            }
+            tombstones[user, default: []].insert(id)
+        }
+    }
+
+    /// Which of the batch's messages are stored already, and the unread messages its `conversation_read`
+    /// watermarks will turn read.
+    private mutating func loadMessages(pairs: SQLRowSet, readUntil: [UserItem: Int64]) async throws {
+        if !pairs.isEmpty {
+            let rows = try await sql.query(
+                "SELECT m.user_id, m.event_id FROM messages m JOIN \(pairs.table("s", bind: 1, dialect: sql.dialect)) "
+                    + "ON m.user_id = s.user_id AND m.event_id = s.id",
+                [pairs.bind])
+            for row in rows {
+                guard row.count == 2, let user = row[0].string, let id = row[1].string else {
+                    throw StoreError.corrupt("bad messages row")
+                }
+                storedMessages.insert(UserItem(user: user, item: id))
+            }
+        }
+        guard !readUntil.isEmpty else { return }
+        var conversations = SQLRowSet([("user_id", .text), ("conversation_id", .text), ("read_until", .int)])
+        for (key, until) in readUntil { conversations.append([.text(key.user), .text(key.item), .int(until)]) }
+        let rows = try await sql.query(
+            "SELECT m.user_id, m.conversation_id, m.event_id, m.occurred_at FROM messages m "
+                + "JOIN \(conversations.table("s", bind: 1, dialect: sql.dialect)) "
+                + "ON m.user_id = s.user_id AND m.conversation_id = s.conversation_id "
+                + "WHERE NOT m.read AND m.occurred_at <= s.read_until",
+            [conversations.bind])
+        for row in rows {
+            guard row.count == 4, let user = row[0].string, let conversation = row[1].string,
+                let id = row[2].string, let occurredAt = row[3].int64
+            else { throw StoreError.corrupt("bad messages row") }
+            messages[UserItem(user: user, item: conversation), default: [:]][id] = MessageRow(
+                occurredAt: occurredAt, read: false, isNew: false)
+        }
+    }
+
+    private mutating func loadWatermarks(_ keys: Set<UserItem>) async throws {
+        guard !keys.isEmpty else { return }
+        var set = SQLRowSet([("user_id", .text), ("conversation_id", .text)])
+        for key in keys { set.append([.text(key.user), .text(key.item)]) }
+        let rows = try await sql.query(
+            "SELECT w.user_id, w.conversation_id, w.read_until FROM conversation_watermarks w "
+                + "JOIN \(set.table("s", bind: 1, dialect: sql.dialect)) "
+                + "ON w.user_id = s.user_id AND w.conversation_id = s.conversation_id",
+            [set.bind])
+        for row in rows {
+            guard row.count == 3, let user = row[0].string, let conversation = row[1].string,
+                let until = row[2].int64
+            else { throw StoreError.corrupt("bad conversation_watermarks row") }
+            watermarks[UserItem(user: user, item: conversation)] = until
+        }
+    }
+
+    /// The active devices of the batch's users (share-locked on PostgreSQL, so a concurrent move of one of the
+    /// tokens to another user waits for this batch and its outbox rows precede the new owner's), and the rows of
+    /// the tokens its device events name (locked for update).
+    private mutating func loadDevices(users: Set<String>, tokens: Set<String>) async throws {
+        let columns = "token, user_id, provider, topic, environment, active"
+        var rows: [[SQLValue]] = []
+        if !tokens.isEmpty {
+            var set = SQLRowSet([("token", .text)])
+            for token in tokens.sorted() { set.append([.text(token)]) }
+            rows += try await sql.query(
+                "SELECT \(columns) FROM devices WHERE token IN (SELECT token FROM "
+                    + "\(set.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forUpdate,
+                [set.bind])
+        }
+        if !users.isEmpty {
+            var set = SQLRowSet([("user_id", .text)])
+            for user in users.sorted() { set.append([.text(user)]) }
+            rows += try await sql.query(
+                "SELECT \(columns) FROM devices WHERE user_id IN (SELECT user_id FROM "
+                    + "\(set.table("s", bind: 1, dialect: sql.dialect))) AND active ORDER BY token"
+                    + sql.dialect.forShare,
+                [set.bind])
+        }
+        for row in rows {
+            guard row.count == 6, let token = row[0].string, let user = row[1].string,
+                let provider = row[2].string.flatMap(PushProvider.init(rawValue:)), let active = row[5].bool
+            else { throw StoreError.corrupt("bad devices row") }
+            var environment: APNsEnvironment?
+            if let name = row[4].string {
+                guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
+                environment = value
+            }
+            guard devices[token] == nil else { continue }
+            devices[token] = DeviceRow(
+                user: user,
+                device: RegisteredDevice(
+                    token: token, provider: provider, topic: row[3].string, environment: environment),
+                active: active, stored: true)
+            if active { tokensByUser[user, default: []].insert(token) }
+        }
+    }
+}

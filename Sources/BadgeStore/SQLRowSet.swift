@@ -1,0 +1,73 @@
+import BadgeCore
+
+/// Many rows handed to one statement as a single bind: a JSON array of row arrays, read back as a table with
+/// typed columns (`json_array_elements` on PostgreSQL, `json_each` on SQLite). This is what keeps a batch's
+/// statement count constant: a statement over a row set costs one round trip however many rows it carries, and
+/// its SQL text is the same for every batch.
+///
+/// Column values are `SQLValue`s (`NULL` included). Each table also has an `ord` column: the row's position,
+/// for statements that must keep the rows' order (outbox ids are assigned in planning order).
+struct SQLRowSet {
+    /// The SQL type a column is read back as.
+    enum ColumnType {
+        case text
+        case int
+        case bool
+    }
+
+    let columns: [(name: String, type: ColumnType)]
+    private(set) var count = 0
+    private var json: [UInt8] = [UInt8(ascii: "[")]
+
+    init(_ columns: [(name: String, type: ColumnType)]) {
+        self.columns = columns
+    }
+
+    var isEmpty: Bool { count == 0 }
+
+    /// Adds a row: one value per column, in column order.
+    mutating func append(_ row: [SQLValue]) {
+        precondition(row.count == columns.count, "a row set row has one value per column")
+        if count > 0 { json.append(UInt8(ascii: ",")) }
+        json.append(UInt8(ascii: "["))
+        for (index, value) in row.enumerated() {
+            if index > 0 { json.append(UInt8(ascii: ",")) }
+            switch value {
+            case .null: json.append(contentsOf: "null".utf8)
+            case .int(let number): json.append(contentsOf: String(number).utf8)
+            case .bool(let flag): json.append(contentsOf: (flag ? "true" : "false").utf8)
+            case .text(let text): json.append(contentsOf: JSONValue.string(text).serialized())
+            }
+        }
+        json.append(UInt8(ascii: "]"))
+        count += 1
+    }
+
+    /// The rows as the one bind value of the statement.
+    var bind: SQLValue {
+        .text(String(decoding: json + [UInt8(ascii: "]")], as: UTF8.self))
+    }
+
+    /// A derived table `alias` with the set's columns (and `ord`), reading the rows from placeholder `$index`.
+    func table(_ alias: String, bind index: Int, dialect: SQLDialect) -> String {
+        switch dialect {
+        case .postgres:
+            let cells = columns.enumerated().map { position, column in
+                let type: String
+                switch column.type {
+                case .text: type = "text"
+                case .int: type = "bigint"
+                case .bool: type = "boolean"
+                }
+                return "(e.v->>\(position))::\(type) AS \(column.name)"
+            }
+            return "(SELECT \(cells.joined(separator: ", ")), e.n AS ord "
+                + "FROM json_array_elements($\(index)::json) WITH ORDINALITY AS e(v, n)) AS \(alias)"
+        case .sqlite:
+            let cells = columns.enumerated().map { position, column in
+                "json_extract(e.value, '$[\(position)]') AS \(column.name)"
+            }
+            return "(SELECT \(cells.joined(separator: ", ")), e.key AS ord FROM json_each($\(index)) AS e) AS \(alias)"
+        }
+    }
+}
