@@ -4,10 +4,14 @@ public struct DeliveryConfiguration: Sendable {
     public var apnsBaseURL: String
     /// Base URL of the FCM v1 endpoint (`https://fcm.googleapis.com`, or a local `badgepipe sink`).
     public var fcmBaseURL: String
-    /// First retry delay after a 429, a 5xx or a network error.
+    /// The ceiling of the first retry delay after a 429, a 5xx, a timeout or a network error; it doubles with each
+    /// further attempt (delays are drawn with full jitter below the ceiling).
     public var initialBackoff: Duration
-    /// Largest retry delay (a `Retry-After` from the provider may ask for more; up to `maxRetryAfter` is honoured).
+    /// The largest ceiling of a retry delay (a `Retry-After` from the provider may ask for more; up to
+    /// `maxRetryAfter` is honoured).
     public var maxBackoff: Duration
+    /// How long a push may keep failing before it is given up (counted and logged).
+    public var maxPushAge: Duration
     /// Cap on a provider's `Retry-After`.
     public var maxRetryAfter: Duration
     /// Per-request timeout.
@@ -17,8 +21,9 @@ public struct DeliveryConfiguration: Sendable {
     public init(
         apnsBaseURL: String = "http://127.0.0.1:8787",
         fcmBaseURL: String = "http://127.0.0.1:8787",
-        initialBackoff: Duration = .milliseconds(50),
-        maxBackoff: Duration = .seconds(5),
+        initialBackoff: Duration = .milliseconds(250),
+        maxBackoff: Duration = .seconds(30),
+        maxPushAge: Duration = .seconds(24 * 3600),
         maxRetryAfter: Duration = .seconds(60),
         requestTimeout: Duration = .seconds(10)
     ) {
@@ -26,6 +31,7 @@ public struct DeliveryConfiguration: Sendable {
         self.fcmBaseURL = fcmBaseURL
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff
+        self.maxPushAge = maxPushAge
         self.maxRetryAfter = maxRetryAfter
         self.requestTimeout = requestTimeout
     }

@@ -10,6 +10,8 @@ public enum ProviderResponse: Sendable, Equatable {
     case rejected(reason: String)
     /// Throttled or a server error: try again later (after `retryAfterSeconds` if the provider said so).
     case retry(reason: String, retryAfterSeconds: Int?)
+    /// Authentication or authorisation refused (401, 403): our configuration, not the push, is wrong.
+    case configurationError(reason: String)
 
     /// Classifies an APNs or FCM v1 answer.
     public static func classify(
@@ -28,6 +30,7 @@ public enum ProviderResponse: Sendable, Equatable {
                 return .deadToken(reason: reason)
             }
             if status == 429 || status >= 500 { return .retry(reason: reason, retryAfterSeconds: retryAfterSeconds) }
+            if status == 401 || status == 403 { return .configurationError(reason: reason) }
             return .rejected(reason: reason)
         case .fcm:
             let error = json?["error"]
@@ -43,6 +46,7 @@ public enum ProviderResponse: Sendable, Equatable {
             {
                 return .retry(reason: code, retryAfterSeconds: retryAfterSeconds)
             }
+            if status == 401 || status == 403 { return .configurationError(reason: code) }
             return .rejected(reason: code)
         }
     }

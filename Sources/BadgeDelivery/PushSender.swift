@@ -5,17 +5,17 @@ import Metrics
 import NIOCore
 import NIOHTTP1
 
-/// Sends pushes to APNs and FCM v1 (or a sink standing in for them) over HTTP.
+/// Sends pushes to APNs and FCM v1 (or a sink standing in for them) over HTTP, one attempt per call.
 ///
-/// `send` does not give up on throttling (429), server errors (5xx) or network errors: it retries with exponential
-/// backoff and full jitter, honouring `Retry-After`, until the provider answers for good or the task is cancelled,
-/// so a push is never lost to a transient failure. Concurrency is the caller's: each call is one request at a time.
+/// `send` never sleeps and never retries a provider's answer: it returns the classified outcome of one attempt
+/// (``DeliveryOutcome``), and the caller schedules any retry (the worker keeps each push's next attempt in its
+/// outbox, so a slow or failing provider holds up nobody else). Concurrency is the caller's.
 public struct PushSender: Sendable {
     private let configuration: DeliveryConfiguration
     private let client: HTTPClient
     private let logger: Logger
     private let sent = Counter(label: "badgepipe_pushes_sent_total")
-    private let retried = Counter(label: "badgepipe_push_retries_total")
+    private let failedAttempts = Counter(label: "badgepipe_push_attempts_failed_total")
     private let vetoed = Counter(label: "badgepipe_push_attempts_vetoed_total")
 
     /// Creates a sender on a shared HTTP client (the caller owns and shuts down the client).
@@ -25,18 +25,15 @@ public struct PushSender: Sendable {
         self.logger = logger
     }
 
-    /// Sends one push, retrying transient failures; throws only `CancellationError`, or what `fence.prepare()`
-    /// throws.
+    /// Makes one attempt to send `push`; throws only `CancellationError`, or what `fence.prepare()` throws.
     ///
-    /// With a `fence`, each attempt is prepared by it and checked at the last moment before the body is written
+    /// With a `fence`, the attempt is prepared by it and checked at the last moment before the body is written
     /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`.
     public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> DeliveryOutcome {
-        var attempt = 0
         while true {
             try Task.checkCancellation()
             try await fence?.prepare()
             let body = fence.map { FencedBody(bytes: push.body, fence: $0) }
-            attempt += 1
             let response: ProviderResponse
             do {
                 response = try await sendOnce(push, body: body)
@@ -46,10 +43,14 @@ public struct PushSender: Sendable {
                 if let body, body.wasVetoed {
                     vetoed.increment()
                     logger.debug("push attempt vetoed by its fence", metadata: ["push.token": "\(push.token)"])
-                    attempt -= 1
                     continue
                 }
-                response = .retry(reason: "\(error)", retryAfterSeconds: nil)
+                failedAttempts.increment()
+                if let refusal = Self.refusal(error) {
+                    // The request cannot be built: the same push would be refused every time.
+                    return .rejected(status: 0, reason: refusal)
+                }
+                return .retry(reason: "\(error)", retryAfter: nil)
             }
             switch response {
             case .accepted:
@@ -58,33 +59,32 @@ public struct PushSender: Sendable {
             case .deadToken(let reason):
                 return .deadToken(status: 410, reason: reason)
             case .rejected(let reason):
-                logger.warning(
-                    "push rejected", metadata: ["push.token": "\(push.token)", "push.reason": "\(reason)"])
                 return .rejected(status: 400, reason: reason)
+            case .configurationError(let reason):
+                failedAttempts.increment()
+                return .configurationError(status: 403, reason: reason)
             case .retry(let reason, let retryAfterSeconds):
-                retried.increment()
-                let delay = backoff(attempt: attempt, retryAfterSeconds: retryAfterSeconds)
-                logger.debug(
-                    "push retry",
-                    metadata: [
-                        "push.token": "\(push.token)", "push.reason": "\(reason)", "push.attempt": "\(attempt)",
-                        "push.retry_in_ms":
-                            "\(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000)",
-                    ])
-                try await Task.sleep(for: delay)
+                failedAttempts.increment()
+                let retryAfter = retryAfterSeconds.flatMap { $0 > 0 ? Duration.seconds($0) : nil }
+                return .retry(reason: reason, retryAfter: retryAfter.map { min($0, configuration.maxRetryAfter) })
             }
         }
     }
 
-    /// Exponential backoff with full jitter, or the provider's `Retry-After` (capped) when it gave one.
-    func backoff(attempt: Int, retryAfterSeconds: Int?) -> Duration {
-        if let retryAfterSeconds, retryAfterSeconds > 0 {
-            return min(.seconds(retryAfterSeconds), configuration.maxRetryAfter)
+    /// The reason when the HTTP client refused to build the request (a header value or URL it does not accept);
+    /// nil for errors of the exchange itself (connection, timeout), which a later attempt may not meet.
+    static func refusal(_ error: any Error) -> String? {
+        guard let error = error as? HTTPClientError else { return nil }
+        if error == .invalidURL || error == .emptyHost || error == .emptyScheme || error == .missingSocketPath {
+            return "the HTTP client refused the request: \(error)"
         }
-        let exponent = min(attempt - 1, 20)
-        let ceiling = min(configuration.initialBackoff * (1 << exponent), configuration.maxBackoff)
-        let fraction = Double.random(in: 0.5...1)
-        return ceiling * fraction
+        // Errors with an associated value are compared by name.
+        let text = String(describing: error)
+        let refusals = [
+            "invalidHeaderFieldNames", "invalidHeaderFieldValues", "unsupportedScheme", "bodyLengthMismatch",
+        ]
+        guard refusals.contains(where: { text.contains($0) }) else { return nil }
+        return "the HTTP client refused the request: \(text)"
     }
 
     private func sendOnce(_ push: PushRequest, body: FencedBody?) async throws -> ProviderResponse {

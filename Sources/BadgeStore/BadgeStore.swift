@@ -64,6 +64,21 @@ public protocol BadgeStore: Sendable {
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
     ) async throws -> PlannedPush?
 
+    /// The delivery stage's claim: up to `limit` pushes of `partition` (all when nil) whose next attempt is due at
+    /// `now` (microseconds since the epoch), oldest first, in one transaction: with `lease`, fails with `lease_lost`
+    /// unless it is still held; a device's pushes are taken in order (a row waiting for a retry holds back the
+    /// later rows of its token); the push guard (see ``claimPush(_:policy:recordingSent:lease:)``) drops stale
+    /// badge-only pushes and rebuilds stale alerts, and a badge-only push followed by a later one to the same
+    /// device is dropped as superseded. Claimed rows are marked with the lease's epoch. With `skipClaimedBefore`,
+    /// rows an earlier owner claimed under an older epoch are left for it to record.
+    func claimPushes(
+        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        skipClaimedBefore: Int64?
+    ) async throws -> [ClaimedPush]
+
+    /// Records a delivery round's outcomes in one transaction (see ``DeliveryRecord``).
+    func recordDeliveries(_ record: DeliveryRecord) async throws
+
     /// Plans a badge-only push of the user's current badge, at a fresh `badge_version` (the user's version is
     /// bumped), to the device `push` went to, in the outbox of `partition`; returns false (and plans nothing) when
     /// the token no longer belongs to that user or is inactive.
@@ -143,12 +158,25 @@ public struct OutboxPush: Sendable, Equatable {
     /// In a fleet, the lease epoch under which a worker last claimed the push for sending (it may have sent it
     /// and not recorded it yet); nil while nobody claimed it.
     public var claimedEpoch: Int64?
+    /// Attempts that ended in a provider answer to try again later (throttling, server errors, timeouts).
+    public var attempts: Int
+    /// When the push was planned, in microseconds since the epoch (by the planning process's clock; 0 for rows
+    /// planned before this was recorded).
+    public var createdAt: Int64
+    /// The earliest time of the next attempt, in microseconds since the epoch (0: at once).
+    public var nextAttemptAt: Int64
 
     /// Creates an outbox push.
-    public init(id: Int64, push: PlannedPush, claimedEpoch: Int64? = nil) {
+    public init(
+        id: Int64, push: PlannedPush, claimedEpoch: Int64? = nil, attempts: Int = 0, createdAt: Int64 = 0,
+        nextAttemptAt: Int64 = 0
+    ) {
         self.id = id
         self.push = push
         self.claimedEpoch = claimedEpoch
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.nextAttemptAt = nextAttemptAt
     }
 }
 

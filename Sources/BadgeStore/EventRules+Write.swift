@@ -166,7 +166,8 @@ extension EventRules {
         for push in planned {
             set.append(
                 OutboxRow.values(
-                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition))
+                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition,
+                    createdAt: createdAt))
         }
         let returned = try await sql.query(
             "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM "

@@ -126,6 +126,8 @@ struct EventRules {
     var planned: [PlannedPush] = []
     /// The serialised event of each alert in `planned`, by event id.
     var eventJSON: [String: String] = [:]
+    /// When the batch's pushes are planned (their outbox `created_at`), by this process's clock.
+    let createdAt = Timestamp.now().microsecondsSinceEpoch
 
     init(
         sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
@@ -155,7 +157,7 @@ struct EventRules {
         return zip(events, outcomes).map { event, outcome in
             AppliedEvent(
                 event: event, duplicate: outcome.duplicate,
-                pushes: outcome.pushes.map { OutboxPush(id: ids[$0], push: planned[$0]) })
+                pushes: outcome.pushes.map { OutboxPush(id: ids[$0], push: planned[$0], createdAt: createdAt) })
         }
     }
 

@@ -19,7 +19,7 @@ enum FleetQueries {
             [.int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)])
         if rows.isEmpty {
             throw StoreError(
-                code: "lease_lost",
+                code: .leaseLost,
                 message: "partition \(lease.partition) is no longer leased to \(lease.worker) (epoch \(lease.epoch))",
                 transient: false)
         }
@@ -109,21 +109,12 @@ enum FleetQueries {
         }
     }
 
-    /// The push guard, run just before an outbox push is sent: returns the push to send, or nil to drop it.
-    ///
-    /// First records `sent` (outbox rows of pushes sent since the previous call) as sent, in the same transaction;
-    /// then, with `lease`, fails with `lease_lost` unless the lease is still held. Then, for `outbox`:
-    /// - Its row is gone: somebody else (the partition's new owner, while this worker was frozen) sent it: nil.
-    /// - `badgeVersion` is at least the version last pushed to the token for this user: the token's
-    ///   `pushed_version` moves up to it and the push goes out as planned (re-sending the same version is allowed).
-    /// - The token now belongs to another user: nil.
-    /// - A newer version already reached the token (a later push overtook this one): a badge-only push is
-    ///   superseded (nil); an alert is never dropped, it is rebuilt with the user's current counts, badge and
-    ///   preferences at a fresh `badge_version` (the user's version is bumped), keeping its event and therefore its
-    ///   `apns-id`.
-    /// - The token was never stored: sent as planned. (An unregistered token's row stays, inactive, with its
-    ///   `pushed_version`: a push planned before the unregistration still goes out, never older than one already
-    ///   sent there.)
+    /// The push guard for one outbox row, run just before it is sent: returns the push to send, or nil to drop
+    /// it. First records `sent` (outbox rows of pushes sent since the previous call) as sent, in the same
+    /// transaction; then, with `lease`, fails with `lease_lost` unless the lease is still held. A row that is gone
+    /// was sent by somebody else (the partition's new owner, while this worker was frozen): nil. Otherwise the
+    /// decision is ``PushGuard``'s, written by ``DeliveryQueries/claim(_:policy:lease:sql:)`` (the delivery stage
+    /// claims many rows at once the same way).
     static func claimPush(
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?,
         database: any SQLTransactor
@@ -131,43 +122,16 @@ enum FleetQueries {
         try await database.transaction { sql in
             try await deleteOutboxRows(sent, sql: sql)
             if let lease { try await checkLease(lease, sql: sql) }
-            let pending = try await sql.query(
-                "SELECT id FROM outbox WHERE id = $1" + sql.dialect.forUpdate, [.int(outbox.id)])
-            if pending.isEmpty { return nil }
-            let claimed = try await guardDevice(outbox.push, policy: policy, sql: sql)
-            if claimed != nil, let lease {
-                try await sql.execute(
-                    "UPDATE outbox SET claimed_epoch = $2 WHERE id = $1", [.int(outbox.id), .int(lease.epoch)])
-            }
-            return claimed
+            let rows = try await sql.query(
+                "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE id = $1" + sql.dialect.forUpdate,
+                [.int(outbox.id)]
+            ).map(OutboxRow.decode)
+            return try await DeliveryQueries.claim(rows, policy: policy, lease: lease, sql: sql).first?.push
         }
     }
 
-    /// The device side of the push guard: claims `push`'s version on its device, or rebuilds or drops it.
-    private static func guardDevice(
-        _ push: PlannedPush, policy: BadgePolicy, sql: any SQLExecutor
-    ) async throws
-        -> PlannedPush?
-    {
-        let claimed = try await sql.query(
-            "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2 AND pushed_version <= $3 "
-                + "RETURNING token",
-            [.text(push.token), .text(push.recipient), .int(push.badgeVersion)])
-        if !claimed.isEmpty { return push }
-        let owner = try await sql.query("SELECT user_id FROM devices WHERE token = $1", [.text(push.token)])
-        guard let row = owner.first else { return push }
-        guard row.first?.string == push.recipient, push.kind.isAlert,
-            let rebuilt = try await atFreshVersion(push, policy: policy, sql: sql)
-        else { return nil }
-        try await sql.execute(
-            "UPDATE devices SET pushed_version = $3 WHERE token = $1 AND user_id = $2",
-            [.text(push.token), .text(push.recipient), .int(rebuilt.badgeVersion)])
-        return rebuilt
-    }
-
     /// `push` with its user's current counts, badge and preferences at a fresh `badge_version` (the user's version
-    /// is bumped, which locks the user row: users before devices, the order `apply` locks them in); nil for an
-    /// unknown user.
+    /// is bumped); nil for an unknown user.
     private static func atFreshVersion(
         _ push: PlannedPush, policy: BadgePolicy, sql: any SQLExecutor
     ) async throws
@@ -199,7 +163,8 @@ enum FleetQueries {
             var badgeOnly = push
             badgeOnly.kind = .badgeOnly
             guard let refresh = try await atFreshVersion(badgeOnly, policy: policy, sql: sql) else { return false }
-            let values = OutboxRow.values(of: refresh, eventJSON: nil, partition: partition)
+            let values = OutboxRow.values(
+                of: refresh, eventJSON: nil, partition: partition, createdAt: Timestamp.now().microsecondsSinceEpoch)
             try await sql.execute(
                 "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES ("
                     + (1...values.count).map { "$\($0)" }.joined(separator: ", ") + ")",

@@ -107,13 +107,11 @@ struct PostgresTransactor: SQLTransactor {
         while true {
             do {
                 return try await attemptTransaction(body)
-            } catch let error as StoreError where error.code == Self.closedBeforeBegin && attempt < 5 {
+            } catch let error as StoreError where error.code == .connectionClosedBeforeBegin && attempt < 5 {
                 attempt += 1
             }
         }
     }
-
-    private static let closedBeforeBegin = "connection_closed_before_begin"
 
     private func attemptTransaction<T: Sendable>(
         _ body: @Sendable (any SQLExecutor) async throws -> T
@@ -123,8 +121,8 @@ struct PostgresTransactor: SQLTransactor {
                 let sql = PostgresExecutor(connection: connection, logger: logger)
                 do {
                     try await sql.execute("BEGIN")
-                } catch let error as StoreError where error.code == "connection_closed" {
-                    throw StoreError(code: Self.closedBeforeBegin, message: error.message, transient: true)
+                } catch let error as StoreError where error.code == .connectionClosed {
+                    throw StoreError(code: .connectionClosedBeforeBegin, message: error.message, transient: true)
                 }
                 do {
                     let result = try await body(sql)
@@ -156,28 +154,28 @@ struct PostgresTransactor: SQLTransactor {
             case .server:
                 let state = error.serverInfo?[.sqlState] ?? ""
                 let message = error.serverInfo?[.message] ?? "server error"
-                let code: String
+                let code: StoreError.Code
                 switch state {
-                case "40001": code = "serialization_failure"
-                case "40P01": code = "deadlock"
-                default: code = state.isEmpty ? "server" : "sqlstate_\(state)"
+                case "40001": code = .serializationFailure
+                case "40P01": code = .deadlock
+                default: code = state.isEmpty ? .server : .sqlState(state)
                 }
                 return StoreError(code: code, message: message, transient: isTransient(sqlState: state))
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
                 let underlying = error.underlying.map { ": \($0)" } ?? ""
-                return StoreError(code: "connection", message: "\(error.code)\(underlying)", transient: true)
+                return StoreError(code: .connection, message: "\(error.code)\(underlying)", transient: true)
             case .poolClosed:
                 return StoreError.closed
             default:
-                return StoreError(code: "postgres", message: "\(error.code)", transient: false)
+                return StoreError(code: .postgres, message: "\(error.code)", transient: false)
             }
         }
         let text = String(describing: error)
         if text.contains("connectionCreationCircuitBreakerTripped") {
-            return StoreError(code: "connection", message: "cannot connect to PostgreSQL", transient: true)
+            return StoreError(code: .connection, message: "cannot connect to PostgreSQL", transient: true)
         }
         if text.contains("poolShutdown") { return StoreError.closed }
-        return StoreError(code: "postgres", message: text, transient: false)
+        return StoreError(code: .postgres, message: text, transient: false)
     }
 }
 
@@ -217,7 +215,7 @@ struct PostgresExecutor: SQLExecutor {
         try await connection.eventLoop.flatSubmit { () -> EventLoopFuture<PostgresQueryResult> in
             if connection.isClosed {
                 return connection.eventLoop.makeFailedFuture(
-                    StoreError(code: "connection_closed", message: "the connection has closed", transient: true))
+                    StoreError(code: .connectionClosed, message: "the connection has closed", transient: true))
             }
             return connection.query(query, logger: logger)
         }.get()

@@ -47,6 +47,19 @@ extension SQLBackedBadgeStore {
             outbox, policy: policy, recordingSent: sent, lease: lease, database: sqlBackend.database)
     }
 
+    public func claimPushes(
+        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        skipClaimedBefore: Int64?
+    ) async throws -> [ClaimedPush] {
+        try await DeliveryQueries.claimDue(
+            partition: partition, limit: limit, now: now, policy: policy, lease: lease,
+            skipClaimedBefore: skipClaimedBefore, database: sqlBackend.database)
+    }
+
+    public func recordDeliveries(_ record: DeliveryRecord) async throws {
+        try await DeliveryQueries.record(record, database: sqlBackend.database)
+    }
+
     public func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
         try await FleetQueries.refreshBadge(
             after: push, partition: partition, policy: policy, database: sqlBackend.database)

@@ -130,7 +130,18 @@ actor SQLiteTransactor: SQLTransactor {
             let sql = SQLiteExecutor(connection: connection)
             try await sql.execute("PRAGMA busy_timeout = \(busyTimeoutMilliseconds)")
             if case .file = storage {
-                try await sql.execute("PRAGMA journal_mode = WAL")
+                // Switching a new file to WAL needs a moment without other connections' transactions, and SQLite
+                // answers "database is locked" at once, without its busy handler, when there is none: try again.
+                var attempt = 0
+                while true {
+                    do {
+                        try await sql.execute("PRAGMA journal_mode = WAL")
+                        break
+                    } catch let error as SQLiteError where error.reason == .busy && attempt < 200 {
+                        attempt += 1
+                        try await Task.sleep(for: .milliseconds(25))
+                    }
+                }
             }
             try await sql.execute("PRAGMA synchronous = FULL")
         } catch {
@@ -146,16 +157,22 @@ actor SQLiteTransactor: SQLTransactor {
         if let error = error as? SQLiteError {
             switch error.reason {
             case .busy, .busyTimeout, .busyInRecovery, .busyInSnapshot:
-                return StoreError(code: "sqlite_busy", message: error.message, transient: true)
+                return StoreError(code: .sqliteBusy, message: error.message, transient: true)
             case .locked, .lockedBySharedCache, .lockedVirtualTable:
-                return StoreError(code: "sqlite_locked", message: error.message, transient: true)
+                return StoreError(code: .sqliteLocked, message: error.message, transient: true)
             case .constraint:
-                return StoreError(code: "sqlite_constraint", message: error.message, transient: false)
+                return StoreError(code: .sqliteConstraint, message: error.message, transient: false)
+            case .tooBig:
+                return StoreError(code: StoreError.Code("sqlite_too_big"), message: error.message, transient: false)
+            case .mismatch:
+                return StoreError(code: StoreError.Code("sqlite_mismatch"), message: error.message, transient: false)
+            case .range:
+                return StoreError(code: StoreError.Code("sqlite_range"), message: error.message, transient: false)
             default:
-                return StoreError(code: "sqlite", message: "\(error.reason): \(error.message)", transient: false)
+                return StoreError(code: .sqlite, message: "\(error.reason): \(error.message)", transient: false)
             }
         }
-        return StoreError(code: "sqlite", message: String(describing: error), transient: false)
+        return StoreError(code: .sqlite, message: String(describing: error), transient: false)
     }
 }
 

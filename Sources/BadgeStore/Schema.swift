@@ -126,6 +126,18 @@ enum Schema {
         Migration(version: 3) { _ in
             ["ALTER TABLE outbox ADD COLUMN claimed_epoch BIGINT"]
         },
+        // The delivery stage: each outbox row has its own retry schedule (next attempt, attempts so far) and the
+        // time it was planned (for giving up after a configurable age); a device's pushes are taken in id order
+        // (outbox_token_id), and a row waiting for its next attempt holds back the later rows of its token.
+        Migration(version: 4) { _ in
+            [
+                "ALTER TABLE outbox ADD COLUMN created_at BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE outbox ADD COLUMN attempts BIGINT NOT NULL DEFAULT 0",
+                "ALTER TABLE outbox ADD COLUMN next_attempt_at BIGINT NOT NULL DEFAULT 0",
+                "DROP INDEX outbox_token",
+                "CREATE INDEX outbox_token_id ON outbox (token, id)",
+            ]
+        },
     ]
 
     /// Applies the missing migrations in one transaction. `prelude` runs first, after the advisory lock on

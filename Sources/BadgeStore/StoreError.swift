@@ -2,17 +2,68 @@
 ///
 /// `transient` errors (connection refused or lost, serialization failures, deadlocks, "database is locked")
 /// may succeed when the same operation is retried; a batch that failed with one had no effect. Other errors
-/// are bugs, bad configuration or constraint surprises.
+/// are bugs, bad configuration, a lost lease, or the database refusing the data itself (``refusesInput``).
 public struct StoreError: Error, Sendable, CustomStringConvertible {
-    /// A short machine-readable code, e.g. `serialization_failure`, `connection`, `sqlite_busy`, `sql`.
-    public var code: String
+    /// A typed, machine-readable error code. Its ``rawValue`` is the short name logs and parked messages show.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. `lease_lost`, `sqlstate_22021`.
+        public let rawValue: String
+
+        /// A code by name.
+        public init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
+        /// The batch's or claim's lease is no longer this worker's.
+        public static let leaseLost = Code("lease_lost")
+        /// This worker's own record of its lease ran out (see `LeaseTerm`).
+        public static let leaseTermEnded = Code("lease_term_ended")
+        /// The store was closed.
+        public static let closed = Code("closed")
+        /// A stored row could not be read back.
+        public static let corruptData = Code("corrupt_data")
+        /// The database URL is not usable.
+        public static let badDatabaseURL = Code("bad_database_url")
+        /// The connection failed or was lost.
+        public static let connection = Code("connection")
+        /// The connection had closed when a statement was to be written.
+        public static let connectionClosed = Code("connection_closed")
+        /// The connection had closed before the transaction began (nothing was sent).
+        public static let connectionClosedBeforeBegin = Code("connection_closed_before_begin")
+        /// PostgreSQL serialization failure (40001).
+        public static let serializationFailure = Code("serialization_failure")
+        /// PostgreSQL deadlock (40P01).
+        public static let deadlock = Code("deadlock")
+        /// An operation took longer than its limit.
+        public static let timeout = Code("timeout")
+        /// SQLite: the database is busy (another writer).
+        public static let sqliteBusy = Code("sqlite_busy")
+        /// SQLite: a table is locked.
+        public static let sqliteLocked = Code("sqlite_locked")
+        /// SQLite: a constraint refused the data.
+        public static let sqliteConstraint = Code("sqlite_constraint")
+        /// SQLite: any other error.
+        public static let sqlite = Code("sqlite")
+        /// PostgreSQL: a client-side error of the driver.
+        public static let postgres = Code("postgres")
+        /// PostgreSQL: a server error without an SQLSTATE.
+        public static let server = Code("server")
+
+        /// A PostgreSQL server error by SQLSTATE.
+        public static func sqlState(_ state: String) -> Code { Code("sqlstate_\(state)") }
+    }
+
+    /// The error's code.
+    public var code: Code
     /// A one-line human-readable reason.
     public var message: String
     /// Whether retrying the same operation may succeed.
     public var transient: Bool
 
     /// Creates an error.
-    public init(code: String, message: String, transient: Bool) {
+    public init(code: Code, message: String, transient: Bool) {
         self.code = code
         self.message = message
         self.transient = transient
@@ -23,13 +74,24 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         "\(code): \(message)\(transient ? " (transient)" : "")"
     }
 
+    /// Whether the database refused the data itself: a value it cannot store or index (SQLSTATE classes 22 data
+    /// exception, 23 integrity constraint, 54 program limit such as an index row too large; SQLite constraint,
+    /// size and type errors). Retrying would fail the same way; the event that carries the data is the culprit.
+    public var refusesInput: Bool {
+        guard !transient else { return false }
+        let name = code.rawValue
+        return name.hasPrefix("sqlstate_22") || name.hasPrefix("sqlstate_23") || name.hasPrefix("sqlstate_54")
+            || code == .sqliteConstraint || code == Code("sqlite_too_big") || code == Code("sqlite_mismatch")
+            || code == Code("sqlite_range")
+    }
+
     static func badURL(_ message: String) -> StoreError {
-        StoreError(code: "bad_database_url", message: message, transient: false)
+        StoreError(code: .badDatabaseURL, message: message, transient: false)
     }
 
     static func corrupt(_ message: String) -> StoreError {
-        StoreError(code: "corrupt_data", message: message, transient: false)
+        StoreError(code: .corruptData, message: message, transient: false)
     }
 
-    static let closed = StoreError(code: "closed", message: "the store is closed", transient: false)
+    static let closed = StoreError(code: .closed, message: "the store is closed", transient: false)
 }

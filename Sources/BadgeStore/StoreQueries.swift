@@ -4,11 +4,13 @@ import BadgeCore
 enum OutboxRow {
     static let insertColumns =
         "user_id, event_id, event_type, token, provider, topic, environment, kind, event_json, "
-        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id"
+        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id, "
+        + "created_at"
 
-    static let selectColumns = "id, " + insertColumns + ", claimed_epoch"
+    /// ``insertColumns`` with the id first and the delivery state last (claim epoch, attempts, next attempt).
+    static let selectColumns = "id, " + insertColumns + ", claimed_epoch, attempts, next_attempt_at"
 
-    /// An empty row set with the columns of ``insertColumns``, for ``values(of:eventJSON:partition:)`` rows.
+    /// An empty row set with the columns of ``insertColumns``, for ``values(of:eventJSON:partition:createdAt:)`` rows.
     static func rowSet() -> SQLRowSet {
         SQLRowSet(
             [
@@ -16,23 +18,25 @@ enum OutboxRow {
                 ("topic", .text), ("environment", .text), ("kind", .text), ("event_json", .text),
                 ("unread_notifications", .int), ("unseen_notifications", .int), ("unread_messages", .int),
                 ("badge", .int), ("badge_version", .int), ("previews", .bool), ("partition_id", .int),
+                ("created_at", .int),
             ])
     }
 
-    static func values(of push: PlannedPush, eventJSON: String?, partition: Int?) -> [SQLValue] {
+    /// The values of ``insertColumns`` for `push`, planned at `createdAt` (microseconds since the epoch).
+    static func values(of push: PlannedPush, eventJSON: String?, partition: Int?, createdAt: Int64) -> [SQLValue] {
         [
             .text(push.recipient), .text(push.eventID), .text(push.eventType.rawValue), .text(push.token),
             .text(push.provider.rawValue), .text(push.topic), .text(push.environment?.rawValue),
             .text(push.kind.isAlert ? "alert" : "badge"), push.kind.isAlert ? .text(eventJSON) : .null,
             .int(Int64(push.counts.unreadNotifications)), .int(Int64(push.counts.unseenNotifications)),
             .int(Int64(push.counts.unreadMessages)), .int(Int64(push.badge)), .int(push.badgeVersion),
-            .bool(push.previews), .int(partition.map(Int64.init)),
+            .bool(push.previews), .int(partition.map(Int64.init)), .int(createdAt),
         ]
     }
 
     /// Rebuilds a push from the cells of ``selectColumns``.
     static func decode(_ cells: [SQLValue]) throws -> OutboxPush {
-        guard cells.count == 18, let id = cells[0].int64, let recipient = cells[1].string,
+        guard cells.count == 21, let id = cells[0].int64, let recipient = cells[1].string,
             let eventID = cells[2].string, let eventType = cells[3].string.flatMap(EventType.init(rawValue:)),
             let token = cells[4].string, let provider = cells[5].string.flatMap(PushProvider.init(rawValue:)),
             let kindName = cells[8].string, let unreadNotifications = cells[10].int64,
@@ -63,7 +67,9 @@ enum OutboxRow {
                 unreadNotifications: Int(unreadNotifications), unseenNotifications: Int(unseenNotifications),
                 unreadMessages: Int(unreadMessages)),
             badge: Int(badge), badgeVersion: badgeVersion, previews: previews)
-        return OutboxPush(id: id, push: push, claimedEpoch: cells[17].int64)
+        return OutboxPush(
+            id: id, push: push, claimedEpoch: cells[18].int64, attempts: Int(cells[19].int64 ?? 0),
+            createdAt: cells[17].int64 ?? 0, nextAttemptAt: cells[20].int64 ?? 0)
     }
 
     private static func decodeEvent(_ text: String, outboxID: Int64) throws -> Event {

@@ -48,6 +48,13 @@ final class LeaseTerm: Sendable {
         return ContinuousClock.now < inDoubtUntil
     }
 
+    /// The epoch below which claimed rows are left to their claimer right now (this lease's epoch while rows an
+    /// earlier owner claimed are in doubt, see ``isInDoubt(_:)``); nil when every row may go.
+    var skipClaimedBefore: Int64? {
+        guard let inDoubtUntil, ContinuousClock.now < inDoubtUntil else { return nil }
+        return lease.epoch
+    }
+
     /// A lease round (or a renewal) started at `confirmed` found the lease still held and renewed it.
     func renewed(confirmed: ContinuousClock.Instant) {
         let until = confirmed + ttl - margin
@@ -69,7 +76,7 @@ final class LeaseTerm: Sendable {
     func check() throws {
         if !isValid {
             throw StoreError(
-                code: "lease_term_ended",
+                code: .leaseTermEnded,
                 message: "partition \(lease.partition): this worker's term for epoch \(lease.epoch) ran out",
                 transient: true)
         }
@@ -83,7 +90,7 @@ final class LeaseTerm: Sendable {
         let start = ContinuousClock.now
         guard try await renew(lease) else {
             throw StoreError(
-                code: "lease_lost",
+                code: .leaseLost,
                 message: "partition \(lease.partition) lease ran out on this worker's clock and was not renewable "
                     + "(epoch \(lease.epoch))",
                 transient: false)
@@ -91,7 +98,7 @@ final class LeaseTerm: Sendable {
         renewed(confirmed: start)
         if !isValid {
             throw StoreError(
-                code: "lease_lost",
+                code: .leaseLost,
                 message: "partition \(lease.partition) lease renewal took longer than the lease (epoch \(lease.epoch))",
                 transient: false)
         }

@@ -46,7 +46,7 @@ enum Retry {
             }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let value = first else {
-                throw StoreError(code: "timeout", message: "\(what) took longer than \(limit)", transient: true)
+                throw StoreError(code: .timeout, message: "\(what) took longer than \(limit)", transient: true)
             }
             return value
         }

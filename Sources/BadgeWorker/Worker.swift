@@ -50,7 +50,10 @@ public struct Worker: Service {
             store: store, sender: sender,
             builder: PushPayloadBuilder(
                 defaultAPNsTopic: configuration.apnsTopic, fcmProject: configuration.fcmProject),
-            concurrency: configuration.sendConcurrency, policy: configuration.badgePolicy, logger: logger)
+            concurrency: configuration.sendConcurrency, policy: configuration.badgePolicy,
+            schedule: RetrySchedule(
+                initial: configuration.delivery.initialBackoff, maximum: configuration.delivery.maxBackoff),
+            maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, logger: logger)
         do {
             try await retryingTransient("migrate") { try await store.migrate() }
             // Pushes a previous run committed but did not get to send (in a fleet, each partition's are sent by

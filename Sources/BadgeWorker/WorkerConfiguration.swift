@@ -22,8 +22,13 @@ public struct WorkerConfiguration: Sendable {
     public var prefetch: UInt16
     /// Most events in one database transaction.
     public var batchSize: Int
-    /// Most users whose pushes are sent at the same time, per partition.
+    /// Most pushes in flight at once, per partition (one device's pushes always go one after another).
     public var sendConcurrency: Int
+    /// Most pushes claimed by one delivery round (also the most a crash can leave sent but not recorded, per
+    /// partition).
+    public var deliveryRoundSize: Int
+    /// How often an idle partition looks for pushes whose retry became due.
+    public var deliveryIdlePoll: Duration
     /// Fleet mode (PostgreSQL): partitions are leased through the database and spread over the live workers.
     /// nil: a single node that consumes every partition.
     public var fleet: Fleet?
@@ -52,6 +57,8 @@ public struct WorkerConfiguration: Sendable {
         prefetch: UInt16 = 256,
         batchSize: Int = 128,
         sendConcurrency: Int = 32,
+        deliveryRoundSize: Int = 256,
+        deliveryIdlePoll: Duration = .milliseconds(500),
         fleet: Fleet? = nil
     ) {
         self.amqp = amqp
@@ -64,6 +71,8 @@ public struct WorkerConfiguration: Sendable {
         self.prefetch = prefetch
         self.batchSize = batchSize
         self.sendConcurrency = sendConcurrency
+        self.deliveryRoundSize = deliveryRoundSize
+        self.deliveryIdlePoll = deliveryIdlePoll
         self.fleet = fleet
     }
 }

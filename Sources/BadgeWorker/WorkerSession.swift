@@ -24,6 +24,7 @@ struct WorkerSession {
     private struct Running {
         var term: LeaseTerm?
         var buffer: DeliveryBuffer
+        var doorbell: Doorbell
         var stopping = false
     }
 
@@ -50,12 +51,16 @@ struct WorkerSession {
                     try await channel.qos(prefetchCount: configuration.prefetch)
                     let consumer = try await channel.consume(queue: configuration.topology.queueName(partition))
                     let buffer = DeliveryBuffer()
-                    running[partition] = Running(term: term, buffer: buffer)
+                    let doorbell = Doorbell()
+                    running[partition] = Running(term: term, buffer: buffer, doorbell: doorbell)
+                    let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
                     let processor = PartitionProcessor(
-                        channel: channel, deadLetters: deadLetters, buffer: buffer, store: store,
-                        dispatcher: dispatcher, configuration: configuration,
-                        context: ApplyContext(partition: partition, lease: lease), term: term, watchdog: watchdog,
-                        logger: logger.with(metadataKey: "worker.partition", value: "\(partition)"))
+                        channel: channel, deadLetters: deadLetters, buffer: buffer, store: store, doorbell: doorbell,
+                        configuration: configuration, context: ApplyContext(partition: partition, lease: lease),
+                        watchdog: watchdog, logger: partitionLogger)
+                    let delivery = PartitionDelivery(
+                        dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
+                        idlePoll: configuration.deliveryIdlePoll)
                     group.addTask {
                         do {
                             for try await delivery in consumer { buffer.append(delivery) }
@@ -65,16 +70,38 @@ struct WorkerSession {
                         }
                     }
                     group.addTask {
-                        do {
-                            // A previous owner's committed pushes go out before anything newer.
-                            if term != nil { try await dispatcher.drainOutbox(partition: partition, term: term) }
-                            try await processor.run()
-                        } catch let error as StoreError where error.code == "lease_lost" {
+                        // The two stages side by side; whichever ends first ends the other (ingestion after its
+                        // batch in progress, delivery after its round in progress).
+                        let failure = await withTaskGroup(of: (any Error)?.self) { stages in
+                            stages.addTask {
+                                do {
+                                    try await delivery.run()
+                                    return nil
+                                } catch {
+                                    buffer.finish(nil)
+                                    return error
+                                }
+                            }
+                            stages.addTask {
+                                do {
+                                    try await processor.run()
+                                    doorbell.close()
+                                    return nil
+                                } catch {
+                                    doorbell.close()
+                                    return error
+                                }
+                            }
+                            var first: (any Error)?
+                            for await error in stages where first == nil { first = error }
+                            return first
+                        }
+                        if let error = failure as? StoreError, error.code == .leaseLost {
                             logger.warning(
                                 "lease lost, leaving the partition",
                                 metadata: ["worker.partition": "\(partition)", "worker.error": "\(error.message)"])
-                        } catch {
-                            registry.fail(error)
+                        } else if let failure {
+                            registry.fail(failure)
                         }
                         // Unprocessed deliveries go back to the queue in order (no basic.cancel).
                         try? await channel.close()
@@ -145,7 +172,9 @@ struct WorkerSession {
                     for (partition, entry) in running {
                         if let term = entry.term, held[partition]?.epoch == term.lease.epoch {
                             term.renewed(confirmed: confirmed)
-                            entry.buffer.nudge()
+                            // Send what others planned into this partition's outbox meanwhile (a badge refresh from
+                            // a worker that lost the partition with a push on its way), even when no events come.
+                            entry.doorbell.ring()
                         } else if !entry.stopping {
                             // Lost (expired while we were stalled, or taken over): stop now; the fence stops any
                             // commit and the term any send.

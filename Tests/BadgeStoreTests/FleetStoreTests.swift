@@ -98,7 +98,7 @@ struct FleetStoreTests {
                 _ = try await store.apply(
                     [follow("n1", at: 1)], policy: .unseen, context: ApplyContext(partition: 0, lease: stale))
             } throws: { error in
-                (error as? StoreError)?.code == "lease_lost" && (error as? StoreError)?.transient == false
+                (error as? StoreError)?.code == .leaseLost && (error as? StoreError)?.transient == false
             }
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 0)
             // Nor can it send what the partition's outbox holds: that is the new owner's now.
@@ -106,7 +106,7 @@ struct FleetStoreTests {
             await #expect {
                 _ = try await store.claimPush(registered, policy: .unseen, recordingSent: [], lease: stale)
             } throws: { error in
-                (error as? StoreError)?.code == "lease_lost"
+                (error as? StoreError)?.code == .leaseLost
             }
             #expect(registered.claimedEpoch == nil)
             #expect(try await store.claimPush(registered, policy: .unseen, recordingSent: [], lease: current) != nil)

@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeStore
 import Synchronization
 
-/// A store that runs a hook right after its first successful push claim (to make something happen between a
+/// A store that runs a hook right after its first successful push claim (single or bulk) (to make something happen between a
 /// worker's claim and its send) and counts claims; everything else goes to `base` unchanged.
 final class ClaimHookStore: BadgeStore {
     private let base: any BadgeStore
@@ -29,6 +29,23 @@ final class ClaimHookStore: BadgeStore {
         return claimed
     }
 
+    func claimPushes(
+        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        skipClaimedBefore: Int64?
+    ) async throws -> [ClaimedPush] {
+        let claimed = try await base.claimPushes(
+            partition: partition, limit: limit, now: now, policy: policy, lease: lease,
+            skipClaimedBefore: skipClaimedBefore)
+        guard !claimed.isEmpty else { return claimed }
+        let first = claimCount.withLock { count in
+            count += 1
+            return count == 1
+        }
+        if first { try await afterFirstClaim() }
+        return claimed
+    }
+
+    func recordDeliveries(_ record: DeliveryRecord) async throws { try await base.recordDeliveries(record) }
     func run() async { await base.run() }
     func migrate() async throws { try await base.migrate() }
     func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {

@@ -59,7 +59,7 @@ struct LeaseTermTests {
         await #expect {
             try await term.ensureValid { _ in false }
         } throws: { error in
-            (error as? StoreError)?.code == "lease_lost" && (error as? StoreError)?.transient == false
+            (error as? StoreError)?.code == .leaseLost && (error as? StoreError)?.transient == false
         }
         #expect(!term.isValid)
     }
@@ -72,7 +72,7 @@ struct LeaseTermTests {
                 return true
             }
         } throws: { error in
-            (error as? StoreError)?.code == "lease_lost"
+            (error as? StoreError)?.code == .leaseLost
         }
     }
 }

@@ -44,7 +44,8 @@ func run(_ executable: String, _ arguments: [String]) throws {
     try process.run()
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
-        throw StoreError(code: "test_setup", message: "\(executable) \(arguments) failed", transient: false)
+        throw StoreError(
+            code: StoreError.Code("test_setup"), message: "\(executable) \(arguments) failed", transient: false)
     }
 }
 

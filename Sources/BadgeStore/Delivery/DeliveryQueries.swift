@@ -1,0 +1,193 @@
+import BadgeCore
+
+/// The delivery stage's queries, written once for both backends: claiming many pushes in one transaction (lease
+/// check, the per-device push guard, coalescing) and recording many outcomes in another. Each costs a constant
+/// number of statements however many pushes it covers.
+///
+/// Times (`next_attempt_at`, `created_at`) are microseconds since the epoch by the workers' clocks: they only
+/// schedule retries, so clocks that disagree by a little only move a retry by as much.
+enum DeliveryQueries {
+    /// Claims up to `limit` due pushes of `partition` (all partitions when nil), oldest first: rows whose next
+    /// attempt is due and that no earlier row of the same token waits ahead of (a device's pushes go out in
+    /// order). With `skipClaimedBefore`, rows claimed under an earlier lease epoch are left alone (see
+    /// `LeaseTerm.isInDoubt`).
+    static func claimDue(
+        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        skipClaimedBefore: Int64?, database: any SQLTransactor
+    ) async throws -> [ClaimedPush] {
+        guard limit > 0 else { return [] }
+        return try await database.transaction { sql in
+            if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
+            var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
+            var filters = ""
+            if let partition {
+                binds.append(.int(Int64(partition)))
+                filters += " AND o.partition_id = $\(binds.count)"
+            }
+            if let skipClaimedBefore {
+                binds.append(.int(skipClaimedBefore))
+                filters += " AND (o.claimed_epoch IS NULL OR o.claimed_epoch >= $\(binds.count))"
+            }
+            let columns = OutboxRow.selectColumns.split(separator: ",").map { "o." + $0.drop(while: { $0 == " " }) }
+            let rows = try await sql.query(
+                "SELECT \(columns.joined(separator: ", ")) FROM outbox o WHERE o.next_attempt_at <= $1\(filters) "
+                    + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND e.id < o.id "
+                    + "AND e.next_attempt_at > $1) ORDER BY o.id LIMIT $2" + sql.dialect.forUpdate,
+                binds
+            ).map(OutboxRow.decode)
+            return try await claim(rows, policy: policy, lease: lease, sql: sql)
+        }
+    }
+
+    /// Runs the push guard over `rows` (locked, in id order) and writes its decisions: dropped rows are deleted,
+    /// claimed ones are marked with the claimer's epoch (and rebuilt ones rewritten), and each token's
+    /// `pushed_version` moves up. Returns what to send, in id order.
+    static func claim(
+        _ rows: [OutboxPush], policy: BadgePolicy, lease: PartitionLease?, sql: any SQLExecutor
+    ) async throws -> [ClaimedPush] {
+        guard !rows.isEmpty else { return [] }
+        var tokens = SQLRowSet([("token", .text)])
+        for token in Set(rows.map(\.push.token)).sorted() { tokens.append([.text(token)]) }
+        var stored: [String: PushGuard.Device] = [:]
+        for row in try await sql.query(
+            "SELECT token, user_id, pushed_version FROM devices WHERE token IN (SELECT token FROM "
+                + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forUpdate,
+            [tokens.bind])
+        {
+            guard row.count == 3, let token = row[0].string, let user = row[1].string, let version = row[2].int64
+            else { throw StoreError.corrupt("bad devices row") }
+            stored[token] = PushGuard.Device(user: user, pushedVersion: version)
+        }
+        var guardState = PushGuard(devices: stored)
+        let decisions = guardState.decide(rows.map(\.push))
+
+        // Fresh versions for rebuilt alerts: each user's version goes up by the number of its rebuilt pushes.
+        var rebuilds: [String: Int64] = [:]
+        for (row, decision) in zip(rows, decisions) where decision == .rebuild {
+            rebuilds[row.push.recipient, default: 0] += 1
+        }
+        var current: [String: EventRules.UserRow] = [:]
+        if !rebuilds.isEmpty {
+            var set = SQLRowSet([("user_id", .text), ("k", .int)])
+            for (user, count) in rebuilds.sorted(by: { $0.key < $1.key }) { set.append([.text(user), .int(count)]) }
+            let columns = EventRules.UserRow.columns.split(separator: ",").map {
+                "users." + $0.drop(while: { $0 == " " })
+            }
+            for row in try await sql.query(
+                "UPDATE users SET badge_version = users.badge_version + s.k FROM "
+                    + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE users.user_id = s.user_id "
+                    + "RETURNING users.user_id, \(columns.joined(separator: ", "))",
+                [set.bind])
+            {
+                guard let user = row.first?.string else { throw StoreError.corrupt("users row without id") }
+                var state = try EventRules.UserRow(cells: row, offset: 1)
+                state.badgeVersion -= rebuilds[user] ?? 0
+                current[user] = state
+            }
+        }
+
+        var claimed: [ClaimedPush] = []
+        var dropped = SQLRowSet([("id", .int)])
+        var marked = SQLRowSet(
+            [
+                ("id", .int), ("claimed_epoch", .int), ("unread_notifications", .int),
+                ("unseen_notifications", .int), ("unread_messages", .int), ("badge", .int), ("badge_version", .int),
+                ("previews", .bool),
+            ])
+        var pushedVersions: [String: (user: String, version: Int64)] = [:]
+        for (row, decision) in zip(rows, decisions) {
+            var push = row.push
+            switch decision {
+            case .drop:
+                dropped.append([.int(row.id)])
+                continue
+            case .rebuild:
+                // An unknown user (no users row) has nothing to rebuild from: the alert cannot be sent.
+                guard var user = current[push.recipient] else {
+                    dropped.append([.int(row.id)])
+                    continue
+                }
+                user.badgeVersion += 1
+                current[push.recipient] = user
+                push.counts = user.counts
+                push.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
+                push.badgeVersion = user.badgeVersion
+                push.previews = user.previews
+            case .send:
+                break
+            }
+            if stored[push.token] != nil {
+                pushedVersions[push.token] = (push.recipient, push.badgeVersion)
+            }
+            if lease != nil || decision == .rebuild {
+                marked.append([
+                    .int(row.id), .int(lease?.epoch), .int(Int64(push.counts.unreadNotifications)),
+                    .int(Int64(push.counts.unseenNotifications)), .int(Int64(push.counts.unreadMessages)),
+                    .int(Int64(push.badge)), .int(push.badgeVersion), .bool(push.previews),
+                ])
+            }
+            claimed.append(ClaimedPush(outbox: row, push: push))
+        }
+        if !dropped.isEmpty {
+            try await sql.execute(
+                "DELETE FROM outbox WHERE id IN (SELECT id FROM \(dropped.table("s", bind: 1, dialect: sql.dialect)))",
+                [dropped.bind])
+        }
+        if !marked.isEmpty {
+            try await sql.execute(
+                """
+                UPDATE outbox SET claimed_epoch = s.claimed_epoch, unread_notifications = s.unread_notifications,
+                    unseen_notifications = s.unseen_notifications, unread_messages = s.unread_messages,
+                    badge = s.badge, badge_version = s.badge_version, previews = s.previews
+                FROM \(marked.table("s", bind: 1, dialect: sql.dialect)) WHERE outbox.id = s.id
+                """,
+                [marked.bind])
+        }
+        var versions = SQLRowSet([("token", .text), ("user_id", .text), ("pushed_version", .int)])
+        for (token, entry) in pushedVersions.sorted(by: { $0.key < $1.key })
+        where entry.version != stored[token]?.pushedVersion {
+            versions.append([.text(token), .text(entry.user), .int(entry.version)])
+        }
+        if !versions.isEmpty {
+            try await sql.execute(
+                "UPDATE devices SET pushed_version = s.pushed_version FROM "
+                    + "\(versions.table("s", bind: 1, dialect: sql.dialect)) "
+                    + "WHERE devices.token = s.token AND devices.user_id = s.user_id",
+                [versions.bind])
+        }
+        return claimed
+    }
+
+    /// Records what a delivery round did, in one transaction.
+    static func record(_ record: DeliveryRecord, database: any SQLTransactor) async throws {
+        guard !record.isEmpty else { return }
+        try await database.transaction { sql in
+            let finished = record.sent + record.failed
+            if !finished.isEmpty {
+                var set = SQLRowSet([("id", .int)])
+                for id in finished.sorted() { set.append([.int(id)]) }
+                try await sql.execute(
+                    "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
+                    [set.bind])
+            }
+            if !record.retries.isEmpty {
+                var set = SQLRowSet([("id", .int), ("next_attempt_at", .int)])
+                for retry in record.retries.sorted(by: { $0.id < $1.id }) {
+                    set.append([.int(retry.id), .int(retry.at)])
+                }
+                try await sql.execute(
+                    "UPDATE outbox SET next_attempt_at = s.next_attempt_at, attempts = outbox.attempts + 1 FROM "
+                        + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE outbox.id = s.id",
+                    [set.bind])
+            }
+            if !record.deadTokens.isEmpty {
+                var set = SQLRowSet([("token", .text)])
+                for token in record.deadTokens.sorted() { set.append([.text(token)]) }
+                let source = set.table("s", bind: 1, dialect: sql.dialect)
+                try await sql.execute(
+                    "UPDATE devices SET active = FALSE WHERE token IN (SELECT token FROM \(source))", [set.bind])
+                try await sql.execute("DELETE FROM outbox WHERE token IN (SELECT token FROM \(source))", [set.bind])
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import BadgeStore
+
+/// One delivery round as a state machine: it takes the pushes claimed for the round and the result of each
+/// attempt, and answers which push may start next and, at the end, what to record. No I/O: `PushDispatcher` drives
+/// it, and the tests drive it directly.
+///
+/// Rules:
+/// - A device's (token's) pushes go one after another, in outbox order; different tokens go concurrently, at most
+///   `concurrency` at a time.
+/// - Accepted: recorded as sent. Refused for good (by the provider or the HTTP client): recorded as failed, and
+///   the token's next push goes on. A dead token: recorded for deactivation, which removes its other pushes too.
+/// - Try again later (429, 5xx, timeout, network, or a configuration error such as 401/403): the push gets its
+///   next attempt time (``RetrySchedule``) and the token's later pushes of the round wait (they stay in the
+///   outbox, behind it); once a push is older than `maxAge` it is given up instead (recorded as failed).
+/// - Stopped (the lease is gone, or the task is ending): nothing more starts; what did not go out stays in the
+///   outbox for whoever owns the partition next.
+struct DeliveryRound {
+    /// How one attempt ended.
+    enum Result: Equatable {
+        /// Accepted; `late` when it finished after this worker's term on the partition's lease ran out.
+        case accepted(late: Bool)
+        case deadToken(reason: String)
+        case rejected(reason: String)
+        case retry(reason: String, retryAfter: Duration?)
+        case configurationError(reason: String)
+        /// Nothing was sent and the round must stop.
+        case stopped
+    }
+
+    /// The round's counts, for logs and metrics.
+    struct Tally: Equatable {
+        var sent = 0
+        var rejected = 0
+        var deadTokens = 0
+        var retries = 0
+        var givenUp = 0
+        var configurationErrors = 0
+        var heldBack = 0
+    }
+
+    let concurrency: Int
+    let schedule: RetrySchedule
+    /// Microseconds after which a failing push is given up.
+    let maxAge: Int64
+    private var queues: [String: [ClaimedPush]] = [:]
+    private var ready: [String] = []
+    private var readyIndex = 0
+    private var inFlight: Set<String> = []
+    private(set) var stopped = false
+    /// What to record when the round is over.
+    private(set) var record = DeliveryRecord()
+    /// Accepted pushes that finished after the term ran out.
+    private(set) var late: [ClaimedPush] = []
+    private(set) var tally = Tally()
+
+    init(_ claimed: [ClaimedPush], concurrency: Int, schedule: RetrySchedule, maxAge: Duration) {
+        self.concurrency = max(1, concurrency)
+        self.schedule = schedule
+        self.maxAge = maxAge.components.seconds * 1_000_000 + maxAge.components.attoseconds / 1_000_000_000_000
+        for push in claimed {
+            let token = push.push.token
+            if queues[token] == nil { ready.append(token) }
+            queues[token, default: []].append(push)
+        }
+        for token in queues.keys { queues[token]?.reverse() }
+    }
+
+    /// The next push to start now, or nil when none may (all tokens busy or done, the concurrency bound reached,
+    /// or the round stopped).
+    mutating func next() -> ClaimedPush? {
+        guard !stopped, inFlight.count < concurrency, readyIndex < ready.count else { return nil }
+        let token = ready[readyIndex]
+        readyIndex += 1
+        guard let push = queues[token]?.popLast() else { return next() }
+        inFlight.insert(token)
+        return push
+    }
+
+    /// Whether every started push finished and nothing more will start.
+    var isFinished: Bool { inFlight.isEmpty && (stopped || readyIndex >= ready.count) }
+
+    /// The result of `push`'s attempt, at `now` (microseconds since the epoch); `unit` is a uniform draw from
+    /// 0..<1 for the retry jitter.
+    mutating func finished(_ push: ClaimedPush, _ result: Result, now: Int64, unit: Double) {
+        let token = push.push.token
+        inFlight.remove(token)
+        var goOn = true
+        switch result {
+        case .accepted(let wasLate):
+            record.sent.append(push.id)
+            tally.sent += 1
+            if wasLate { late.append(push) }
+        case .rejected:
+            record.failed.append(push.id)
+            tally.rejected += 1
+        case .deadToken:
+            record.deadTokens.append(token)
+            tally.deadTokens += 1
+            goOn = false
+        case .retry(_, let retryAfter):
+            goOn = later(push, retryAfter: retryAfter, now: now, unit: unit)
+        case .configurationError:
+            tally.configurationErrors += 1
+            goOn = later(push, retryAfter: nil, now: now, unit: unit)
+        case .stopped:
+            stopped = true
+            goOn = false
+        }
+        if goOn, !(queues[token]?.isEmpty ?? true) {
+            ready.append(token)
+        } else {
+            queues[token] = []
+        }
+    }
+
+    /// Schedules `push`'s next attempt, or gives it up once it is older than `maxAge`; returns whether the token's
+    /// next push may go on (only after giving up: a scheduled push holds back the later ones).
+    private mutating func later(_ push: ClaimedPush, retryAfter: Duration?, now: Int64, unit: Double) -> Bool {
+        let createdAt = push.outbox.createdAt
+        if createdAt > 0, now - createdAt >= maxAge {
+            record.failed.append(push.id)
+            tally.givenUp += 1
+            return true
+        }
+        let delay = schedule.delay(attempts: push.outbox.attempts + 1, retryAfter: retryAfter, unit: unit)
+        let micros = delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000
+        record.retries.append(DeliveryRecord.Retry(id: push.id, at: now + max(micros, 1)))
+        tally.retries += 1
+        tally.heldBack += queues[push.push.token]?.count ?? 0
+        return false
+    }
+}

@@ -1,0 +1,76 @@
+import Synchronization
+
+/// Wakes a partition's delivery loop: rung when ingestion committed new pushes (and on every lease round), closed
+/// when the partition stops. One waiter at a time.
+final class Doorbell: Sendable {
+    private struct State {
+        var rung = false
+        var closed = false
+        var waiter: (id: Int, continuation: CheckedContinuation<Void, Never>)?
+        var lastWait = 0
+        /// A wait that timed out before its continuation was registered: that one resumes at once.
+        var abandoned = 0
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// There may be something to deliver.
+    func ring() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.rung = true
+            defer { state.waiter = nil }
+            return state.waiter?.continuation
+        }
+        waiter?.resume()
+    }
+
+    /// The partition stops: the loop finishes its round in progress and ends.
+    func close() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.closed = true
+            defer { state.waiter = nil }
+            return state.waiter?.continuation
+        }
+        waiter?.resume()
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Returns when rung (at once if it was rung since the last wait), when closed, or after `limit`.
+    func wait(upTo limit: Duration) async {
+        let id = state.withLock { state -> Int in
+            state.lastWait += 1
+            return state.lastWait
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    let resumeNow = self.state.withLock { state -> Bool in
+                        if state.rung || state.closed || state.abandoned == id {
+                            state.rung = false
+                            return true
+                        }
+                        state.waiter = (id, continuation)
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            // Whichever ended first, make sure the other ends too.
+            let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if let waiter = state.waiter, waiter.id == id {
+                    state.waiter = nil
+                    return waiter.continuation
+                }
+                state.abandoned = id
+                return nil
+            }
+            waiter?.resume()
+            group.cancelAll()
+        }
+    }
+}

@@ -1,0 +1,23 @@
+import BadgeStore
+import Logging
+
+/// The delivery stage of one partition: rounds of claim → send → record (``PushDispatcher``), on its own, beside
+/// the partition's ingestion. It waits on the partition's ``Doorbell`` when nothing is due (rung by ingestion
+/// after each commit and by every lease round) and looks again every `idlePoll` for pushes whose retry became due.
+/// It ends when the doorbell closes (after its round in progress: never half-way, a push sent but not recorded
+/// would be sent again) or with the first error (`lease_lost` when the partition moved on).
+struct PartitionDelivery: Sendable {
+    let dispatcher: PushDispatcher
+    let partition: Int?
+    /// In a fleet, this worker's term on the partition's lease: pushes go out only within it.
+    let term: LeaseTerm?
+    let doorbell: Doorbell
+    let idlePoll: Duration
+
+    func run() async throws {
+        while !doorbell.isClosed {
+            let claimed = try await dispatcher.deliverRound(partition: partition, term: term)
+            if claimed == 0 { await doorbell.wait(upTo: idlePoll) }
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import BadgeCore
+import BadgeDelivery
+import BadgeStore
+import Logging
+import Metrics
+
+/// The delivery stage's rounds: claim many due pushes in one transaction, send them concurrently (one device's
+/// pushes in order, see ``DeliveryRound``), record every outcome in one transaction.
+///
+/// A push sent but not recorded when the worker dies is sent again by whoever claims it next, with the same
+/// `apns-id` (contract guarantee 2): the window is one round.
+struct PushDispatcher: Sendable {
+    let store: any BadgeStore
+    let sender: PushSender
+    let builder: PushPayloadBuilder
+    /// Pushes in flight at once, per round.
+    let concurrency: Int
+    /// The deployment's badge policy, for alerts the push guard rebuilds.
+    let policy: BadgePolicy
+    let schedule: RetrySchedule
+    let maxAge: Duration
+    /// Most pushes claimed by one round.
+    let roundSize: Int
+    let logger: Logger
+
+    private static let givenUp = Counter(label: "badgepipe_pushes_given_up_total")
+    private static let retries = Counter(label: "badgepipe_push_retries_total")
+    private static let rejected = Counter(label: "badgepipe_pushes_rejected_total")
+
+    init(
+        store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
+        schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
+        maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, logger: Logger
+    ) {
+        self.store = store
+        self.sender = sender
+        self.builder = builder
+        self.concurrency = concurrency
+        self.policy = policy
+        self.schedule = schedule
+        self.maxAge = maxAge
+        self.roundSize = roundSize
+        self.logger = logger
+    }
+
+    /// Sends everything of the outbox (of one partition, or all) that is due, round after round, until nothing
+    /// due is left: what a previous run or a previous owner of the partition committed but did not get to send.
+    ///
+    /// With `term`, every round is claimed under its lease, and each push sent only while the term is valid: once
+    /// the partition has a new owner, this worker sends nothing more of it (the claim, or the check before
+    /// sending, fails with `lease_lost`).
+    func drainOutbox(partition: Int?, term: LeaseTerm? = nil) async throws {
+        while try await deliverRound(partition: partition, term: term) > 0 {}
+    }
+
+    /// Claims one round of due pushes, sends them and records the outcomes; returns how many were claimed.
+    func deliverRound(partition: Int?, term: LeaseTerm?) async throws -> Int {
+        let (limit, policy) = (roundSize, policy)
+        let claimed = try await Retry.transient("claim pushes", logger: logger) { [store] in
+            try await store.claimPushes(
+                partition: partition, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: policy,
+                lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore)
+        }
+        if claimed.isEmpty { return 0 }
+        var round = DeliveryRound(claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge)
+        var failure: (any Error)?
+        await withTaskGroup(of: (ClaimedPush, DeliveryRound.Result, (any Error)?).self) { group in
+            func startReady() {
+                while let push = round.next() {
+                    group.addTask { await attempt(push, term: term) }
+                }
+            }
+            startReady()
+            while let (push, result, error) = await group.next() {
+                if let error, failure == nil { failure = error }
+                round.finished(
+                    push, result, now: Timestamp.now().microsecondsSinceEpoch, unit: Double.random(in: 0..<1))
+                startReady()
+            }
+        }
+        report(round.tally)
+        let record = round.record
+        try await Retry.transient("record deliveries", logger: logger) { [store] in
+            try await store.recordDeliveries(record)
+        }
+        if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
+        if let failure { throw failure }
+        return claimed.count
+    }
+
+    /// One attempt at one push, with its result for the round (and the error that stopped it, if any).
+    private func attempt(
+        _ claimed: ClaimedPush, term: LeaseTerm?
+    ) async -> (
+        ClaimedPush, DeliveryRound.Result, (any Error)?
+    ) {
+        let push = claimed.push
+        if push.badgeVersion != claimed.outbox.push.badgeVersion {
+            logger.info(
+                "stale alert rebuilt with the current badge",
+                metadata: [
+                    "push.token": "\(push.token.prefix(8))", "push.event_id": "\(push.eventID)",
+                    "push.badge_version": "\(push.badgeVersion)",
+                ])
+        }
+        // Claimed under the lease; sent only while this worker is sure it still holds it (see `LeaseTerm`,
+        // `LeaseFence`). If not, the push stays in the outbox, claimed but unsent, and the partition's new owner
+        // sends it.
+        let fence = term.map { LeaseFence(term: $0, store: store, logger: logger) }
+        do {
+            switch try await sender.send(builder.build(push), fence: fence) {
+            case .accepted:
+                return (claimed, .accepted(late: term.map { !$0.isValid } ?? false), nil)
+            case .deadToken(_, let reason):
+                logger.info(
+                    "token unregistered, deactivating",
+                    metadata: ["push.token": "\(push.token.prefix(8))", "push.reason": "\(reason)"])
+                return (claimed, .deadToken(reason: reason), nil)
+            case .rejected(let status, let reason):
+                logger.warning(
+                    "push refused for good, dropped",
+                    metadata: [
+                        "push.token": "\(push.token.prefix(8))", "push.event_id": "\(push.eventID)",
+                        "push.status": "\(status)", "push.reason": "\(reason)",
+                    ])
+                return (claimed, .rejected(reason: reason), nil)
+            case .retry(let reason, let retryAfter):
+                return (claimed, .retry(reason: reason, retryAfter: retryAfter), nil)
+            case .configurationError(let status, let reason):
+                logger.error(
+                    "the provider refused our credentials or configuration; the push is kept and retried",
+                    metadata: [
+                        "push.provider": "\(push.provider.rawValue)", "push.status": "\(status)",
+                        "push.reason": "\(reason)",
+                    ])
+                return (claimed, .configurationError(reason: reason), nil)
+            }
+        } catch {
+            return (claimed, .stopped, error)
+        }
+    }
+
+    private func report(_ tally: DeliveryRound.Tally) {
+        if tally.retries > 0 {
+            Self.retries.increment(by: tally.retries)
+            logger.debug(
+                "pushes to try again later",
+                metadata: ["push.retries": "\(tally.retries)", "push.held_back": "\(tally.heldBack)"])
+        }
+        if tally.rejected > 0 { Self.rejected.increment(by: tally.rejected) }
+        if tally.givenUp > 0 {
+            Self.givenUp.increment(by: tally.givenUp)
+            logger.error(
+                "pushes given up after failing for longer than the maximum age",
+                metadata: ["push.given_up": "\(tally.givenUp)", "push.max_age": "\(maxAge)"])
+        }
+    }
+
+    /// Pushes went out but their requests finished only after this worker's term on the lease: it was frozen with
+    /// them on their way, and they may have reached their devices after newer pushes from the partition's new
+    /// owner. If the lease is still this worker's (renewed now), nobody else sent anything; if not, it asks the
+    /// owner, through the partition's outbox, to send each device's current badge after them, and leaves the
+    /// partition (`lease_lost`).
+    private func afterLateSends(_ late: [ClaimedPush], term: LeaseTerm) async throws {
+        do {
+            try await LeaseFence(term: term, store: store, logger: logger).prepare()
+        } catch let error as StoreError where error.code == .leaseLost {
+            for claimed in late {
+                let planned = try await Retry.transient("refresh badge", logger: logger) { [store, policy] in
+                    try await store.refreshBadge(after: claimed.push, partition: term.lease.partition, policy: policy)
+                }
+                logger.warning(
+                    "a push finished after this worker lost its partition and may have landed late; refresh left to the owner",
+                    metadata: [
+                        "push.token": "\(claimed.push.token.prefix(8))",
+                        "push.badge_version": "\(claimed.push.badgeVersion)", "push.refresh_planned": "\(planned)",
+                    ])
+            }
+            throw error
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import AMQPClient
+import BadgeCore
+import BadgeStore
+import Logging
+import Metrics
+
+/// The ingestion stage of one partition queue: batches of deliveries → decode → park invalid ones → one
+/// transaction → one multiple-ack → ring the partition's delivery loop. It never waits for a provider.
+///
+/// A batch the database refuses because of the data of some of its events (a value PostgreSQL or SQLite cannot
+/// store or index, see `StoreError.refusesInput`) is bisected (``PoisonBisector``): each culprit is parked in
+/// `badgepipe.dead` with the database's one-line reason, and every other event of the batch takes effect, in
+/// order.
+struct PartitionProcessor: Sendable {
+    let channel: AMQPChannel
+    let deadLetters: AMQPChannel
+    let buffer: DeliveryBuffer
+    let store: any BadgeStore
+    /// Rung after each commit: the partition's delivery loop has new pushes to send.
+    let doorbell: Doorbell
+    let configuration: WorkerConfiguration
+    /// Where batches come from: the partition and, in a fleet, the lease they are consumed under.
+    let context: ApplyContext
+    let watchdog: Watchdog?
+    let logger: Logger
+
+    private static let processed = Counter(label: "badgepipe_events_processed_total")
+    private static let parked = Counter(label: "badgepipe_events_parked_total")
+
+    func run() async throws {
+        let name = "partition \(context.partition ?? -1)"
+        while true {
+            guard let batch = try await buffer.take(limit: configuration.batchSize) else { return }
+            // An empty batch is an idle tick (a nudge): nothing to ingest.
+            guard let last = batch.last else { continue }
+            try await watchdog.watch(name + " batch") { try await process(batch, lastTag: last.deliveryTag) }
+        }
+    }
+
+    private func process(_ batch: [AMQPDelivery], lastTag: UInt64) async throws {
+        var events: [Event] = []
+        var sources: [AMQPDelivery] = []
+        events.reserveCapacity(batch.count)
+        for delivery in batch {
+            switch EventDecoder.decode(body: delivery.body, contentType: delivery.properties.contentType) {
+            case .success(let event):
+                events.append(event)
+                sources.append(delivery)
+            case .failure(let invalid):
+                try await park(delivery, reason: "\(invalid.code): \(invalid.message)")
+            }
+        }
+        if !events.isEmpty {
+            do {
+                try await apply(events)
+            } catch let error as StoreError where error.refusesInput {
+                logger.warning(
+                    "the database refused a batch's data; looking for the culprit",
+                    metadata: ["event.count": "\(events.count)", "event.error": "\(error)"])
+                try await isolate(events, sources: sources, refusal: error)
+            }
+        }
+        // Committed: now, and only now, the broker may forget these messages. When the ack cannot reach the broker
+        // (connection lost), the messages come back and find their effects already stored.
+        try await channel.ack(deliveryTag: lastTag, multiple: true)
+        Self.processed.increment(by: events.count)
+        doorbell.ring()
+    }
+
+    private func apply(_ events: some Collection<Event>) async throws {
+        let (policy, context, events) = (configuration.badgePolicy, context, Array(events))
+        _ = try await Retry.transient("apply", logger: logger) {
+            try await store.apply(events, policy: policy, context: context)
+        }
+    }
+
+    /// Applies `events` slice by slice, parking those the database refuses on their own (see ``PoisonBisector``).
+    private func isolate(_ events: [Event], sources: [AMQPDelivery], refusal: StoreError) async throws {
+        var bisector = PoisonBisector(count: events.count)
+        while true {
+            switch bisector.next() {
+            case .done:
+                return
+            case .apply(let range):
+                do {
+                    try await apply(events[range])
+                    bisector.applied()
+                } catch let error as StoreError where error.refusesInput {
+                    if range.count == 1 {
+                        try await park(sources[range.lowerBound], reason: "refused by the database: \(error)")
+                        bisector.refused()
+                        bisector.parked()
+                    } else {
+                        bisector.refused()
+                    }
+                }
+            case .park(let index):
+                try await park(sources[index], reason: "refused by the database: \(refusal)")
+                bisector.parked()
+            }
+        }
+    }
+
+    /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.
+    private func park(_ delivery: AMQPDelivery, reason: String) async throws {
+        var properties = delivery.properties
+        var headers = properties.headers ?? [:]
+        headers[Topology.errorHeader] = .string(String(reason.prefix(1000)).replacingNewlines())
+        headers["x-badgepipe-original-routing-key"] = .string(delivery.routingKey)
+        properties.headers = headers
+        try await deadLetters.publish(
+            delivery.body, exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
+            properties: properties)
+        Self.parked.increment()
+        logger.warning(
+            "invalid event parked",
+            metadata: ["event.message_id": "\(delivery.properties.messageID ?? "-")", "event.error": "\(reason)"])
+    }
+}
+
+extension String {
+    /// The text on one line.
+    func replacingNewlines() -> String {
+        String(map { $0.isNewline ? " " : $0 })
+    }
+}
