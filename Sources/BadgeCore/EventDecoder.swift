@@ -151,6 +151,13 @@ public enum EventDecoder {
         guard token.utf8.count >= 8, token.utf8.count <= 4096, token.utf8.allSatisfy(isIDByte) else {
             throw InvalidEvent.invalid("device.token", "must be 8-4096 chars of [A-Za-z0-9_:.-]")
         }
+        // Tighter than the contract's schema, where it meets real limits: tokens are indexed, and a PostgreSQL
+        // btree entry holds at most about 2,700 bytes (real tokens: APNs 64 hex digits, FCM about 160-200 chars).
+        guard token.utf8.count <= maxTokenLength else {
+            throw InvalidEvent.invalid(
+                "device.token",
+                "must be at most \(maxTokenLength) chars (the database indexes tokens), not \(token.utf8.count)")
+        }
         var device = DeviceInfo(token: token)
         if let provider = fields.optionalValue("provider") {
             guard let name = provider.stringValue, let parsed = PushProvider(rawValue: name) else {
@@ -160,6 +167,11 @@ public enum EventDecoder {
         }
         if let topic = try fields.optionalString("topic") {
             try checkMaxLength(topic, 255, field: "device.topic")
+            // An APNs topic is a bundle id (with suffixes such as `.voip`) and travels as the `apns-topic` header:
+            // tighter than the contract's schema, so that no HTTP client or provider refuses it later.
+            guard !topic.isEmpty, topic.utf8.allSatisfy(isTopicByte) else {
+                throw InvalidEvent.invalid("device.topic", "must be 1-255 chars of [A-Za-z0-9.-] (a bundle id)")
+            }
             device.topic = topic
         }
         if let environment = fields.optionalValue("environment") {
@@ -184,6 +196,19 @@ public enum EventDecoder {
     }
 
     // MARK: - Scalars
+
+    /// The longest device token accepted (see `readDevice`).
+    public static let maxTokenLength = 2048
+
+    private static func isTopicByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"):
+            return true
+        default:
+            return false
+        }
+    }
 
     private static func isIDByte(_ byte: UInt8) -> Bool {
         switch byte {

@@ -258,6 +258,32 @@ private let invalidCases: [InvalidCase] = [
         eventJSON(#""type":"device_unregistered","device":{"token":"\#(String(repeating: "a", count: 4097))"}"#),
         "invalid_field"),
     InvalidCase(
+        "token of 2049 chars (valid by the schema, longer than the database index takes)",
+        eventJSON(
+            #""type":"device_registered","device":{"token":"\#(String(repeating: "a", count: 2049))","provider":"apns"}"#
+        ),
+        "invalid_field",
+        #"field "device.token" must be at most 2048 chars (the database indexes tokens), not 2049"#),
+    InvalidCase(
+        "topic with a newline (valid by the schema, refused as a header value)",
+        eventJSON(
+            #""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","topic":"com.x\r\nx: y"}"#),
+        "invalid_field", #"field "device.topic" must be 1-255 chars of [A-Za-z0-9.-] (a bundle id)"#),
+    InvalidCase(
+        "topic with a NUL (valid by the schema, refused by PostgreSQL text)",
+        eventJSON(
+            #""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","topic":"com.x\u0000"}"#),
+        "invalid_field", #"field "device.topic" must be 1-255 chars of [A-Za-z0-9.-] (a bundle id)"#),
+    InvalidCase(
+        "topic with non-ASCII letters",
+        eventJSON(
+            #""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","topic":"com.exämple"}"#),
+        "invalid_field", #"field "device.topic" must be 1-255 chars of [A-Za-z0-9.-] (a bundle id)"#),
+    InvalidCase(
+        "empty topic",
+        eventJSON(#""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","topic":""}"#),
+        "invalid_field", #"field "device.topic" must be 1-255 chars of [A-Za-z0-9.-] (a bundle id)"#),
+    InvalidCase(
         "unknown provider",
         eventJSON(#""type":"device_registered","device":{"token":"abcdefgh12","provider":"gcm"}"#), "invalid_field",
         #"field "device.provider" must be "apns" or "fcm""#),
