@@ -160,7 +160,10 @@ actor SQLiteTransactor: SQLTransactor {
                 return StoreError(code: .sqliteBusy, message: error.message, transient: true)
             case .locked, .lockedBySharedCache, .lockedVirtualTable:
                 return StoreError(code: .sqliteLocked, message: error.message, transient: true)
-            case .constraint:
+            case .constraint, .constraintCheckFailed, .constraintForeignKeyFailed, .constraintUserFunctionFailed,
+                .constraintNotNullFailed, .constraintPrimaryKeyFailed, .constraintTriggerFailed,
+                .constraintUniqueFailed, .constraintVirtualTableFailed, .constraintUniqueRowIDFailed,
+                .constraintStrictDataTypeFailed:
                 return StoreError(code: .sqliteConstraint, message: error.message, transient: false)
             case .tooBig:
                 return StoreError(code: StoreError.Code("sqlite_too_big"), message: error.message, transient: false)

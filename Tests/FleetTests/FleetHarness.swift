@@ -23,11 +23,15 @@ struct FleetHarness {
         .deletingLastPathComponent()
 
     /// Runs `script` through `workers` workers while `chaos` injects faults; returns the checked report.
+    ///
+    /// With `sinkOutage`, the sink answers every push with 503 from the start for that long; just before it
+    /// recovers, the report takes what the broker still holds and how many events the database has processed.
     static func run(
         seed: UInt64,
         workers workerCount: Int = 3,
         rate: Double = 120,
         sinkFault: Fault? = nil,
+        sinkOutage: Duration? = nil,
         chaos: @escaping @Sendable ([WorkerProcess]) async throws -> Int = { _ in 0 }
     ) async throws -> FleetReport {
         let script = FleetScript(seed: seed)
@@ -79,16 +83,29 @@ struct FleetHarness {
                 }
             }
             defer { supervisor.cancel() }
+            if sinkOutage != nil { sinkState.addFault(try Fault(status: 503, reason: "ServiceUnavailable")) }
             let publisher = FleetPublisher(url: amqpURL, exchange: "\(namespace).events", rate: rate)
             async let republished = publisher.publish(script.steps)
             async let faults = chaos(workers)
-            let (republishedCount, faultCount) = try await (republished, faults)
+            async let atOutageEnd: (queued: Int, processed: Int)? = {
+                guard let sinkOutage else { return nil }
+                try await Task.sleep(for: sinkOutage)
+                let seen = (
+                    queued: try await messagesInQueues(namespace: namespace),
+                    processed: try await count("processed_events", databaseURL: databaseURL, namespace: namespace)
+                )
+                _ = sinkState.clearFaults()
+                return seen
+            }()
+            let (republishedCount, faultCount, outage) = try await (republished, faults, atOutageEnd)
 
             try await waitUntilQuiet(
-                sink: sinkState, namespace: namespace, databaseURL: databaseURL, timeout: .seconds(150))
+                sink: sinkState, namespace: namespace, databaseURL: databaseURL, timeout: .seconds(180))
             supervisor.cancel()
             var report = FleetReport.check(steps: script.steps, deliveries: sinkState.deliveries())
             report.republished = republishedCount
+            report.queuedAtOutageEnd = outage?.queued
+            report.processedAtOutageEnd = outage?.processed
             report.faults = faultCount
             report.workerRestarts = workers.map(\.restarts).reduce(0, +)
             report.deadLettered = try await deadLettered(namespace: namespace)
@@ -156,12 +173,17 @@ struct FleetHarness {
 
     /// Rows in the fleet database's outbox (pushes planned and not yet recorded as sent).
     static func outboxRows(databaseURL: String, namespace: String) async throws -> Int {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-outbox.txt")
+        try await count("outbox", databaseURL: databaseURL, namespace: namespace)
+    }
+
+    /// Rows in one table of the fleet database.
+    static func count(_ table: String, databaseURL: String, namespace: String) async throws -> Int {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-\(table).txt")
         try await shell(
-            "sh", ["-c", "psql '\(databaseURL)' -Atc 'select count(*) from outbox' > \(output.path)"],
+            "sh", ["-c", "psql '\(databaseURL)' -Atc 'select count(*) from \(table)' > \(output.path)"],
             timeout: .seconds(30))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
-        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1
+        return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
     /// How many partitions each live worker leases now, fewest first (from the database, before the workers stop).

@@ -19,6 +19,10 @@ struct FleetReport: CustomStringConvertible {
     var workerRestarts = 0
     /// Partitions leased by each worker at the end, fewest first.
     var partitionsPerWorker: [Int] = []
+    /// With a sink outage: messages the broker still held, and events the database had processed, just before the
+    /// sink recovered.
+    var queuedAtOutageEnd: Int?
+    var processedAtOutageEnd: Int?
 
     var description: String {
         "events published \(eventsPublished) (\(republished) re-published), effects checked \(effectsChecked), "
@@ -27,6 +31,8 @@ struct FleetReport: CustomStringConvertible {
             + "(with a new apns-id: \(duplicatesWithNewID.count)), dead-lettered \(deadLettered), faults \(faults), "
             + "longest gap between pushes \(longestGap), worker self-restarts \(workerRestarts), "
             + "partitions per worker \(partitionsPerWorker)"
+            + (queuedAtOutageEnd.map { ", at the outage's end: queued \($0)" } ?? "")
+            + (processedAtOutageEnd.map { ", processed \($0)" } ?? "")
     }
 
     /// Checks the sink's deliveries against the model of `steps` (the order they were published in).

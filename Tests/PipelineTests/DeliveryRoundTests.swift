@@ -61,7 +61,11 @@ struct DeliveryRoundTests {
         #expect(round.isFinished)
         #expect(round.record.sent == [3])
         // Third failure: ceiling 1 s × 2² = 4 s, half of it with the draw 0.5.
-        #expect(round.record.retries == [DeliveryRecord.Retry(id: 1, at: Self.now + 2_000_000)])
+        #expect(round.record.retries.map(\.id) == [1])
+        #expect(round.record.retries.map(\.at) == [Self.now + 2_000_000])
+        // The device's pushed version goes back to the waiting push's when the round is recorded.
+        #expect(round.record.retries.map(\.badgeVersion) == [1])
+        #expect(round.nextRetryAt == Self.now + 2_000_000)
         #expect(round.tally.heldBack == 1)
     }
 

@@ -57,6 +57,8 @@ struct Pipeline: Sendable {
     let publisher: AMQPChannel
     let connection: AMQPConnection
     let store: any BadgeStore
+    /// The fresh database's URL (`sqlite:PATH` or `postgres://…`).
+    let databaseURL: String
 
     static let amqpURL =
         ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
@@ -67,6 +69,7 @@ struct Pipeline: Sendable {
         backend: Backend,
         partitions: Int = 4,
         policy: BadgePolicy = .unseen,
+        apnsTopic: String = "com.example.test",
         _ body: @Sendable (Pipeline) async throws -> Void
     ) async throws {
         var logger = Logger(label: "pipeline-test")
@@ -80,7 +83,8 @@ struct Pipeline: Sendable {
             let port = try await sink.port()
 
             let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: partitions)
-            let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
+            let databaseURL = try backend.freshURL()
+            let store = try BadgeStoreFactory.make(url: databaseURL, logger: logger)
             let configuration = WorkerConfiguration(
                 amqp: try AMQPConfiguration(url: amqpURL),
                 databaseURL: "unused",
@@ -88,8 +92,9 @@ struct Pipeline: Sendable {
                     apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)",
                     initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(100)),
                 badgePolicy: policy,
-                apnsTopic: "com.example.test",
-                topology: topology)
+                apnsTopic: apnsTopic,
+                topology: topology,
+                deliveryIdlePoll: .milliseconds(100))
             let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
             let worker = Worker(configuration: configuration, store: store, logger: logger) {
                 readyContinuation.yield()
@@ -103,7 +108,8 @@ struct Pipeline: Sendable {
             let publisher = try await connection.openChannel()
             try await publisher.confirmSelect()
             let pipeline = Pipeline(
-                sink: sinkState, topology: topology, publisher: publisher, connection: connection, store: store)
+                sink: sinkState, topology: topology, publisher: publisher, connection: connection, store: store,
+                databaseURL: databaseURL)
             do {
                 try await body(pipeline)
             } catch {
@@ -177,6 +183,34 @@ struct Pipeline: Sendable {
             if delivery.provider == .fcm { return json["message"]?["apns"]?["payload"] }
             return json
         }
+    }
+
+    /// Runs SQL on the pipeline's database from outside the worker (psql, or Python's sqlite3 module), as an
+    /// operator would: to make the real database refuse some data.
+    func executeSQL(_ statement: String) throws {
+        if databaseURL.hasPrefix("sqlite:") {
+            let path = String(databaseURL.dropFirst("sqlite:".count))
+            try run(
+                "/usr/bin/env",
+                [
+                    "python3", "-c",
+                    "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()",
+                    path, statement,
+                ])
+        } else {
+            try run("/usr/bin/env", ["psql", databaseURL, "-q", "-v", "ON_ERROR_STOP=1", "-c", statement])
+        }
+    }
+
+    /// Everything parked in the dead-letter queue so far, by message id (taken off the queue).
+    func parked() async throws -> [String: AMQPDelivery] {
+        let channel = try await connection.openChannel()
+        var parked: [String: AMQPDelivery] = [:]
+        while let delivery = try await channel.get(queue: topology.deadQueueName, noAck: true) {
+            parked[delivery.properties.messageID ?? "?"] = delivery
+        }
+        try? await channel.close()
+        return parked
     }
 
     /// The badge of the last accepted push to a token.

@@ -179,6 +179,24 @@ enum DeliveryQueries {
                     "UPDATE outbox SET next_attempt_at = s.next_attempt_at, attempts = outbox.attempts + 1 FROM "
                         + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE outbox.id = s.id",
                     [set.bind])
+                // Each device's first push that must wait is the lowest version of the round that did not go out
+                // (a device's pushes go in order and stop at the first that must wait).
+                var versions = SQLRowSet([("token", .text), ("user_id", .text), ("badge_version", .int)])
+                var lowest: [String: DeliveryRecord.Retry] = [:]
+                for retry in record.retries where retry.badgeVersion != .max {
+                    if let known = lowest[retry.token], known.badgeVersion <= retry.badgeVersion { continue }
+                    lowest[retry.token] = retry
+                }
+                for (token, retry) in lowest.sorted(by: { $0.key < $1.key }) {
+                    versions.append([.text(token), .text(retry.user), .int(retry.badgeVersion)])
+                }
+                if !versions.isEmpty {
+                    try await sql.execute(
+                        "UPDATE devices SET pushed_version = s.badge_version FROM "
+                            + "\(versions.table("s", bind: 1, dialect: sql.dialect)) WHERE devices.token = s.token "
+                            + "AND devices.user_id = s.user_id AND devices.pushed_version > s.badge_version",
+                        [versions.bind])
+                }
             }
             if !record.deadTokens.isEmpty {
                 var set = SQLRowSet([("token", .text)])

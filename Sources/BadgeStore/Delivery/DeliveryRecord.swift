@@ -7,11 +7,20 @@ public struct DeliveryRecord: Sendable, Equatable {
         public var id: Int64
         /// Its next attempt, in microseconds since the epoch.
         public var at: Int64
+        /// Its device token, user and `badge_version`: the claim moved the token's pushed version up to the
+        /// newest push of the round, which did not go out; recording the retry moves it back to this push's, so
+        /// that it and the pushes behind it pass the guard as planned when they go.
+        public var token: String
+        public var user: String
+        public var badgeVersion: Int64
 
         /// Creates a retry.
-        public init(id: Int64, at: Int64) {
+        public init(id: Int64, at: Int64, token: String = "", user: String = "", badgeVersion: Int64 = .max) {
             self.id = id
             self.at = at
+            self.token = token
+            self.user = user
+            self.badgeVersion = badgeVersion
         }
     }
 

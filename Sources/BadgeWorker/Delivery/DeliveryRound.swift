@@ -52,6 +52,8 @@ struct DeliveryRound {
     /// Accepted pushes that finished after the term ran out.
     private(set) var late: [ClaimedPush] = []
     private(set) var tally = Tally()
+    /// The earliest next attempt the round scheduled, if any.
+    private(set) var nextRetryAt: Int64?
 
     init(_ claimed: [ClaimedPush], concurrency: Int, schedule: RetrySchedule, maxAge: Duration) {
         self.concurrency = max(1, concurrency)
@@ -124,7 +126,12 @@ struct DeliveryRound {
         }
         let delay = schedule.delay(attempts: push.outbox.attempts + 1, retryAfter: retryAfter, unit: unit)
         let micros = delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000
-        record.retries.append(DeliveryRecord.Retry(id: push.id, at: now + max(micros, 1)))
+        let at = now + max(micros, 1)
+        record.retries.append(
+            DeliveryRecord.Retry(
+                id: push.id, at: at, token: push.push.token, user: push.push.recipient,
+                badgeVersion: push.push.badgeVersion))
+        nextRetryAt = min(nextRetryAt ?? at, at)
         tally.retries += 1
         tally.heldBack += queues[push.push.token]?.count ?? 0
         return false

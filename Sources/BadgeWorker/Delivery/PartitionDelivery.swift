@@ -1,3 +1,4 @@
+import BadgeCore
 import BadgeStore
 import Logging
 
@@ -15,9 +16,23 @@ struct PartitionDelivery: Sendable {
     let idlePoll: Duration
 
     func run() async throws {
+        // The earliest retry this loop scheduled and has not reached yet.
+        var nextRetryAt: Int64?
         while !doorbell.isClosed {
-            let claimed = try await dispatcher.deliverRound(partition: partition, term: term)
-            if claimed == 0 { await doorbell.wait(upTo: idlePoll) }
+            let round = try await dispatcher.deliverRound(partition: partition, term: term)
+            if let at = round.nextRetryAt { nextRetryAt = min(nextRetryAt ?? at, at) }
+            guard round.claimed == 0 else { continue }
+            var wait = idlePoll
+            let now = Timestamp.now().microsecondsSinceEpoch
+            if let at = nextRetryAt {
+                if at <= now {
+                    nextRetryAt = nil
+                    continue
+                } else {
+                    wait = min(wait, .microseconds(at - now))
+                }
+            }
+            await doorbell.wait(upTo: wait)
         }
     }
 }

@@ -50,18 +50,19 @@ struct PushDispatcher: Sendable {
     /// the partition has a new owner, this worker sends nothing more of it (the claim, or the check before
     /// sending, fails with `lease_lost`).
     func drainOutbox(partition: Int?, term: LeaseTerm? = nil) async throws {
-        while try await deliverRound(partition: partition, term: term) > 0 {}
+        while try await deliverRound(partition: partition, term: term).claimed > 0 {}
     }
 
-    /// Claims one round of due pushes, sends them and records the outcomes; returns how many were claimed.
-    func deliverRound(partition: Int?, term: LeaseTerm?) async throws -> Int {
+    /// Claims one round of due pushes, sends them and records the outcomes; returns how many were claimed and the
+    /// earliest next attempt it scheduled (microseconds since the epoch), if any.
+    func deliverRound(partition: Int?, term: LeaseTerm?) async throws -> (claimed: Int, nextRetryAt: Int64?) {
         let (limit, policy) = (roundSize, policy)
         let claimed = try await Retry.transient("claim pushes", logger: logger) { [store] in
             try await store.claimPushes(
                 partition: partition, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: policy,
                 lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore)
         }
-        if claimed.isEmpty { return 0 }
+        if claimed.isEmpty { return (0, nil) }
         var round = DeliveryRound(claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge)
         var failure: (any Error)?
         await withTaskGroup(of: (ClaimedPush, DeliveryRound.Result, (any Error)?).self) { group in
@@ -85,7 +86,7 @@ struct PushDispatcher: Sendable {
         }
         if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
         if let failure { throw failure }
-        return claimed.count
+        return (claimed.count, round.nextRetryAt)
     }
 
     /// One attempt at one push, with its result for the round (and the error that stopped it, if any).

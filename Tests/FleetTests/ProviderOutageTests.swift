@@ -1,0 +1,27 @@
+import BadgeModel
+import BadgeSink
+import Foundation
+import Testing
+
+/// A provider that is down for minutes holds up nothing: ingestion goes on, every push waits in the outbox with its
+/// own retry schedule, no worker exits, and after the outage every alert arrives once with the right badges.
+@Suite("Provider outage", .serialized, .timeLimit(.minutes(12)))
+struct ProviderOutageTests {
+    @Test func theSinkAnswers503ToEverythingForFiveMinutesWhileEventsKeepFlowing() async throws {
+        // About 2,500 events at 10 per second: the publisher is done well before the outage ends.
+        let report = try await FleetHarness.run(seed: 17, rate: 10, sinkOutage: .seconds(300))
+        print("fleet[sink down 5 min]: \(report)")
+        // Every event was written while the provider was down: nothing waited in the broker.
+        #expect(report.queuedAtOutageEnd == 0)
+        let distinctEvents = Set(FleetScript(seed: 17).steps.map(\.event.id)).count
+        #expect(report.processedAtOutageEnd == distinctEvents)
+        // No worker exited (the watchdog guards our own hangs, never a provider's).
+        #expect(report.workerRestarts == 0)
+        #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
+        #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
+        #expect(report.orderViolations.isEmpty, "order: \(report.orderViolations.prefix(10))")
+        #expect(report.duplicateAlerts == 0)
+        #expect(report.deadLettered == 0)
+        #expect(report.effectsChecked > 1000)
+    }
+}
