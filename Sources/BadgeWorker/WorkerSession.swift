@@ -25,7 +25,6 @@ struct WorkerSession {
         var term: LeaseTerm?
         var buffer: DeliveryBuffer
         var doorbell: Doorbell
-        var stopping = false
     }
 
     func run() async throws {
@@ -39,11 +38,10 @@ struct WorkerSession {
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var running: [Int: Running] = [:]
-                var releasing: Set<Int> = []
+                // Which partitions to hold (fleet mode; see `LeaseManager`).
+                var leases = LeaseManager(
+                    ttl: .milliseconds(configuration.fleet?.leaseTTLMilliseconds ?? 5000))
                 var ready = false
-                // The start of the last lease round that succeeded, and the end of a hold-off on expired leases.
-                var lastRound: ContinuousClock.Instant?
-                var holdOffExpiredUntil: ContinuousClock.Instant?
 
                 func start(_ partition: Int, term: LeaseTerm?) async throws {
                     let lease = term?.lease
@@ -120,9 +118,8 @@ struct WorkerSession {
                         break
                     }
                     for partition in registry.takeStopped() {
-                        if running.removeValue(forKey: partition) != nil, configuration.fleet != nil {
-                            releasing.insert(partition)
-                        }
+                        running.removeValue(forKey: partition)
+                        leases.stopped(partition)
                     }
                     guard let fleet = configuration.fleet else {
                         if running.isEmpty, !ready {
@@ -139,69 +136,44 @@ struct WorkerSession {
                         continue
                     }
                     let ttl = Duration.milliseconds(fleet.leaseTTLMilliseconds)
-                    let (giveBack, previous, holdOff) = (releasing, lastRound, holdOffExpiredUntil)
+                    let manager = leases
                     let (round, confirmed) = try await watchdog.watch("lease round") {
                         try await Retry.transient("lease round", logger: logger) {
                             // Read before the round: the renewed expiries are at least a TTL after this instant.
                             let confirmed = ContinuousClock.now
-                            let takeExpired = LeaseHoldOff.mayTakeExpired(
-                                now: confirmed, lastRound: previous, holdOffUntil: holdOff, ttl: ttl)
+                            let request = manager.request(now: confirmed)
                             let round = try await store.leaseRound(
                                 worker: fleet.workerID, partitions: configuration.topology.partitions,
-                                ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: giveBack,
-                                takeExpired: takeExpired)
+                                ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: request.releasing,
+                                takeExpired: request.takeExpired)
                             return (round, confirmed)
                         }
                     }
-                    let finished = ContinuousClock.now
-                    if let until = LeaseHoldOff.holdOff(
-                        after: confirmed, finished: finished, lastRound: lastRound, ttl: ttl)
-                    {
-                        holdOffExpiredUntil = until
-                        logger.warning(
-                            "lease rounds missed the database for over a TTL; careful takeovers for a while",
-                            metadata: [
-                                "worker.gap": "\(confirmed - (lastRound ?? confirmed))",
-                                "worker.round_took": "\(finished - confirmed)",
-                            ])
-                    }
-                    let holdingOff = holdOffExpiredUntil.map { finished < $0 } ?? false
-                    lastRound = confirmed
-                    releasing = []
-                    let held = Dictionary(round.leases.map { ($0.partition, $0) }) { $0.epoch > $1.epoch ? $0 : $1 }
-                    for (partition, entry) in running {
-                        if let term = entry.term, held[partition]?.epoch == term.lease.epoch {
-                            term.renewed(confirmed: confirmed)
+                    for action in leases.roundSucceeded(round, confirmed: confirmed, finished: .now) {
+                        switch action {
+                        case .holdOff(let gap, let roundTook):
+                            logger.warning(
+                                "lease rounds missed the database for over a TTL; careful takeovers for a while",
+                                metadata: ["worker.gap": "\(gap)", "worker.round_took": "\(roundTook)"])
+                        case .renew(let partition):
+                            running[partition]?.term?.renewed(confirmed: confirmed)
                             // Send what others planned into this partition's outbox meanwhile (a badge refresh from
                             // a worker that lost the partition with a push on its way), even when no events come.
-                            entry.doorbell.ring()
-                        } else if !entry.stopping {
-                            // Lost (expired while we were stalled, or taken over): stop now; the fence stops any
-                            // commit and the term any send.
-                            running[partition]?.stopping = true
-                            entry.buffer.finish(nil)
-                        }
-                    }
-                    // Above the fair share: give partitions back once their batch in progress is done.
-                    let keeping = running.filter { !$0.value.stopping }.count
-                    if keeping > round.target {
-                        for partition in running.keys.sorted().reversed().prefix(keeping - round.target) {
-                            running[partition]?.stopping = true
+                            running[partition]?.doorbell.ring()
+                        case .stop(let partition):
+                            // Lost (expired while we were stalled, or taken over), or above the fair share: stop
+                            // after the batch in progress; the fence stops any commit and the term any send.
                             running[partition]?.buffer.finish(nil)
-                        }
-                    } else {
-                        for (partition, lease) in held.sorted(by: { $0.key < $1.key }) where running[partition] == nil {
-                            if running.filter({ !$0.value.stopping }).count >= round.target { break }
+                        case .start(let lease, let waitsForEarlierClaims):
                             try await start(
-                                partition,
+                                lease.partition,
                                 term: LeaseTerm(
-                                    lease: lease, ttl: ttl, confirmed: confirmed, waitsForEarlierClaims: holdingOff))
+                                    lease: lease, ttl: ttl, confirmed: confirmed,
+                                    waitsForEarlierClaims: waitsForEarlierClaims))
                             logger.info(
                                 "partition acquired",
-                                metadata: ["worker.partition": "\(partition)", "worker.epoch": "\(lease.epoch)"])
+                                metadata: ["worker.partition": "\(lease.partition)", "worker.epoch": "\(lease.epoch)"])
                         }
-                        // Held but not wanted (over target): release at the next round.
-                        for partition in held.keys where running[partition] == nil { releasing.insert(partition) }
                     }
                     if !ready {
                         ready = true
@@ -214,18 +186,19 @@ struct WorkerSession {
                 // Graceful shutdown, or the connection (or a partition) failed: every partition finishes its batch
                 // in progress, including sending and recording its pushes, then its channel closes. Never cancelled
                 // half-way: a push sent but not recorded would be sent again by whoever drains the outbox next.
+                _ = leases.stopAll()
                 for entry in running.values { entry.buffer.finish(nil) }
                 while !running.isEmpty {
                     for partition in registry.takeStopped() {
                         running.removeValue(forKey: partition)
-                        releasing.insert(partition)
+                        leases.stopped(partition)
                     }
                     if !running.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
                 }
-                if let fleet = configuration.fleet, !releasing.isEmpty {
+                if let fleet = configuration.fleet, !leases.toRelease.isEmpty {
                     _ = try? await store.leaseRound(
                         worker: fleet.workerID, partitions: configuration.topology.partitions,
-                        ttlMilliseconds: 0, releasing: releasing)
+                        ttlMilliseconds: 0, releasing: leases.toRelease)
                 }
                 await connection.close()
                 try await group.waitForAll()
