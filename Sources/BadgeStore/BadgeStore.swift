@@ -71,9 +71,13 @@ public protocol BadgeStore: Sendable {
     /// badge-only pushes and rebuilds stale alerts, and a badge-only push followed by a later one to the same
     /// device is dropped as superseded. Claimed rows are marked with the lease's epoch. With `skipClaimedBefore`,
     /// rows an earlier owner claimed under an older epoch are left for it to record.
+    ///
+    /// `recording` (the previous round's outcomes) is recorded first, in the same transaction, which saves a
+    /// transaction per round; when the claim fails (`lease_lost`, say) nothing of it is recorded, and the caller
+    /// records it with ``recordDeliveries(_:)``.
     func claimPushes(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
-        skipClaimedBefore: Int64?
+        skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> [ClaimedPush]
 
     /// Records a delivery round's outcomes in one transaction (see ``DeliveryRecord``).

@@ -49,25 +49,22 @@ extension EventRules {
             }
         }
         try await loadNotifications(pairs: notificationPairs, readAllUntil: readAllUntil, openedUntil: openedUntil)
-        try await loadTombstones(pairs: notificationPairs)
         try await loadMessages(pairs: messagePairs, readUntil: conversationReadUntil)
         try await loadWatermarks(conversationPairs)
         try await loadDevices(users: Set(effective.map(\.recipient)), tokens: deviceTokens)
     }
 
     /// Creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so that
-    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory.
+    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory. One statement.
     private mutating func lockUsers(_ ids: Set<String>) async throws {
         var set = SQLRowSet([("user_id", .text)])
         for id in ids.sorted() { set.append([.text(id)]) }
-        let source = set.table("s", bind: 1, dialect: sql.dialect)
-        try await sql.execute(
-            "INSERT INTO users (user_id) SELECT user_id FROM \(source) WHERE true ORDER BY user_id "
-                + "ON CONFLICT (user_id) DO NOTHING",
-            [set.bind])
+        // One statement creates the missing rows and locks all of them: an upsert whose `DO UPDATE` (a no-op) locks
+        // an existing row as `FOR UPDATE` would, in the order of the SELECT.
         let rows = try await sql.query(
-            "SELECT user_id, \(UserRow.columns) FROM users WHERE user_id IN (SELECT user_id FROM \(source)) "
-                + "ORDER BY user_id" + sql.dialect.forUpdate,
+            "INSERT INTO users (user_id) SELECT user_id FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
+                + "WHERE true ORDER BY user_id ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id "
+                + "RETURNING user_id, \(UserRow.columns)",
             [set.bind])
         for row in rows {
             guard let id = row.first?.string else { throw StoreError.corrupt("users row without id") }
@@ -95,57 +92,53 @@ extension EventRules {
         }
     }
 
-    /// The notifications the batch names (new ones, ids of `notification_read`), whatever their state, and those
-    /// its read-all and opened watermarks will change: unread ones up to the newest read-all, unread unseen ones up
+    /// The notifications the batch names (new ones, ids of `notification_read`), whatever their state, with their
+    /// read tombstones, and those its read-all and opened watermarks will change: unread ones up to the newest read-all, unread unseen ones up
     /// to the newest opened.
     private mutating func loadNotifications(
         pairs: SQLRowSet, readAllUntil: [String: Int64], openedUntil: [String: Int64]
     ) async throws {
-        var rows: [[SQLValue]] = []
+        // One statement: the named notifications and their tombstones, and the rows the watermarks will change.
+        var branches: [String] = []
+        var binds: [SQLValue] = []
         let columns = "n.user_id, n.id, n.occurred_at, n.read, n.seen"
         if !pairs.isEmpty {
-            rows += try await sql.query(
-                "SELECT \(columns) FROM notifications n JOIN \(pairs.table("s", bind: 1, dialect: sql.dialect)) "
-                    + "ON n.user_id = s.user_id AND n.id = s.id",
-                [pairs.bind])
+            binds.append(pairs.bind)
+            let source = pairs.table("s", bind: binds.count, dialect: sql.dialect)
+            branches.append(
+                "SELECT 'n', \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id AND n.id = s.id")
+            branches.append(
+                "SELECT 't', t.user_id, t.notification_id, NULL, NULL, NULL FROM read_tombstones t JOIN \(source) "
+                    + "ON t.user_id = s.user_id AND t.notification_id = s.id")
         }
         if !readAllUntil.isEmpty || !openedUntil.isEmpty {
             var watermarks = SQLRowSet([("user_id", .text), ("read_all", .int), ("opened", .int)])
             for user in Set(readAllUntil.keys).union(openedUntil.keys).sorted() {
                 watermarks.append([.text(user), .int(readAllUntil[user]), .int(openedUntil[user])])
             }
-            let source = watermarks.table("s", bind: 1, dialect: sql.dialect)
-            rows += try await sql.query(
-                """
-                SELECT \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id
-                WHERE NOT n.read AND n.occurred_at <= s.read_all
-                UNION ALL
-                SELECT \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id
-                WHERE NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened
-                """,
-                [watermarks.bind])
+            binds.append(watermarks.bind)
+            let source = watermarks.table("s", bind: binds.count, dialect: sql.dialect)
+            branches.append(
+                "SELECT 'n', \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id "
+                    + "WHERE NOT n.read AND n.occurred_at <= s.read_all")
+            branches.append(
+                "SELECT 'n', \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id "
+                    + "WHERE NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened")
         }
-        for row in rows {
-            guard row.count == 5, let user = row[0].string, let id = row[1].string, let occurredAt = row[2].int64,
-                let read = row[3].bool, let seen = row[4].bool
-            else { throw StoreError.corrupt("bad notifications row") }
+        guard !branches.isEmpty else { return }
+        for row in try await sql.query(branches.joined(separator: " UNION ALL "), binds) {
+            guard row.count == 6, let kind = row[0].string, let user = row[1].string, let id = row[2].string else {
+                throw StoreError.corrupt("bad notifications row")
+            }
+            if kind == "t" {
+                tombstones[user, default: []].insert(id)
+                continue
+            }
+            guard let occurredAt = row[3].int64, let read = row[4].bool, let seen = row[5].bool else {
+                throw StoreError.corrupt("bad notifications row")
+            }
             notifications[user, default: [:]][id] = NotificationRow(
                 occurredAt: occurredAt, read: read, seen: seen, isNew: false)
-        }
-    }
-
-    private mutating func loadTombstones(pairs: SQLRowSet) async throws {
-        guard !pairs.isEmpty else { return }
-        let rows = try await sql.query(
-            "SELECT t.user_id, t.notification_id FROM read_tombstones t "
-                + "JOIN \(pairs.table("s", bind: 1, dialect: sql.dialect)) "
-                + "ON t.user_id = s.user_id AND t.notification_id = s.id",
-            [pairs.bind])
-        for row in rows {
-            guard row.count == 2, let user = row[0].string, let id = row[1].string else {
-                throw StoreError.corrupt("bad read_tombstones row")
-            }
-            tombstones[user, default: []].insert(id)
         }
     }
 

@@ -49,11 +49,11 @@ extension SQLBackedBadgeStore {
 
     public func claimPushes(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
-        skipClaimedBefore: Int64?
+        skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> [ClaimedPush] {
         try await DeliveryQueries.claimDue(
             partition: partition, limit: limit, now: now, policy: policy, lease: lease,
-            skipClaimedBefore: skipClaimedBefore, database: sqlBackend.database)
+            skipClaimedBefore: skipClaimedBefore, recording: recording, database: sqlBackend.database)
     }
 
     public func recordDeliveries(_ record: DeliveryRecord) async throws {

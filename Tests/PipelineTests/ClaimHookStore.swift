@@ -31,11 +31,11 @@ final class ClaimHookStore: BadgeStore {
 
     func claimPushes(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
-        skipClaimedBefore: Int64?
+        skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> [ClaimedPush] {
         let claimed = try await base.claimPushes(
             partition: partition, limit: limit, now: now, policy: policy, lease: lease,
-            skipClaimedBefore: skipClaimedBefore)
+            skipClaimedBefore: skipClaimedBefore, recording: recording)
         guard !claimed.isEmpty else { return claimed }
         let first = claimCount.withLock { count in
             count += 1

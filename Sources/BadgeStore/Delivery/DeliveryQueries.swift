@@ -13,10 +13,14 @@ enum DeliveryQueries {
     /// `LeaseTerm.isInDoubt`).
     static func claimDue(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
-        skipClaimedBefore: Int64?, database: any SQLTransactor
+        skipClaimedBefore: Int64?, recording: DeliveryRecord = DeliveryRecord(), database: any SQLTransactor
     ) async throws -> [ClaimedPush] {
-        guard limit > 0 else { return [] }
+        guard limit > 0 else {
+            try await record(recording, database: database)
+            return []
+        }
         return try await database.transaction { sql in
+            try await write(recording, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
             var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
             var filters = ""
@@ -28,22 +32,34 @@ enum DeliveryQueries {
                 binds.append(.int(skipClaimedBefore))
                 filters += " AND (o.claimed_epoch IS NULL OR o.claimed_epoch >= $\(binds.count))"
             }
-            let columns = OutboxRow.selectColumns.split(separator: ",").map { "o." + $0.drop(while: { $0 == " " }) }
-            let rows = try await sql.query(
-                "SELECT \(columns.joined(separator: ", ")) FROM outbox o WHERE o.next_attempt_at <= $1\(filters) "
-                    + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND e.id < o.id "
-                    + "AND e.next_attempt_at > $1) ORDER BY o.id LIMIT $2" + sql.dialect.forUpdate,
-                binds
-            ).map(OutboxRow.decode)
-            return try await claim(rows, policy: policy, lease: lease, sql: sql)
+            let due =
+                "FROM outbox o WHERE o.next_attempt_at <= $1\(filters) "
+                + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND e.id < o.id "
+                + "AND e.next_attempt_at > $1) ORDER BY o.id LIMIT $2" + sql.dialect.forUpdate
+            let rows: [OutboxPush]
+            if let lease {
+                // Select, lock and mark with the claimer's epoch in one statement.
+                binds.append(.int(lease.epoch))
+                rows = try await sql.query(
+                    "UPDATE outbox SET claimed_epoch = $\(binds.count) WHERE id IN (SELECT o.id \(due)) "
+                        + "RETURNING \(OutboxRow.selectColumns)",
+                    binds
+                ).map(OutboxRow.decode).sorted { $0.id < $1.id }
+            } else {
+                let columns = OutboxRow.selectColumns.split(separator: ",").map { "o." + $0.drop(while: { $0 == " " }) }
+                rows = try await sql.query("SELECT \(columns.joined(separator: ", ")) \(due)", binds)
+                    .map(OutboxRow.decode)
+            }
+            return try await claim(rows, policy: policy, lease: lease, marked: lease != nil, sql: sql)
         }
     }
 
     /// Runs the push guard over `rows` (locked, in id order) and writes its decisions: dropped rows are deleted,
-    /// claimed ones are marked with the claimer's epoch (and rebuilt ones rewritten), and each token's
-    /// `pushed_version` moves up. Returns what to send, in id order.
+    /// claimed ones are marked with the claimer's epoch (unless `marked` says the select did it) and rebuilt ones
+    /// rewritten, and each token's `pushed_version` moves up. Returns what to send, in id order.
     static func claim(
-        _ rows: [OutboxPush], policy: BadgePolicy, lease: PartitionLease?, sql: any SQLExecutor
+        _ rows: [OutboxPush], policy: BadgePolicy, lease: PartitionLease?, marked alreadyMarked: Bool = false,
+        sql: any SQLExecutor
     ) async throws -> [ClaimedPush] {
         guard !rows.isEmpty else { return [] }
         var tokens = SQLRowSet([("token", .text)])
@@ -119,7 +135,7 @@ enum DeliveryQueries {
             if stored[push.token] != nil {
                 pushedVersions[push.token] = (push.recipient, push.badgeVersion)
             }
-            if lease != nil || decision == .rebuild {
+            if (lease != nil && !alreadyMarked) || decision == .rebuild {
                 marked.append([
                     .int(row.id), .int(lease?.epoch), .int(Int64(push.counts.unreadNotifications)),
                     .int(Int64(push.counts.unseenNotifications)), .int(Int64(push.counts.unreadMessages)),
@@ -161,51 +177,55 @@ enum DeliveryQueries {
     /// Records what a delivery round did, in one transaction.
     static func record(_ record: DeliveryRecord, database: any SQLTransactor) async throws {
         guard !record.isEmpty else { return }
-        try await database.transaction { sql in
-            let finished = record.sent + record.failed
-            if !finished.isEmpty {
-                var set = SQLRowSet([("id", .int)])
-                for id in finished.sorted() { set.append([.int(id)]) }
-                try await sql.execute(
-                    "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
-                    [set.bind])
+        try await database.transaction { sql in try await write(record, sql: sql) }
+    }
+
+    /// Writes `record` inside the caller's transaction.
+    static func write(_ record: DeliveryRecord, sql: any SQLExecutor) async throws {
+        guard !record.isEmpty else { return }
+        let finished = record.sent + record.failed
+        if !finished.isEmpty {
+            var set = SQLRowSet([("id", .int)])
+            for id in finished.sorted() { set.append([.int(id)]) }
+            try await sql.execute(
+                "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
+                [set.bind])
+        }
+        if !record.retries.isEmpty {
+            var set = SQLRowSet([("id", .int), ("next_attempt_at", .int)])
+            for retry in record.retries.sorted(by: { $0.id < $1.id }) {
+                set.append([.int(retry.id), .int(retry.at)])
             }
-            if !record.retries.isEmpty {
-                var set = SQLRowSet([("id", .int), ("next_attempt_at", .int)])
-                for retry in record.retries.sorted(by: { $0.id < $1.id }) {
-                    set.append([.int(retry.id), .int(retry.at)])
-                }
-                try await sql.execute(
-                    "UPDATE outbox SET next_attempt_at = s.next_attempt_at, attempts = outbox.attempts + 1 FROM "
-                        + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE outbox.id = s.id",
-                    [set.bind])
-                // Each device's first push that must wait is the lowest version of the round that did not go out
-                // (a device's pushes go in order and stop at the first that must wait).
-                var versions = SQLRowSet([("token", .text), ("user_id", .text), ("badge_version", .int)])
-                var lowest: [String: DeliveryRecord.Retry] = [:]
-                for retry in record.retries where retry.badgeVersion != .max {
-                    if let known = lowest[retry.token], known.badgeVersion <= retry.badgeVersion { continue }
-                    lowest[retry.token] = retry
-                }
-                for (token, retry) in lowest.sorted(by: { $0.key < $1.key }) {
-                    versions.append([.text(token), .text(retry.user), .int(retry.badgeVersion)])
-                }
-                if !versions.isEmpty {
-                    try await sql.execute(
-                        "UPDATE devices SET pushed_version = s.badge_version FROM "
-                            + "\(versions.table("s", bind: 1, dialect: sql.dialect)) WHERE devices.token = s.token "
-                            + "AND devices.user_id = s.user_id AND devices.pushed_version > s.badge_version",
-                        [versions.bind])
-                }
+            try await sql.execute(
+                "UPDATE outbox SET next_attempt_at = s.next_attempt_at, attempts = outbox.attempts + 1 FROM "
+                    + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE outbox.id = s.id",
+                [set.bind])
+            // Each device's first push that must wait is the lowest version of the round that did not go out
+            // (a device's pushes go in order and stop at the first that must wait).
+            var versions = SQLRowSet([("token", .text), ("user_id", .text), ("badge_version", .int)])
+            var lowest: [String: DeliveryRecord.Retry] = [:]
+            for retry in record.retries where retry.badgeVersion != .max {
+                if let known = lowest[retry.token], known.badgeVersion <= retry.badgeVersion { continue }
+                lowest[retry.token] = retry
             }
-            if !record.deadTokens.isEmpty {
-                var set = SQLRowSet([("token", .text)])
-                for token in record.deadTokens.sorted() { set.append([.text(token)]) }
-                let source = set.table("s", bind: 1, dialect: sql.dialect)
-                try await sql.execute(
-                    "UPDATE devices SET active = FALSE WHERE token IN (SELECT token FROM \(source))", [set.bind])
-                try await sql.execute("DELETE FROM outbox WHERE token IN (SELECT token FROM \(source))", [set.bind])
+            for (token, retry) in lowest.sorted(by: { $0.key < $1.key }) {
+                versions.append([.text(token), .text(retry.user), .int(retry.badgeVersion)])
             }
+            if !versions.isEmpty {
+                try await sql.execute(
+                    "UPDATE devices SET pushed_version = s.badge_version FROM "
+                        + "\(versions.table("s", bind: 1, dialect: sql.dialect)) WHERE devices.token = s.token "
+                        + "AND devices.user_id = s.user_id AND devices.pushed_version > s.badge_version",
+                    [versions.bind])
+            }
+        }
+        if !record.deadTokens.isEmpty {
+            var set = SQLRowSet([("token", .text)])
+            for token in record.deadTokens.sorted() { set.append([.text(token)]) }
+            let source = set.table("s", bind: 1, dialect: sql.dialect)
+            try await sql.execute(
+                "UPDATE devices SET active = FALSE WHERE token IN (SELECT token FROM \(source))", [set.bind])
+            try await sql.execute("DELETE FROM outbox WHERE token IN (SELECT token FROM \(source))", [set.bind])
         }
     }
 }

@@ -50,19 +50,44 @@ struct PushDispatcher: Sendable {
     /// the partition has a new owner, this worker sends nothing more of it (the claim, or the check before
     /// sending, fails with `lease_lost`).
     func drainOutbox(partition: Int?, term: LeaseTerm? = nil) async throws {
-        while try await deliverRound(partition: partition, term: term).claimed > 0 {}
+        var pending = DeliveryRecord()
+        while true {
+            let round = try await deliverRound(partition: partition, term: term, recording: pending)
+            pending = round.record
+            if round.claimed == 0 { return }
+        }
     }
 
-    /// Claims one round of due pushes, sends them and records the outcomes; returns how many were claimed and the
-    /// earliest next attempt it scheduled (microseconds since the epoch), if any.
-    func deliverRound(partition: Int?, term: LeaseTerm?) async throws -> (claimed: Int, nextRetryAt: Int64?) {
+    /// What one round did.
+    struct RoundResult {
+        /// Pushes claimed.
+        var claimed: Int
+        /// The earliest next attempt the round scheduled (microseconds since the epoch), if any.
+        var nextRetryAt: Int64?
+        /// The round's outcomes, not recorded yet: the caller passes them to the next round, whose claim records
+        /// them in its own transaction (it follows at once), or records them itself when it stops.
+        var record: DeliveryRecord
+    }
+
+    /// Records `pending` (the previous round's outcomes) with the claim of one round of due pushes, sends them and
+    /// returns what happened. A round that ends with an error, or with pushes that finished after the term, records
+    /// its outcomes itself before it goes on.
+    func deliverRound(partition: Int?, term: LeaseTerm?, recording pending: DeliveryRecord) async throws -> RoundResult
+    {
         let (limit, policy) = (roundSize, policy)
-        let claimed = try await Retry.transient("claim pushes", logger: logger) { [store] in
-            try await store.claimPushes(
-                partition: partition, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: policy,
-                lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore)
+        let claimed: [ClaimedPush]
+        do {
+            claimed = try await Retry.transient("claim pushes", logger: logger) { [store] in
+                try await store.claimPushes(
+                    partition: partition, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: policy,
+                    lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore, recording: pending)
+            }
+        } catch {
+            // What went out did go out: record it even though the partition is someone else's now.
+            try await record(pending)
+            throw error
         }
-        if claimed.isEmpty { return (0, nil) }
+        if claimed.isEmpty { return RoundResult(claimed: 0, nextRetryAt: nil, record: DeliveryRecord()) }
         var round = DeliveryRound(claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge)
         var failure: (any Error)?
         await withTaskGroup(of: (ClaimedPush, DeliveryRound.Result, (any Error)?).self) { group in
@@ -80,13 +105,21 @@ struct PushDispatcher: Sendable {
             }
         }
         report(round.tally)
-        let record = round.record
+        if failure != nil || (term != nil && !round.late.isEmpty) {
+            try await record(round.record)
+            if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
+            if let failure { throw failure }
+            return RoundResult(claimed: claimed.count, nextRetryAt: round.nextRetryAt, record: DeliveryRecord())
+        }
+        return RoundResult(claimed: claimed.count, nextRetryAt: round.nextRetryAt, record: round.record)
+    }
+
+    /// Records a round's outcomes on their own.
+    func record(_ record: DeliveryRecord) async throws {
+        guard !record.isEmpty else { return }
         try await Retry.transient("record deliveries", logger: logger) { [store] in
             try await store.recordDeliveries(record)
         }
-        if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
-        if let failure { throw failure }
-        return (claimed.count, round.nextRetryAt)
     }
 
     /// One attempt at one push, with its result for the round (and the error that stopped it, if any).
