@@ -34,6 +34,8 @@ struct WorkerSession {
         try await deadLetters.confirmSelect()
         let registry = PartitionRegistry()
         let shutdown = ShutdownFlag()
+        // Wakes the manager loop early: a partition stopped (to be released), or shutdown.
+        let wake = Doorbell()
 
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -104,6 +106,8 @@ struct WorkerSession {
                         // Unprocessed deliveries go back to the queue in order (no basic.cancel).
                         try? await channel.close()
                         registry.stopped(partition)
+                        // Release it at once: the manager loop runs its next lease round now.
+                        wake.ring()
                     }
                 }
 
@@ -180,7 +184,7 @@ struct WorkerSession {
                         logReady(held: running.count)
                         await onReady?()
                     }
-                    try? await shutdown.wait(upTo: .milliseconds(fleet.leaseTTLMilliseconds / 3))
+                    await wake.wait(upTo: leases.nextRoundDelay(now: .now))
                 }
 
                 // Graceful shutdown, or the connection (or a partition) failed: every partition finishes its batch
@@ -206,6 +210,7 @@ struct WorkerSession {
             }
         } onGracefulShutdown: {
             shutdown.set()
+            wake.ring()
         }
     }
 

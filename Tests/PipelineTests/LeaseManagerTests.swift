@@ -89,4 +89,23 @@ struct LeaseManagerTests {
         #expect(manager.isIdle)
         #expect(manager.toRelease == [0, 1])
     }
+
+    @Test func roundsComeFastWhileTheFleetRebalancesAndEveryThirdOfTheTTLOtherwise() {
+        var manager = LeaseManager(ttl: ttl)
+        let now = ContinuousClock.now
+        // The first round acquires: rebalancing.
+        _ = manager.roundSucceeded(round([lease(0), lease(1)], target: 2), confirmed: now, finished: now)
+        #expect(manager.nextRoundDelay(now: now) == .milliseconds(250))
+        // Nothing changes for two TTLs: back to a third of the TTL.
+        for step in 1...7 {
+            let at = now + .seconds(step)
+            _ = manager.roundSucceeded(round([lease(0), lease(1)], target: 2), confirmed: at, finished: at)
+        }
+        #expect(manager.nextRoundDelay(now: now + .seconds(7)) == .seconds(1))
+        // Another worker joins (the share drops to 1): give one back, fast.
+        let later = now + .seconds(8)
+        _ = manager.roundSucceeded(
+            LeaseRound(leases: [lease(0), lease(1)], liveWorkers: 2, target: 1), confirmed: later, finished: later)
+        #expect(manager.nextRoundDelay(now: later) == .milliseconds(250))
+    }
 }
