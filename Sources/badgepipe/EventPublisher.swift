@@ -21,6 +21,8 @@ struct EventPublisher {
 
     let channel: AMQPChannel
     let window: Int
+    /// The events exchange to publish to (`badgepipe.events`, or another namespace's).
+    let exchange: String
 
     func publish(
         count: Int,
@@ -52,7 +54,7 @@ struct EventPublisher {
             }
             let event = next()
             let confirmation = channel.publishInOrder(
-                event.body, exchange: Topology().exchange, routingKey: event.recipient, mandatory: true,
+                event.body, exchange: exchange, routingKey: event.recipient, mandatory: true,
                 properties: AMQPProperties(
                     contentType: "application/json", deliveryMode: .persistent, messageID: event.id,
                     type: event.type.isEmpty ? nil : event.type))

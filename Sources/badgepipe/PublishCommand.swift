@@ -40,20 +40,24 @@ struct PublishCommand: AsyncParsableCommand {
     @Option(help: "Distinct recipients in load mode.") var users: Int = 100
     @Option(help: "Random seed in load mode.") var seed: UInt64 = 1
     @Option(help: "Unconfirmed publishes in flight.") var window: Int = 1000
+    @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe), as the workers use.")
+    var namespace: String?
 
     func run() async throws {
         let events = try collectEvents()
         let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
         let channel = try await connection.openChannel()
+        let exchange = Topology(namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"))
+            .exchange
         do {
-            try await channel.declareExchange(Topology.eventsExchange, type: .modulusHash, passive: true)
+            try await channel.declareExchange(exchange, type: .modulusHash, passive: true)
         } catch let error as AMQPError where error.replyCode == 404 {
             throw CommandError(
                 code: "no_exchange",
-                message: "exchange \(Topology.eventsExchange) does not exist: run `badgepipe setup` or start a worker")
+                message: "exchange \(exchange) does not exist: run `badgepipe setup` or start a worker")
         }
         try await channel.confirmSelect()
-        let publisher = EventPublisher(channel: channel, window: window)
+        let publisher = EventPublisher(channel: channel, window: window, exchange: exchange)
         let report: EventPublisher.Report
         if let count {
             var generator = LoadGenerator(users: max(1, users), seed: seed)

@@ -9,13 +9,17 @@ struct SetupCommand: AsyncParsableCommand {
 
     @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
     @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
+    @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe), as the workers use.")
+    var namespace: String?
 
     func run() async throws {
         let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
         let channel = try await connection.openChannel()
         let count = partitions ?? Int(Settings.value(nil, "BADGEPIPE_PARTITIONS", default: "8")) ?? 8
-        try await Topology(partitions: count).declare(on: channel)
+        let topology = Topology(
+            namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"), partitions: count)
+        try await topology.declare(on: channel)
         await connection.close()
-        print("declared \(Topology.eventsExchange) with \(count) partitions and \(Topology.deadQueue)")
+        print("declared \(topology.exchange) with \(count) partitions and \(topology.deadQueueName)")
     }
 }

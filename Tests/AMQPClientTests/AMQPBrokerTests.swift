@@ -204,7 +204,9 @@ struct AMQPBrokerTests {
         try await channel.confirmSelect()
 
         let tally = PublishTally()
-        let total = 200_000
+        // Far more than the broker confirms before `stop_app` takes effect (it confirmed 200,000 before that once, and
+        // the test then saw no unconfirmed publish): the loop ends when the connection closes.
+        let total = 5_000_000
         let publisher = Task {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<total {
