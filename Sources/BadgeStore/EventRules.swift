@@ -56,6 +56,17 @@ struct EventRules {
         }
 
         init() {}
+
+        /// `push` with this user's counts, badge (under `policy`), `badge_version` and preferences: what a rebuilt
+        /// alert or a badge refresh carries.
+        func current(_ push: PlannedPush, policy: BadgePolicy) -> PlannedPush {
+            var current = push
+            current.counts = counts
+            current.badge = policy.badge(for: counts, badgeEnabled: badgeEnabled)
+            current.badgeVersion = badgeVersion
+            current.previews = previews
+            return current
+        }
     }
 
     /// A notification the batch may change, or one it stores.

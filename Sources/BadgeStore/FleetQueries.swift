@@ -142,13 +142,7 @@ enum FleetQueries {
                 + "RETURNING \(EventRules.UserRow.columns)",
             [.text(push.recipient)])
         guard let cells = bumped.first else { return nil }
-        let user = try EventRules.UserRow(cells: cells)
-        var current = push
-        current.counts = user.counts
-        current.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
-        current.badgeVersion = user.badgeVersion
-        current.previews = user.previews
-        return current
+        return try EventRules.UserRow(cells: cells).current(push, policy: policy)
     }
 
     /// Plans a badge refresh for the device of `push` (see ``BadgeStore/refreshBadge(after:partition:policy:)``).
@@ -173,11 +167,13 @@ enum FleetQueries {
         }
     }
 
-    /// Deletes outbox rows (sent pushes), in chunks that stay under every backend's parameter limit.
+    /// Deletes outbox rows (sent, dropped or failed pushes), in one statement.
     static func deleteOutboxRows(_ ids: [Int64], sql: any SQLExecutor) async throws {
-        for chunk in ids.chunked(500) {
-            let list = (1...chunk.count).map { "$\($0)" }.joined(separator: ", ")
-            try await sql.execute("DELETE FROM outbox WHERE id IN (\(list))", chunk.map { .int($0) })
-        }
+        guard !ids.isEmpty else { return }
+        var set = SQLRowSet([("id", .int)])
+        for id in ids.sorted() { set.append([.int(id)]) }
+        try await sql.execute(
+            "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
+            [set.bind])
     }
 }

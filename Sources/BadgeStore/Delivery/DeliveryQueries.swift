@@ -103,7 +103,7 @@ enum DeliveryQueries {
         }
 
         var claimed: [ClaimedPush] = []
-        var dropped = SQLRowSet([("id", .int)])
+        var dropped: [Int64] = []
         var marked = SQLRowSet(
             [
                 ("id", .int), ("claimed_epoch", .int), ("unread_notifications", .int),
@@ -115,20 +115,17 @@ enum DeliveryQueries {
             var push = row.push
             switch decision {
             case .drop:
-                dropped.append([.int(row.id)])
+                dropped.append(row.id)
                 continue
             case .rebuild:
                 // An unknown user (no users row) has nothing to rebuild from: the alert cannot be sent.
                 guard var user = current[push.recipient] else {
-                    dropped.append([.int(row.id)])
+                    dropped.append(row.id)
                     continue
                 }
                 user.badgeVersion += 1
                 current[push.recipient] = user
-                push.counts = user.counts
-                push.badge = policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled)
-                push.badgeVersion = user.badgeVersion
-                push.previews = user.previews
+                push = user.current(push, policy: policy)
             case .send:
                 break
             }
@@ -144,11 +141,7 @@ enum DeliveryQueries {
             }
             claimed.append(ClaimedPush(outbox: row, push: push))
         }
-        if !dropped.isEmpty {
-            try await sql.execute(
-                "DELETE FROM outbox WHERE id IN (SELECT id FROM \(dropped.table("s", bind: 1, dialect: sql.dialect)))",
-                [dropped.bind])
-        }
+        try await FleetQueries.deleteOutboxRows(dropped, sql: sql)
         if !marked.isEmpty {
             try await sql.execute(
                 """
@@ -159,18 +152,12 @@ enum DeliveryQueries {
                 """,
                 [marked.bind])
         }
-        var versions = SQLRowSet([("token", .text), ("user_id", .text), ("pushed_version", .int)])
+        var versions: [(token: String, user: String, version: Int64)] = []
         for (token, entry) in pushedVersions.sorted(by: { $0.key < $1.key })
         where entry.version != stored[token]?.pushedVersion {
-            versions.append([.text(token), .text(entry.user), .int(entry.version)])
+            versions.append((token, entry.user, entry.version))
         }
-        if !versions.isEmpty {
-            try await sql.execute(
-                "UPDATE devices SET pushed_version = s.pushed_version FROM "
-                    + "\(versions.table("s", bind: 1, dialect: sql.dialect)) "
-                    + "WHERE devices.token = s.token AND devices.user_id = s.user_id",
-                [versions.bind])
-        }
+        try await setPushedVersions(versions, onlyLowering: false, sql: sql)
         return claimed
     }
 
@@ -183,14 +170,7 @@ enum DeliveryQueries {
     /// Writes `record` inside the caller's transaction.
     static func write(_ record: DeliveryRecord, sql: any SQLExecutor) async throws {
         guard !record.isEmpty else { return }
-        let finished = record.sent + record.failed
-        if !finished.isEmpty {
-            var set = SQLRowSet([("id", .int)])
-            for id in finished.sorted() { set.append([.int(id)]) }
-            try await sql.execute(
-                "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
-                [set.bind])
-        }
+        try await FleetQueries.deleteOutboxRows(record.sent + record.failed, sql: sql)
         if !record.retries.isEmpty {
             var set = SQLRowSet([("id", .int), ("next_attempt_at", .int)])
             for retry in record.retries.sorted(by: { $0.id < $1.id }) {
@@ -202,22 +182,14 @@ enum DeliveryQueries {
                 [set.bind])
             // Each device's first push that must wait is the lowest version of the round that did not go out
             // (a device's pushes go in order and stop at the first that must wait).
-            var versions = SQLRowSet([("token", .text), ("user_id", .text), ("badge_version", .int)])
             var lowest: [String: DeliveryRecord.Retry] = [:]
-            for retry in record.retries where retry.badgeVersion != .max {
+            for retry in record.retries {
                 if let known = lowest[retry.token], known.badgeVersion <= retry.badgeVersion { continue }
                 lowest[retry.token] = retry
             }
-            for (token, retry) in lowest.sorted(by: { $0.key < $1.key }) {
-                versions.append([.text(token), .text(retry.user), .int(retry.badgeVersion)])
-            }
-            if !versions.isEmpty {
-                try await sql.execute(
-                    "UPDATE devices SET pushed_version = s.badge_version FROM "
-                        + "\(versions.table("s", bind: 1, dialect: sql.dialect)) WHERE devices.token = s.token "
-                        + "AND devices.user_id = s.user_id AND devices.pushed_version > s.badge_version",
-                    [versions.bind])
-            }
+            try await setPushedVersions(
+                lowest.sorted(by: { $0.key < $1.key }).map { ($0.key, $0.value.user, $0.value.badgeVersion) },
+                onlyLowering: true, sql: sql)
         }
         if !record.deadTokens.isEmpty {
             var set = SQLRowSet([("token", .text)])
@@ -227,5 +199,20 @@ enum DeliveryQueries {
                 "UPDATE devices SET active = FALSE WHERE token IN (SELECT token FROM \(source))", [set.bind])
             try await sql.execute("DELETE FROM outbox WHERE token IN (SELECT token FROM \(source))", [set.bind])
         }
+    }
+
+    /// Sets the `pushed_version` of devices (only while the token belongs to that user), in one statement; with
+    /// `onlyLowering`, only where it is higher now.
+    private static func setPushedVersions(
+        _ versions: [(token: String, user: String, version: Int64)], onlyLowering: Bool, sql: any SQLExecutor
+    ) async throws {
+        guard !versions.isEmpty else { return }
+        var set = SQLRowSet([("token", .text), ("user_id", .text), ("pushed_version", .int)])
+        for entry in versions { set.append([.text(entry.token), .text(entry.user), .int(entry.version)]) }
+        try await sql.execute(
+            "UPDATE devices SET pushed_version = s.pushed_version FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
+                + "WHERE devices.token = s.token AND devices.user_id = s.user_id"
+                + (onlyLowering ? " AND devices.pushed_version > s.pushed_version" : ""),
+            [set.bind])
     }
 }

@@ -15,7 +15,7 @@ public struct DeliveryRecord: Sendable, Equatable {
         public var badgeVersion: Int64
 
         /// Creates a retry.
-        public init(id: Int64, at: Int64, token: String = "", user: String = "", badgeVersion: Int64 = .max) {
+        public init(id: Int64, at: Int64, token: String, user: String, badgeVersion: Int64) {
             self.id = id
             self.at = at
             self.token = token

@@ -7,7 +7,6 @@ final class DeliveryBuffer: Sendable {
     private struct State {
         var deliveries: [AMQPDelivery] = []
         var finished: (any Error)?? = nil
-        var nudged = false
         var waiter: CheckedContinuation<Void, Never>?
     }
 
@@ -35,19 +34,8 @@ final class DeliveryBuffer: Sendable {
         waiter?.resume()
     }
 
-    /// Wakes the taker with an empty batch if it is waiting, or makes its next `take` return at once (an idle
-    /// tick: the fleet's session manager nudges every partition once per lease round).
-    func nudge() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.nudged = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume()
-    }
-
-    /// Waits for at least one delivery and takes up to `limit`; returns [] after a ``nudge()`` with nothing to
-    /// take, and nil once finished (throws its error, if any).
+    /// Waits for at least one delivery and takes up to `limit`; returns nil once finished (throws its error, if
+    /// any).
     func take(limit: Int) async throws -> [AMQPDelivery]? {
         while true {
             enum Step {
@@ -57,14 +45,13 @@ final class DeliveryBuffer: Sendable {
             }
             let step = state.withLock { state -> Step in
                 if let finished = state.finished { return .end(finished) }
-                defer { state.nudged = false }
                 if !state.deliveries.isEmpty {
                     let count = min(limit, state.deliveries.count)
                     let batch = Array(state.deliveries.prefix(count))
                     state.deliveries.removeFirst(count)
                     return .batch(batch)
                 }
-                return state.nudged ? .batch([]) : .wait
+                return .wait
             }
             switch step {
             case .batch(let batch): return batch
@@ -74,7 +61,7 @@ final class DeliveryBuffer: Sendable {
             case .wait:
                 await withCheckedContinuation { continuation in
                     let resumeNow = state.withLock { state -> Bool in
-                        if state.finished != nil || !state.deliveries.isEmpty || state.nudged { return true }
+                        if state.finished != nil || !state.deliveries.isEmpty { return true }
                         state.waiter = continuation
                         return false
                     }

@@ -31,7 +31,6 @@ struct PartitionProcessor: Sendable {
         let name = "partition \(context.partition ?? -1)"
         while true {
             guard let batch = try await buffer.take(limit: configuration.batchSize) else { return }
-            // An empty batch is an idle tick (a nudge): nothing to ingest.
             guard let last = batch.last else { continue }
             try await watchdog.watch(name + " batch") { try await process(batch, lastTag: last.deliveryTag) }
         }

@@ -1,0 +1,43 @@
+import Testing
+
+@testable import BadgeWorker
+
+/// The wake-up of a partition's delivery loop (and of the lease loop): a ring wakes a waiter, so the partition
+/// drains its outbox as soon as something was committed, and on every lease round even when no events come.
+@Suite("Doorbell")
+struct DoorbellTests {
+    @Test func aRingWakesAWaiterLongBeforeItsLimit() async throws {
+        let doorbell = Doorbell()
+        let clock = ContinuousClock()
+        let start = clock.now
+        async let waited: Void = doorbell.wait(upTo: .seconds(60))
+        // Whether the waiter is already waiting or not, the ring is not lost.
+        doorbell.ring()
+        await waited
+        #expect(clock.now - start < .seconds(30))
+    }
+
+    @Test func aRingBeforeTheWaitIsKeptForOneWaitOnly() async throws {
+        let doorbell = Doorbell()
+        doorbell.ring()
+        doorbell.ring()
+        let clock = ContinuousClock()
+        var start = clock.now
+        await doorbell.wait(upTo: .seconds(60))
+        #expect(clock.now - start < .seconds(30))
+        start = clock.now
+        await doorbell.wait(upTo: .milliseconds(200))
+        #expect(clock.now - start >= .milliseconds(200))
+    }
+
+    @Test func aClosedDoorbellNeverWaits() async throws {
+        let doorbell = Doorbell()
+        doorbell.close()
+        #expect(doorbell.isClosed)
+        let clock = ContinuousClock()
+        let start = clock.now
+        await doorbell.wait(upTo: .seconds(60))
+        await doorbell.wait(upTo: .seconds(60))
+        #expect(clock.now - start < .seconds(30))
+    }
+}
