@@ -25,7 +25,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe; tests use their own).")
     var namespace: String?
     @Option(help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default 128).") var batchSize: Int?
-    @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid).") var workerID: String?
+    @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
     @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
     var leaseTTL: Int?
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
@@ -53,9 +53,12 @@ struct WorkerCommand: AsyncParsableCommand {
             batchSize: batchSize ?? Int(Settings.value(nil, "BADGEPIPE_BATCH_SIZE", default: "128")) ?? 128)
         // On PostgreSQL several workers may run: partitions are leased through the database.
         if configuration.databaseURL.hasPrefix("postgres") {
+            // host-pid-random: a container restarted by its engine keeps its hostname and often its pid, and must
+            // still be a new worker, not the heir of its previous life's leases.
             let id = Settings.value(
                 workerID, "BADGEPIPE_WORKER_ID",
-                default: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)")
+                default: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-"
+                    + String(UInt16.random(in: 0...UInt16.max), radix: 16))
             let ttl = leaseTTL ?? Int(Settings.value(nil, "BADGEPIPE_LEASE_TTL_MS", default: "5000")) ?? 5000
             configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
         }

@@ -16,9 +16,10 @@ struct FleetScript {
 
     private var rng: SeededGenerator
 
-    init(seed: UInt64, users userCount: Int = 40, events: Int = 2500) {
+    /// `userPrefix` names the users (`PREFIX-u0`, …): scripts with different prefixes touch disjoint users.
+    init(seed: UInt64, users userCount: Int = 40, events: Int = 2500, userPrefix: String = "fleet") {
         rng = SeededGenerator(seed: seed)
-        users = (0..<userCount).map { "fleet-u\($0)" }
+        users = (0..<userCount).map { "\(userPrefix)-u\($0)" }
         var clock: Int64 = 1_795_000_000_000_000
         var notifications: [String: [String]] = [:]
         var tokens: [String: [String]] = [:]

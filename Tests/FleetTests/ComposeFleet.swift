@@ -1,0 +1,151 @@
+import BadgeCore
+import BadgeSink
+import Foundation
+
+/// A fleet `scripts/compose-test` started with the top-level `docker-compose.yml`, seen from the host: the broker,
+/// database and sink through their published ports, the containers through the docker CLI.
+///
+/// Configured by `scripts/compose-test` through the environment; the compose tests are skipped without it.
+struct ComposeFleet {
+    /// The compose project (containers carry it in the `com.docker.compose.project` label).
+    let project: String
+    let amqpURL: String
+    let databaseURL: String
+    let sinkURL: String
+    /// The contract scenario `scripts/compose-test` published through `docker compose run --rm publish`.
+    let scenarioPath: String?
+
+    static var isConfigured: Bool { ProcessInfo.processInfo.environment["BADGEPIPE_COMPOSE_PROJECT"] != nil }
+
+    static func fromEnvironment() throws -> ComposeFleet {
+        let environment = ProcessInfo.processInfo.environment
+        func value(_ name: String) throws -> String {
+            guard let value = environment[name], !value.isEmpty else { throw FleetError("\(name) is not set") }
+            return value
+        }
+        return ComposeFleet(
+            project: try value("BADGEPIPE_COMPOSE_PROJECT"), amqpURL: try value("BADGEPIPE_COMPOSE_AMQP_URL"),
+            databaseURL: try value("BADGEPIPE_COMPOSE_DATABASE_URL"), sinkURL: try value("BADGEPIPE_COMPOSE_SINK_URL"),
+            scenarioPath: environment["BADGEPIPE_COMPOSE_SCENARIO"])
+    }
+
+    /// The scenario's events, as steps the reference model can replay.
+    func scenarioSteps() throws -> [FleetScript.Step] {
+        guard let scenarioPath else { return [] }
+        let json = try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: scenarioPath))))
+        return try (json["steps"]?.arrayValue ?? []).compactMap { $0["publish"] }.map {
+            FleetScript.Step(event: try EventDecoder.decode(json: $0).get(), isDuplicate: false)
+        }
+    }
+
+    /// Ids of the running containers of one compose service.
+    func containers(of service: String) async throws -> [String] {
+        let output = try await run(
+            "docker",
+            [
+                "ps", "-q", "--no-trunc", "--filter", "label=com.docker.compose.project=\(project)",
+                "--filter", "label=com.docker.compose.service=\(service)",
+            ])
+        return output.split(separator: "\n").map(String.init).sorted()
+    }
+
+    /// Kills a container with SIGKILL (`docker kill`).
+    func kill(_ container: String) async throws {
+        _ = try await run("docker", ["kill", container])
+    }
+
+    /// Live partition leases: owner → partitions.
+    func leases() async throws -> [String: [Int]] {
+        let query =
+            "select owner, partition_id from partition_leases where owner is not null and expires_at > "
+            + "extract(epoch from clock_timestamp()) * 1000000 order by partition_id"
+        let output = try await run("psql", [databaseURL, "-AtF", " ", "-c", query])
+        var owners: [String: [Int]] = [:]
+        for line in output.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count == 2, let partition = Int(fields[1]) else { continue }
+            owners[String(fields[0]), default: []].append(partition)
+        }
+        return owners
+    }
+
+    /// Ready plus unacked messages in the fleet's partition queues, from `rabbitmqctl` inside the broker container.
+    func messagesInQueues() async throws -> Int {
+        guard let broker = try await containers(of: "rabbitmq").first else { throw FleetError("no broker container") }
+        let output = try await run("docker", ["exec", broker, "rabbitmqctl", "list_queues", "-q", "name", "messages"])
+        var total = 0
+        for line in output.split(separator: "\n") where line.hasPrefix("badgepipe.events.") {
+            total += Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
+        }
+        return total
+    }
+
+    /// Rows in the outbox (pushes planned and not yet recorded as sent).
+    func outboxRows() async throws -> Int {
+        let output = try await run("psql", [databaseURL, "-Atc", "select count(*) from outbox"])
+        guard let count = Int(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            throw FleetError("unexpected outbox count \(output)")
+        }
+        return count
+    }
+
+    /// Every push the sink recorded, from `GET /deliveries`.
+    func deliveries() async throws -> [Delivery] {
+        let output = try await run("curl", ["-sSf", "\(sinkURL)/deliveries"], timeout: .seconds(120))
+        let json = try JSONValue.parse(Array(output.utf8))
+        return try (json["deliveries"]?.arrayValue ?? []).map { item in
+            guard let seq = item["seq"]?.int64Value, let token = item["token"]?.stringValue,
+                let provider = item["provider"]?.stringValue.flatMap(BadgeSink.PushProvider.init(rawValue:)),
+                let status = item["status"]?.int64Value,
+                let receivedAt = item["received_at"]?.stringValue.flatMap(Timestamp.parse)
+            else { throw FleetError("unexpected delivery \(item.serializedString().prefix(200))") }
+            var headers: [String: String] = [:]
+            if case .object(let members) = item["headers"] ?? .null {
+                for member in members { headers[member.key] = member.value.stringValue }
+            }
+            let payload = item["payload"] ?? .null
+            return Delivery(
+                seq: Int(seq), provider: provider, token: token, headers: headers, body: payload.serialized(),
+                bodyIsJSON: true, status: Int(status), reason: item["reason"]?.stringValue,
+                receivedAt: Date(timeIntervalSince1970: Double(receivedAt.microsecondsSinceEpoch) / 1_000_000))
+        }
+    }
+
+    /// Until the partition queues and the outbox are empty and the sink has been quiet for 3 s.
+    func waitUntilQuiet(timeout: Duration) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        var lastCount = -1
+        var stableSince = clock.now
+        while clock.now < deadline {
+            let pending = try await messagesInQueues() + outboxRows()
+            let received = try await deliveryCount()
+            if pending == 0, received == lastCount {
+                if clock.now - stableSince > .seconds(3) { return }
+            } else {
+                lastCount = received
+                stableSince = clock.now
+            }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        throw FleetError("the compose fleet did not go quiet")
+    }
+
+    /// How many pushes the sink has recorded (`GET /stats`).
+    func deliveryCount() async throws -> Int {
+        let json = try JSONValue.parse(Array(try await run("curl", ["-sSf", "\(sinkURL)/stats"]).utf8))
+        guard let total = json["received"]?.int64Value else { throw FleetError("unexpected stats \(json)") }
+        return Int(total)
+    }
+
+    /// Runs a command found on PATH and returns its standard output; throws when it fails or outlives `timeout`.
+    func run(_ command: String, _ arguments: [String], timeout: Duration = .seconds(60)) async throws -> String {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "compose-\(UInt64.random(in: 0...UInt64.max)).out")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let quoted = ([command] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+        try await FleetHarness.shell(
+            "sh", ["-c", quoted.joined(separator: " ") + " > '\(output.path)'"], timeout: timeout)
+        return (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+    }
+}
