@@ -85,9 +85,10 @@ public final class AMQPConnection: Sendable {
                 guard retryable, policy.maxAttempts.map({ attempt < $0 }) ?? true else { throw error }
                 let delay = policy.delay(afterAttempt: attempt)
                 logger.info(
-                    "AMQP connect failed, retrying",
+                    "waiting for the broker, retrying",
                     metadata: [
-                        "amqp.attempt": "\(attempt)", "amqp.retry_in_ms": "\(delay.milliseconds)",
+                        "amqp.host": "\(configuration.host):\(configuration.port)", "amqp.attempt": "\(attempt)",
+                        "amqp.retry_in_ms": "\(delay.milliseconds)",
                         "amqp.error.message": "\(error.message)",
                     ])
                 try await Task.sleep(for: delay)

@@ -9,8 +9,11 @@ enum Retry {
     /// watchdog.
     static let attemptTimeout: Duration = .seconds(10)
 
+    /// Runs `body` until it succeeds or fails with a non-transient error. `waitingFor`, when given, names the
+    /// dependency the retries wait for, in the log line of every retry (e.g. "the database" at start).
     static func transient<T: Sendable>(
         _ what: String,
+        waitingFor dependency: String? = nil,
         logger: Logger,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
@@ -22,7 +25,7 @@ enum Retry {
                 attempt += 1
                 let delayMilliseconds = min(2000, 25 << min(attempt, 7))
                 logger.warning(
-                    "transient failure, retrying in place",
+                    dependency.map { "waiting for \($0), retrying" } ?? "transient failure, retrying in place",
                     metadata: [
                         "worker.operation": "\(what)", "worker.attempt": "\(attempt)",
                         "worker.error": "\(error.message)",

@@ -55,7 +55,10 @@ public struct Worker: Service {
                 initial: configuration.delivery.initialBackoff, maximum: configuration.delivery.maxBackoff),
             maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, logger: logger)
         do {
-            try await retryingTransient("migrate") { try await store.migrate() }
+            // At start the database may not answer yet (a fleet starting with it): wait, saying so.
+            try await Retry.transient("migrate", waitingFor: "the database", logger: logger) {
+                try await store.migrate()
+            }
             // Pushes a previous run committed but did not get to send (in a fleet, each partition's are sent by
             // whoever leases the partition next).
             if configuration.fleet == nil { try await dispatcher.drainOutbox(partition: nil) }
