@@ -192,9 +192,10 @@ extension EventRules {
         }
     }
 
-    /// The active devices of the batch's users (share-locked on PostgreSQL, so a concurrent move of one of the
-    /// tokens to another user waits for this batch and its outbox rows precede the new owner's), and the rows of
-    /// the tokens its device events name (locked for update).
+    /// The active devices of the batch's users (key-share-locked on PostgreSQL, so a concurrent move of one of the
+    /// tokens to another user, which locks the row for update, waits for this batch and its outbox rows precede the
+    /// new owner's; the delivery stage's `pushed_version` updates take no-key-update locks and do not wait), and
+    /// the rows of the tokens its device events name (locked for update).
     private mutating func loadDevices(users: Set<String>, tokens: Set<String>) async throws {
         let columns = "token, user_id, provider, topic, environment, active"
         var rows: [[SQLValue]] = []
@@ -212,7 +213,7 @@ extension EventRules {
             rows += try await sql.query(
                 "SELECT \(columns) FROM devices WHERE user_id IN (SELECT user_id FROM "
                     + "\(set.table("s", bind: 1, dialect: sql.dialect))) AND active ORDER BY token"
-                    + sql.dialect.forShare,
+                    + sql.dialect.forKeyShare,
                 [set.bind])
         }
         for row in rows {

@@ -57,9 +57,16 @@ enum SQLDialect: Sendable {
         self == .postgres ? " FOR UPDATE" : ""
     }
 
-    /// `FOR SHARE` on PostgreSQL; nothing on SQLite.
-    var forShare: String {
-        self == .postgres ? " FOR SHARE" : ""
+    /// `FOR KEY SHARE` on PostgreSQL; nothing on SQLite. Unlike `FOR SHARE` it lets plain updates of the row's
+    /// other columns through (they take `FOR NO KEY UPDATE`) and still blocks `FOR UPDATE` and deletes.
+    var forKeyShare: String {
+        self == .postgres ? " FOR KEY SHARE" : ""
+    }
+
+    /// `FOR NO KEY UPDATE` on PostgreSQL (what an update of non-key columns takes); nothing on SQLite. Conflicts
+    /// with `FOR UPDATE` and with itself, not with `FOR KEY SHARE`.
+    var forNoKeyUpdate: String {
+        self == .postgres ? " FOR NO KEY UPDATE" : ""
     }
 
     /// The column type of an auto-incrementing 64-bit primary key.

@@ -98,7 +98,7 @@ enum StoreQueries {
     {
         let rows = try await sql.query(
             "SELECT token, provider, topic, environment FROM devices WHERE user_id = $1 AND active"
-                + (lock ? sql.dialect.forShare : ""),
+                + (lock ? sql.dialect.forKeyShare : ""),
             [.text(user)])
         return try rows.map { row in
             guard row.count == 4, let token = row[0].string,

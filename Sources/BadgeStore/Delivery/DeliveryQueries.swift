@@ -67,7 +67,7 @@ enum DeliveryQueries {
         var stored: [String: PushGuard.Device] = [:]
         for row in try await sql.query(
             "SELECT token, user_id, pushed_version FROM devices WHERE token IN (SELECT token FROM "
-                + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forUpdate,
+                + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forNoKeyUpdate,
             [tokens.bind])
         {
             guard row.count == 3, let token = row[0].string, let user = row[1].string, let version = row[2].int64
