@@ -117,13 +117,14 @@ extension EventRules {
                 watermarks.append([.text(user), .int(readAllUntil[user]), .int(openedUntil[user])])
             }
             binds.append(watermarks.bind)
-            let source = watermarks.table("s", bind: binds.count, dialect: sql.dialect)
+            func each(_ condition: String) -> String {
+                watermarks.joinEach(
+                    "s", bind: binds.count, dialect: sql.dialect, table: "notifications", as: "n", columns: columns,
+                    on: "n.user_id = s.user_id AND " + condition)
+            }
+            branches.append("SELECT 'n', \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
             branches.append(
-                "SELECT 'n', \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id "
-                    + "WHERE NOT n.read AND n.occurred_at <= s.read_all")
-            branches.append(
-                "SELECT 'n', \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id "
-                    + "WHERE NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened")
+                "SELECT 'n', \(columns) FROM \(each("NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened"))")
         }
         guard !branches.isEmpty else { return }
         for row in try await sql.query(branches.joined(separator: " UNION ALL "), binds) {
@@ -160,12 +161,12 @@ extension EventRules {
         guard !readUntil.isEmpty else { return }
         var conversations = SQLRowSet([("user_id", .text), ("conversation_id", .text), ("read_until", .int)])
         for (key, until) in readUntil { conversations.append([.text(key.user), .text(key.item), .int(until)]) }
-        let rows = try await sql.query(
-            "SELECT m.user_id, m.conversation_id, m.event_id, m.occurred_at FROM messages m "
-                + "JOIN \(conversations.table("s", bind: 1, dialect: sql.dialect)) "
-                + "ON m.user_id = s.user_id AND m.conversation_id = s.conversation_id "
-                + "WHERE NOT m.read AND m.occurred_at <= s.read_until",
-            [conversations.bind])
+        let columns = "m.user_id, m.conversation_id, m.event_id, m.occurred_at"
+        let source = conversations.joinEach(
+            "s", bind: 1, dialect: sql.dialect, table: "messages", as: "m", columns: columns,
+            on: "m.user_id = s.user_id AND m.conversation_id = s.conversation_id AND NOT m.read "
+                + "AND m.occurred_at <= s.read_until")
+        let rows = try await sql.query("SELECT \(columns) FROM \(source)", [conversations.bind])
         for row in rows {
             guard row.count == 4, let user = row[0].string, let conversation = row[1].string,
                 let id = row[2].string, let occurredAt = row[3].int64

@@ -51,7 +51,12 @@ enum FleetQueries {
                 "INSERT INTO fleet_workers (worker_id, last_seen) VALUES ($1, \(now)) "
                     + "ON CONFLICT (worker_id) DO UPDATE SET last_seen = excluded.last_seen",
                 [.text(worker)])
-            try await sql.execute("DELETE FROM fleet_workers WHERE last_seen < \(now) - $1", [.int(ttl * 20)])
+            // Stale workers go; rows another round is deleting right now are skipped (two rounds deleting the
+            // same rows in different orders deadlocked).
+            try await sql.execute(
+                "DELETE FROM fleet_workers WHERE worker_id IN (SELECT worker_id FROM fleet_workers WHERE last_seen < "
+                    + "\(now) - $1" + sql.dialect.forUpdate + (sql.dialect == .postgres ? " SKIP LOCKED" : "") + ")",
+                [.int(ttl * 20)])
             let live =
                 try await sql.query(
                     "SELECT COUNT(*) FROM fleet_workers WHERE last_seen >= \(now) - $1", [.int(ttl)]
