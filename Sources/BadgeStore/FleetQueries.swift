@@ -55,7 +55,7 @@ enum FleetQueries {
             // same rows in different orders deadlocked).
             try await sql.execute(
                 "DELETE FROM fleet_workers WHERE worker_id IN (SELECT worker_id FROM fleet_workers WHERE last_seen < "
-                    + "\(now) - $1" + sql.dialect.forUpdate + (sql.dialect == .postgres ? " SKIP LOCKED" : "") + ")",
+                    + "\(now) - $1" + sql.dialect.forUpdateSkipLocked + ")",
                 [.int(ttl * 20)])
             let live =
                 try await sql.query(
@@ -78,7 +78,7 @@ enum FleetQueries {
                 let free = try await sql.query(
                     "SELECT partition_id FROM partition_leases WHERE expires_at <= \(now)"
                         + (takeExpired ? "" : " AND owner IS NULL") + " ORDER BY partition_id"
-                        + sql.dialect.forUpdate + (sql.dialect == .postgres ? " SKIP LOCKED" : ""), []
+                        + sql.dialect.forUpdateSkipLocked, []
                 ).compactMap { $0.first?.int64 }.map(Int.init)
                     // A lease renewed above can look expired again by now if the renewal waited on row locks for
                     // longer than the TTL: it is held, not free.

@@ -57,6 +57,11 @@ enum SQLDialect: Sendable {
         self == .postgres ? " FOR UPDATE" : ""
     }
 
+    /// `FOR UPDATE SKIP LOCKED` on PostgreSQL (rows another transaction holds are left out); nothing on SQLite.
+    var forUpdateSkipLocked: String {
+        self == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+    }
+
     /// `FOR KEY SHARE` on PostgreSQL; nothing on SQLite. Unlike `FOR SHARE` it lets plain updates of the row's
     /// other columns through (they take `FOR NO KEY UPDATE`) and still blocks `FOR UPDATE` and deletes.
     var forKeyShare: String {

@@ -113,22 +113,11 @@ struct ComposeFleet {
 
     /// Until the partition queues and the outbox are empty and the sink has been quiet for 3 s.
     func waitUntilQuiet(timeout: Duration) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var lastCount = -1
-        var stableSince = clock.now
-        while clock.now < deadline {
-            let pending = try await messagesInQueues() + outboxRows()
-            let received = try await deliveryCount()
-            if pending == 0, received == lastCount {
-                if clock.now - stableSince > .seconds(3) { return }
-            } else {
-                lastCount = received
-                stableSince = clock.now
-            }
-            try await Task.sleep(for: .milliseconds(500))
+        try await FleetHarness.waitUntilQuiet(timeout: timeout, what: "the compose fleet") {
+            try await messagesInQueues() + outboxRows()
+        } received: {
+            try await deliveryCount()
         }
-        throw FleetError("the compose fleet did not go quiet")
     }
 
     /// How many pushes the sink has recorded (`GET /stats`).

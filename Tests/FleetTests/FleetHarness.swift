@@ -130,16 +130,26 @@ struct FleetHarness {
     static func waitUntilQuiet(
         sink: SinkState, namespace: String, databaseURL: String, timeout: Duration
     ) async throws {
+        try await waitUntilQuiet(timeout: timeout, what: "the fleet") {
+            try await messagesInQueues(namespace: namespace)
+                + outboxRows(databaseURL: databaseURL, namespace: namespace)
+        } received: {
+            sink.count
+        }
+    }
+
+    /// Until `pending` is 0 and `received` (pushes at the sink) has not changed for 3 s; polls every 500 ms.
+    static func waitUntilQuiet(
+        timeout: Duration, what: String, pending: () async throws -> Int, received: () async throws -> Int
+    ) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         var lastCount = -1
         var stableSince = clock.now
         while clock.now < deadline {
-            let pending =
-                try await messagesInQueues(namespace: namespace)
-                + outboxRows(databaseURL: databaseURL, namespace: namespace)
-            let count = sink.count
-            if pending == 0, count == lastCount {
+            let waiting = try await pending()
+            let count = try await received()
+            if waiting == 0, count == lastCount {
                 if clock.now - stableSince > .seconds(3) { return }
             } else {
                 lastCount = count
@@ -147,7 +157,7 @@ struct FleetHarness {
             }
             try await Task.sleep(for: .milliseconds(500))
         }
-        throw FleetError("the fleet did not go quiet")
+        throw FleetError("\(what) did not go quiet")
     }
 
     /// Ready plus unacked messages in the namespace's partition queues (`rabbitmqctl list_queues`: a passive
