@@ -18,6 +18,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
     ],
     targets: [
         // C: the system rabbitmq-c library and a shim for its variadic functions.
@@ -47,11 +49,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Provider credentials: APNs provider tokens (ES256) and Google OAuth2 assertions (RS256), signed and
+        // verified. Used by the delivery adapter (to sign) and the sink (to verify).
+        .target(
+            name: "ProviderAuth",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Delivery adapter: APNs / FCM v1 over HTTP.
         .target(
             name: "BadgeDelivery",
             dependencies: [
                 "BadgeCore",
+                "ProviderAuth",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -61,7 +74,11 @@ let package = Package(
         .target(
             name: "BadgeSink",
             dependencies: [
+                "ProviderAuth",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -85,6 +102,8 @@ let package = Package(
             dependencies: [
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeDelivery",
+                "ProviderAuth",
                 "BadgeStore",
                 "BadgeSink",
                 "BadgeWorker",
@@ -104,7 +123,15 @@ let package = Package(
         .testTarget(
             name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel"],
             resources: [.copy("Fixtures")]),
-        .testTarget(name: "BadgeDeliveryTests", dependencies: ["BadgeDelivery", "BadgeCore"]),
+        .testTarget(name: "BadgeDeliveryTests", dependencies: ["BadgeDelivery", "BadgeCore", "ProviderAuth"]),
+        .testTarget(
+            name: "ProviderAuthTests",
+            dependencies: [
+                "ProviderAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "PipelineTests",
             dependencies: [

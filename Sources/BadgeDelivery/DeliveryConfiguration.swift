@@ -1,9 +1,30 @@
-/// Where pushes go and how hard to try.
+import ProviderAuth
+
+/// Where pushes go, with which credentials, and how hard to try.
 public struct DeliveryConfiguration: Sendable {
-    /// Base URL of the APNs endpoint (`https://api.push.apple.com`, or a local `badgepipe sink`).
+    /// How the worker authenticates to APNs.
+    public enum APNsCredentials: Sendable {
+        /// Token auth: ES256 provider tokens signed with a `.p8` key.
+        case token(APNsSigningKey)
+        /// Certificate auth: a client certificate chain and its private key (PEM files), presented in TLS.
+        case certificate(chainFile: String, keyFile: String)
+    }
+
+    /// Base URL of APNs for production devices (`https://api.push.apple.com`, or a local `badgepipe sink`).
     public var apnsBaseURL: String
+    /// Base URL of APNs for devices registered with `"environment": "sandbox"`.
+    public var apnsSandboxBaseURL: String
     /// Base URL of the FCM v1 endpoint (`https://fcm.googleapis.com`, or a local `badgepipe sink`).
     public var fcmBaseURL: String
+    /// APNs credentials; nil sends none (only a local sink over `http://` accepts that).
+    public var apnsCredentials: APNsCredentials?
+    /// The FCM service account; nil sends no `authorization` (only a local sink over `http://` accepts that).
+    public var fcmCredentials: ServiceAccount?
+    /// A PEM file of extra trusted root certificates (a test sink's self-signed certificate, say).
+    public var trustedRootsFile: String?
+    /// HTTP clients per provider: over HTTP/2 each keeps one connection per host, so this is the number of
+    /// connections pushes are spread over.
+    public var clientsPerProvider: Int
     /// The ceiling of the first retry delay after a 429, a 5xx, a timeout or a network error; it doubles with each
     /// further attempt (delays are drawn with full jitter below the ceiling).
     public var initialBackoff: Duration
@@ -17,10 +38,16 @@ public struct DeliveryConfiguration: Sendable {
     /// Per-request timeout.
     public var requestTimeout: Duration
 
-    /// Creates a configuration; the defaults send to a local sink.
+    /// Creates a configuration; the default URLs are a local sink. `apnsSandboxBaseURL` defaults to
+    /// `apnsBaseURL`: one stand-in serves both environments unless told otherwise.
     public init(
         apnsBaseURL: String = "http://127.0.0.1:8787",
+        apnsSandboxBaseURL: String? = nil,
         fcmBaseURL: String = "http://127.0.0.1:8787",
+        apnsCredentials: APNsCredentials? = nil,
+        fcmCredentials: ServiceAccount? = nil,
+        trustedRootsFile: String? = nil,
+        clientsPerProvider: Int = 1,
         initialBackoff: Duration = .milliseconds(250),
         maxBackoff: Duration = .seconds(30),
         maxPushAge: Duration = .seconds(24 * 3600),
@@ -28,11 +55,37 @@ public struct DeliveryConfiguration: Sendable {
         requestTimeout: Duration = .seconds(10)
     ) {
         self.apnsBaseURL = apnsBaseURL
+        self.apnsSandboxBaseURL = apnsSandboxBaseURL ?? apnsBaseURL
         self.fcmBaseURL = fcmBaseURL
+        self.apnsCredentials = apnsCredentials
+        self.fcmCredentials = fcmCredentials
+        self.trustedRootsFile = trustedRootsFile
+        self.clientsPerProvider = clientsPerProvider
         self.initialBackoff = initialBackoff
         self.maxBackoff = maxBackoff
         self.maxPushAge = maxPushAge
         self.maxRetryAfter = maxRetryAfter
         self.requestTimeout = requestTimeout
     }
+
+    /// The problems that keep a worker from starting: a provider reached over `https://` without credentials
+    /// (every push would be refused), named with the setting that is missing; empty when none.
+    public var problems: [String] {
+        var problems: [String] = []
+        for (name, url) in [("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL)]
+        where Self.isHTTPS(url) && apnsCredentials == nil {
+            problems.append(
+                "\(name) is \(url) but no APNs credentials are set: give --apns-key-file with --apns-key-id and "
+                    + "--apns-team-id, or --apns-cert-file with --apns-cert-key-file")
+        }
+        if Self.isHTTPS(fcmBaseURL), fcmCredentials == nil {
+            problems.append(
+                "--fcm-url is \(fcmBaseURL) but no FCM credentials are set: give --fcm-credentials-file "
+                    + "(a service-account JSON file)")
+        }
+        if clientsPerProvider < 1 { problems.append("--provider-connections must be at least 1") }
+        return problems
+    }
+
+    static func isHTTPS(_ url: String) -> Bool { url.lowercased().hasPrefix("https:") }
 }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import BadgeCore
+import Foundation
 import Logging
 import Metrics
 import NIOCore
@@ -12,37 +13,64 @@ import NIOHTTP1
 /// outbox, so a slow or failing provider holds up nobody else). Concurrency is the caller's.
 public struct PushSender: Sendable {
     private let configuration: DeliveryConfiguration
-    private let client: HTTPClient
+    private let clients: ProviderClients
+    private let apnsAuthenticator: APNsAuthenticator?
+    private let fcmTokens: FCMAccessTokens?
     private let logger: Logger
     private let sent = Counter(label: "badgepipe_pushes_sent_total")
     private let failedAttempts = Counter(label: "badgepipe_push_attempts_failed_total")
     private let vetoed = Counter(label: "badgepipe_push_attempts_vetoed_total")
+    /// Pushes a provider found too large: impossible by construction (bodies are fitted to 4 KB), so counted apart.
+    private let payloadTooLarge = Counter(label: "badgepipe_pushes_payload_too_large_total")
+    private let credentialRenewals = Counter(label: "badgepipe_provider_credential_renewals_total")
 
-    /// Creates a sender on a shared HTTP client (the caller owns and shuts down the client).
-    public init(configuration: DeliveryConfiguration, client: HTTPClient, logger: Logger) {
+    /// Creates a sender on `clients` (the caller owns and shuts them down), with the credentials of
+    /// `configuration`.
+    public init(configuration: DeliveryConfiguration, clients: ProviderClients, logger: Logger) {
         self.configuration = configuration
-        self.client = client
+        self.clients = clients
         self.logger = logger
+        if case .token(let key) = configuration.apnsCredentials {
+            apnsAuthenticator = APNsAuthenticator(key: key)
+        } else {
+            apnsAuthenticator = nil
+        }
+        fcmTokens = configuration.fcmCredentials.map {
+            FCMAccessTokens(account: $0, client: clients.fcm[0], timeout: Self.timeAmount(configuration.requestTimeout))
+        }
     }
 
     /// Makes one attempt to send `push`; throws only `CancellationError`, or what `fence.prepare()` throws.
     ///
     /// With a `fence`, the attempt is prepared by it and checked at the last moment before the body is written
-    /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`.
+    /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`. A credential
+    /// the provider calls expired (APNs `ExpiredProviderToken`, FCM 401) is renewed once and the push sent again
+    /// at once; refused again, it is a configuration error.
     public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> DeliveryOutcome {
+        var renewed = false
         while true {
             try Task.checkCancellation()
             try await fence?.prepare()
+            let credential: String?
+            do {
+                credential = try await self.credential(for: push.provider)
+            } catch let error as CredentialError {
+                failedAttempts.increment()
+                return error.retryable
+                    ? .retry(reason: error.message, retryAfter: nil)
+                    : .configurationError(status: 0, reason: error.message)
+            }
             let body = fence.map { FencedBody(bytes: push.body, fence: $0) }
             let response: ProviderResponse
             do {
-                response = try await sendOnce(push, body: body)
+                response = try await sendOnce(push, body: body, credential: credential)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
                 if let body, body.wasVetoed {
                     vetoed.increment()
-                    logger.debug("push attempt vetoed by its fence", metadata: ["push.token": "\(push.token)"])
+                    logger.debug(
+                        "push attempt vetoed by its fence", metadata: ["push.token": "\(push.token.prefix(8))"])
                     continue
                 }
                 failedAttempts.increment()
@@ -60,6 +88,16 @@ public struct PushSender: Sendable {
                 return .deadToken(status: 410, reason: reason)
             case .rejected(let reason):
                 return .rejected(status: 400, reason: reason)
+            case .payloadTooLarge(let reason):
+                payloadTooLarge.increment()
+                return .rejected(status: 413, reason: reason)
+            case .credentialExpired(let reason):
+                failedAttempts.increment()
+                if !renewed, let credential, try await renew(push.provider, refused: credential) {
+                    renewed = true
+                    continue
+                }
+                return .configurationError(status: push.provider == .apns ? 403 : 401, reason: reason)
             case .configurationError(let reason):
                 failedAttempts.increment()
                 return .configurationError(status: 403, reason: reason)
@@ -69,6 +107,51 @@ public struct PushSender: Sendable {
                 return .retry(reason: reason, retryAfter: retryAfter.map { min($0, configuration.maxRetryAfter) })
             }
         }
+    }
+
+    /// The bearer token for `provider`'s next request, or nil when it is sent without one.
+    private func credential(for provider: PushProvider) async throws -> String? {
+        switch provider {
+        case .apns:
+            guard let apnsAuthenticator else { return nil }
+            do {
+                return try apnsAuthenticator.token()
+            } catch {
+                throw CredentialError(message: "cannot sign an APNs provider token: \(error)", retryable: false)
+            }
+        case .fcm:
+            return try await fcmTokens?.token()
+        }
+    }
+
+    /// Renews a credential the provider called expired; returns whether the push should be sent again now.
+    private func renew(_ provider: PushProvider, refused: String) async throws -> Bool {
+        switch provider {
+        case .apns:
+            guard let apnsAuthenticator, (try? apnsAuthenticator.renew(afterExpired: refused)) != nil else {
+                return false
+            }
+        case .fcm:
+            guard let fcmTokens else { return false }
+            await fcmTokens.invalidate(refused)
+        }
+        credentialRenewals.increment()
+        logger.warning(
+            "the provider called our credential expired; renewed it and sending again",
+            metadata: ["push.provider": "\(provider.rawValue)"])
+        return true
+    }
+
+    /// The base URL a push goes to: APNs by the device's environment, or FCM.
+    func baseURL(for push: PushRequest) -> String {
+        switch push.provider {
+        case .apns: push.environment == .sandbox ? configuration.apnsSandboxBaseURL : configuration.apnsBaseURL
+        case .fcm: configuration.fcmBaseURL
+        }
+    }
+
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     /// The reason when the HTTP client refused to build the request (a header value or URL it does not accept);
@@ -87,23 +170,34 @@ public struct PushSender: Sendable {
         return "the HTTP client refused the request: \(text)"
     }
 
-    private func sendOnce(_ push: PushRequest, body: FencedBody?) async throws -> ProviderResponse {
-        let base = push.provider == .apns ? configuration.apnsBaseURL : configuration.fcmBaseURL
-        var request = HTTPClientRequest(url: base + push.path)
+    private func sendOnce(
+        _ push: PushRequest, body: FencedBody?, credential: String?
+    ) async throws
+        -> ProviderResponse
+    {
+        var request = HTTPClientRequest(url: baseURL(for: push) + push.path)
         request.method = .POST
         for (name, value) in push.headers { request.headers.add(name: name, value: value) }
         if request.headers["content-type"].isEmpty {
             request.headers.add(name: "content-type", value: "application/json")
+        }
+        if let credential { request.headers.replaceOrAdd(name: "authorization", value: "bearer \(credential)") }
+        if push.provider == .apns, request.headers["apns-expiration"].isEmpty {
+            // APNs keeps trying an offline device for as long as a push may wait in the outbox (a newer badge-only
+            // push replaces an older one through its collapse id).
+            let seconds = configuration.maxPushAge.components.seconds
+            request.headers.add(
+                name: "apns-expiration", value: String(Int64(Date().timeIntervalSince1970) + max(seconds, 1)))
         }
         if let body {
             request.body = .stream(body, length: .known(Int64(push.body.count)))
         } else {
             request.body = .bytes(ByteBuffer(bytes: push.body))
         }
-        let timeout = TimeAmount.nanoseconds(
-            configuration.requestTimeout.components.seconds * 1_000_000_000
-                + configuration.requestTimeout.components.attoseconds / 1_000_000_000)
-        let response = try await client.execute(request, timeout: timeout)
+        // A device's pushes share one client (one HTTP/2 connection per host): spread over devices, not requests.
+        let pool = push.provider == .apns ? clients.apns : clients.fcm
+        let client = pool[pool.count == 1 ? 0 : Int(UInt(bitPattern: push.token.hashValue) % UInt(pool.count))]
+        let response = try await client.execute(request, timeout: Self.timeAmount(configuration.requestTimeout))
         let body = try await response.body.collect(upTo: 64 * 1024)
         return ProviderResponse.classify(
             provider: push.provider, status: Int(response.status.code), body: Array(buffer: body),

@@ -1,5 +1,4 @@
 import AMQPClient
-import AsyncHTTPClient
 import BadgeCore
 import BadgeDelivery
 import BadgeStore
@@ -40,12 +39,12 @@ public struct Worker: Service {
 
     public func run() async throws {
         watchdog?.start()
-        var httpConfiguration = HTTPClient.Configuration()
-        // Every partition sends concurrently: allow as many connections as pushes in flight.
-        httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(
-            8, configuration.sendConcurrency * configuration.topology.partitions / 4)
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-        let sender = PushSender(configuration: configuration.delivery, client: http, logger: logger)
+        // Every partition sends concurrently: over HTTP/1.1 (a local sink) allow as many connections as pushes in
+        // flight.
+        let http = try ProviderClients(
+            configuration: configuration.delivery,
+            http1ConnectionsPerHost: max(8, configuration.sendConcurrency * configuration.topology.partitions / 4))
+        let sender = PushSender(configuration: configuration.delivery, clients: http, logger: logger)
         let dispatcher = PushDispatcher(
             store: store, sender: sender,
             builder: PushPayloadBuilder(

@@ -9,6 +9,13 @@ enum Settings {
         return fallback
     }
 
+    /// The value of an optional setting: the flag, else the variable when set and not empty, else nil.
+    static func optional(_ flag: String?, _ variable: String) -> String? {
+        if let flag { return flag }
+        if let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty { return value }
+        return nil
+    }
+
     static let defaultAMQPURL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 
     static func amqpURL(_ flag: String?) -> String { value(flag, "BADGEPIPE_AMQP_URL", default: defaultAMQPURL) }

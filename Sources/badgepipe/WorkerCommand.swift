@@ -6,6 +6,7 @@ import BadgeStore
 import BadgeWorker
 import Foundation
 import Logging
+import ProviderAuth
 import ServiceLifecycle
 
 /// `badgepipe worker`.
@@ -16,11 +17,29 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
     @Option(help: "postgres://… or sqlite:PATH (BADGEPIPE_DATABASE_URL, default sqlite:badgepipe.sqlite).")
     var databaseURL: String?
-    @Option(help: "APNs base URL (BADGEPIPE_APNS_URL, default the local sink).") var apnsURL: String?
-    @Option(help: "FCM base URL (BADGEPIPE_FCM_URL, default the local sink).") var fcmURL: String?
+    @Option(help: "APNs URL for production devices (BADGEPIPE_APNS_URL, default https://api.push.apple.com).")
+    var apnsURL: String?
+    @Option(
+        help: ArgumentHelp(
+            "APNs URL for sandbox devices (BADGEPIPE_APNS_SANDBOX_URL).",
+            discussion: "Default: https://api.sandbox.push.apple.com, or --apns-url when only that is set."))
+    var apnsSandboxURL: String?
+    @Option(help: "APNs token-auth key, a .p8 file (BADGEPIPE_APNS_KEY_FILE).") var apnsKeyFile: String?
+    @Option(help: "The .p8 key's id (BADGEPIPE_APNS_KEY_ID).") var apnsKeyID: String?
+    @Option(help: "Apple developer team id (BADGEPIPE_APNS_TEAM_ID).") var apnsTeamID: String?
+    @Option(help: "APNs client certificate, PEM (BADGEPIPE_APNS_CERT_FILE), instead of a key.") var apnsCertFile:
+        String?
+    @Option(help: "The client certificate's private key, PEM (BADGEPIPE_APNS_CERT_KEY_FILE).")
+    var apnsCertKeyFile: String?
+    @Option(help: "FCM v1 base URL (BADGEPIPE_FCM_URL, default https://fcm.googleapis.com).") var fcmURL: String?
+    @Option(help: "FCM service-account JSON file (BADGEPIPE_FCM_CREDENTIALS_FILE).") var fcmCredentialsFile: String?
+    @Option(help: "Extra trusted root certificates, PEM (BADGEPIPE_CA_FILE), e.g. a test sink's.") var caFile: String?
+    @Option(help: "HTTP/2 connections per provider host (BADGEPIPE_PROVIDER_CONNECTIONS, default 1).")
+    var providerConnections: Int?
     @Option(help: "unseen or unread (BADGEPIPE_BADGE_POLICY).") var badgePolicy: String?
     @Option(help: "Default APNs topic (BADGEPIPE_APNS_TOPIC).") var apnsTopic: String?
-    @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default badgepipe).") var fcmProject: String?
+    @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default the credentials file's, else badgepipe).")
+    var fcmProject: String?
     @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
     @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe; tests use their own).")
     var namespace: String?
@@ -37,16 +56,15 @@ struct WorkerCommand: AsyncParsableCommand {
             throw CommandError(
                 code: "invalid_policy", message: "badge policy must be unseen or unread, not \(policyText)")
         }
-        let sink = "http://127.0.0.1:8787"
+        let delivery = try deliveryConfiguration()
         var configuration = WorkerConfiguration(
             amqp: try AMQPConfiguration(url: Settings.amqpURL(amqpURL)),
             databaseURL: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
-            delivery: DeliveryConfiguration(
-                apnsBaseURL: Settings.value(apnsURL, "BADGEPIPE_APNS_URL", default: sink),
-                fcmBaseURL: Settings.value(fcmURL, "BADGEPIPE_FCM_URL", default: sink)),
+            delivery: delivery,
             badgePolicy: policy,
             apnsTopic: Settings.value(apnsTopic, "BADGEPIPE_APNS_TOPIC", default: "com.example.app"),
-            fcmProject: Settings.value(fcmProject, "BADGEPIPE_FCM_PROJECT", default: "badgepipe"),
+            fcmProject: Settings.optional(fcmProject, "BADGEPIPE_FCM_PROJECT") ?? delivery.fcmCredentials?.projectID
+                ?? "badgepipe",
             topology: Topology(
                 namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"),
                 partitions: partitions ?? Int(Settings.value(nil, "BADGEPIPE_PARTITIONS", default: "8")) ?? 8),
@@ -72,5 +90,62 @@ struct WorkerCommand: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
+    }
+
+    /// Provider URLs and credentials from the flags and variables; throws with the setting to fix when they do not
+    /// make a working whole (a provider over https:// without credentials, half a key, a file that cannot be read).
+    private func deliveryConfiguration() throws -> DeliveryConfiguration {
+        let apnsURL = Settings.optional(self.apnsURL, "BADGEPIPE_APNS_URL")
+        let sandboxURL = Settings.optional(apnsSandboxURL, "BADGEPIPE_APNS_SANDBOX_URL")
+        let keyFile = Settings.optional(apnsKeyFile, "BADGEPIPE_APNS_KEY_FILE")
+        let keyID = Settings.optional(apnsKeyID, "BADGEPIPE_APNS_KEY_ID")
+        let teamID = Settings.optional(apnsTeamID, "BADGEPIPE_APNS_TEAM_ID")
+        let certFile = Settings.optional(apnsCertFile, "BADGEPIPE_APNS_CERT_FILE")
+        let certKeyFile = Settings.optional(apnsCertKeyFile, "BADGEPIPE_APNS_CERT_KEY_FILE")
+        let connections =
+            try providerConnections
+            ?? Settings.optional(nil, "BADGEPIPE_PROVIDER_CONNECTIONS").map { text in
+                guard let number = Int(text) else {
+                    throw CommandError(
+                        code: "invalid_setting", message: "BADGEPIPE_PROVIDER_CONNECTIONS must be an integer")
+                }
+                return number
+            } ?? 1
+
+        var credentials: DeliveryConfiguration.APNsCredentials?
+        func fail(_ message: String) -> CommandError { CommandError(code: "invalid_credentials", message: message) }
+        if keyFile != nil || keyID != nil || teamID != nil {
+            guard certFile == nil, certKeyFile == nil else {
+                throw fail("give either an APNs key (--apns-key-file) or a certificate (--apns-cert-file), not both")
+            }
+            guard let keyFile else { throw fail("--apns-key-id and --apns-team-id need --apns-key-file") }
+            guard let keyID else { throw fail("--apns-key-file needs --apns-key-id (the key's id, from Apple)") }
+            guard let teamID else { throw fail("--apns-key-file needs --apns-team-id (your developer team id)") }
+            do {
+                credentials = .token(try APNsSigningKey(file: keyFile, keyID: keyID, teamID: teamID))
+            } catch {
+                throw fail("--apns-key-file: \(error)")
+            }
+        } else if certFile != nil || certKeyFile != nil {
+            guard let certFile else { throw fail("--apns-cert-key-file needs --apns-cert-file") }
+            guard let certKeyFile else { throw fail("--apns-cert-file needs --apns-cert-key-file (its private key)") }
+            credentials = .certificate(chainFile: certFile, keyFile: certKeyFile)
+        }
+        var account: ServiceAccount?
+        if let file = Settings.optional(fcmCredentialsFile, "BADGEPIPE_FCM_CREDENTIALS_FILE") {
+            do {
+                account = try ServiceAccount(file: file)
+            } catch {
+                throw fail("--fcm-credentials-file: \(error)")
+            }
+        }
+        let configuration = DeliveryConfiguration(
+            apnsBaseURL: apnsURL ?? "https://api.push.apple.com",
+            apnsSandboxBaseURL: sandboxURL ?? (apnsURL == nil ? "https://api.sandbox.push.apple.com" : nil),
+            fcmBaseURL: Settings.optional(fcmURL, "BADGEPIPE_FCM_URL") ?? "https://fcm.googleapis.com",
+            apnsCredentials: credentials, fcmCredentials: account,
+            trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections)
+        if let problem = configuration.problems.first { throw fail(problem) }
+        return configuration
     }
 }

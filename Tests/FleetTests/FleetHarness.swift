@@ -130,12 +130,53 @@ struct FleetHarness {
     static func waitUntilQuiet(
         sink: SinkState, namespace: String, databaseURL: String, timeout: Duration
     ) async throws {
-        try await waitUntilQuiet(timeout: timeout, what: "the fleet") {
-            try await messagesInQueues(namespace: namespace)
-                + outboxRows(databaseURL: databaseURL, namespace: namespace)
-        } received: {
-            sink.count
+        do {
+            try await waitUntilQuiet(timeout: timeout, what: "the fleet") {
+                try await messagesInQueues(namespace: namespace)
+                    + outboxRows(databaseURL: databaseURL, namespace: namespace)
+            } received: {
+                sink.count
+            }
+        } catch let error as FleetError {
+            // Say what was still pending, so that a run that failed in CI can be understood from its log.
+            let queues = (try? await queueLines(namespace: namespace)) ?? "?"
+            let state = (try? await psql(databaseURL, Self.pendingStateQuery)) ?? "?"
+            throw FleetError("\(error.description); queues: \(queues); state: \(state)")
         }
+    }
+
+    /// The leases, and the outbox per partition with its claims and schedule (times relative to now, in ms).
+    static let pendingStateQuery = """
+        select 'lease ' || partition_id || ' ' || coalesce(owner, '-') || ' epoch ' || epoch || ' expires ' \
+        || ((expires_at - extract(epoch from clock_timestamp()) * 1000000) / 1000)::bigint from partition_leases \
+        union all select 'outbox p' || partition_id || ' rows ' || count(*) || ' attempts ' || max(attempts) \
+        || ' claimed_epoch ' || coalesce(max(claimed_epoch)::text, '-') || ' next ' \
+        || ((min(next_attempt_at) - extract(epoch from clock_timestamp()) * 1000000) / 1000)::bigint \
+        from outbox group by partition_id
+        """
+
+    /// `rabbitmqctl list_queues` lines of the namespace (name, ready + unacked, unacked, consumers), `|`-separated.
+    static func queueLines(namespace: String) async throws -> String {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-queue-lines.txt")
+        try await shell(
+            "sh",
+            [
+                "-c",
+                "scripts/services ctl list_queues -q name messages messages_unacknowledged consumers > \(output.path)",
+            ],
+            timeout: .seconds(30))
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").filter { $0.hasPrefix("\(namespace).") }.joined(separator: " | ")
+    }
+
+    /// The rows `query` returns in the fleet database, one per line joined by ` | `.
+    static func psql(_ databaseURL: String, _ query: String) async throws -> String {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("psql-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: output) }
+        try await shell(
+            "sh", ["-c", "psql '\(databaseURL)' -Atc \"$0\" > \(output.path)", query], timeout: .seconds(30))
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").joined(separator: " | ")
     }
 
     /// Until `pending` is 0 and `received` (pushes at the sink) has not changed for 3 s; polls every 500 ms.

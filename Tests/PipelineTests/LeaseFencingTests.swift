@@ -115,15 +115,14 @@ struct LeaseFencingTests {
         }()
         let sink = TestSink(seed: 7, logger: logger)
         let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await sink.group.run() }
             group.addTask { await store.run() }
             let port = try await sink.port()
-            let sender = PushSender(
-                configuration: DeliveryConfiguration(
-                    apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)"),
-                client: http, logger: logger)
+            let delivery = DeliveryConfiguration(
+                apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)")
+            let http = try ProviderClients(configuration: delivery)
+            let sender = PushSender(configuration: delivery, clients: http, logger: logger)
             let result: Result<Void, any Error>
             do {
                 try await store.migrate()
