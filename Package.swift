@@ -117,6 +117,15 @@ let package = Package(
         // The reference model: the contract's count rules as a pure function of the published events. Only the
         // tests use it (the store implements the same rules in SQL and is checked against it).
         .target(name: "BadgeModel", dependencies: ["BadgeCore"], path: "Tests/BadgeModel"),
+        // Keys and certificates made at test time (TLS for the sink, APNs .p8, FCM service account). Tests only.
+        .target(
+            name: "TestCredentials",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Tests/TestCredentials"
+        ),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel"], resources: [.copy("Fixtures")]),
@@ -135,6 +144,8 @@ let package = Package(
         .testTarget(
             name: "PipelineTests",
             dependencies: [
+                "TestCredentials",
+                "ProviderAuth",
                 "AMQPClient",
                 "BadgeCore",
                 "BadgeDelivery",
@@ -163,6 +174,8 @@ let package = Package(
             name: "BadgeSinkTests",
             dependencies: [
                 "BadgeSink",
+                "ProviderAuth",
+                "TestCredentials",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -20,6 +20,8 @@ public struct Delivery: Sendable, Equatable {
     public let reason: String?
     /// When the push was received, to the millisecond.
     public let receivedAt: Date
+    /// The HTTP version it came over: `"2"` or `"1.1"`.
+    public let httpVersion: String
 
     /// Creates a delivery.
     public init(
@@ -31,7 +33,8 @@ public struct Delivery: Sendable, Equatable {
         bodyIsJSON: Bool,
         status: Int,
         reason: String?,
-        receivedAt: Date
+        receivedAt: Date,
+        httpVersion: String = "1.1"
     ) {
         self.seq = seq
         self.provider = provider
@@ -42,6 +45,7 @@ public struct Delivery: Sendable, Equatable {
         self.status = status
         self.reason = reason
         self.receivedAt = receivedAt
+        self.httpVersion = httpVersion
     }
 
     /// The body as text (ill-formed UTF-8 replaced).

@@ -1,7 +1,17 @@
 /// The recorded pushes: compact records in `seq` order, their bytes in an arena, an index of positions per
 /// token, and the status counters. Not synchronized; ``SinkState`` guards it.
+///
+/// At most `capacity` deliveries are kept: beyond it the oldest are dropped at once (hidden below `start`), and
+/// their storage is reclaimed by a compaction once a quarter of the capacity has been dropped, so that a push
+/// costs amortised constant time.
 struct DeliveryLog {
+    /// The most deliveries kept.
+    let capacity: Int
     private(set) var records: [StoredDelivery] = []
+    /// Records below this index were dropped.
+    private var start = 0
+    /// Deliveries dropped since the log was created.
+    private(set) var dropped = 0
     private var arena = ByteArena()
     private var tokens: [String] = []
     private var tokenIDs: [String: UInt32] = [:]
@@ -10,8 +20,12 @@ struct DeliveryLog {
     private var reasonIDs: [String: UInt32] = [:]
     private var countsByStatus: [Int: Int] = [:]
 
-    /// How many pushes are recorded.
-    var count: Int { self.records.count }
+    init(capacity: Int = 1_000_000) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// How many pushes are kept.
+    var count: Int { self.records.count - self.start }
 
     /// Records a push; `seq` must be greater than every recorded one.
     mutating func append(
@@ -23,7 +37,8 @@ struct DeliveryLog {
         bodyIsJSON: Bool,
         status: Int,
         reason: String?,
-        receivedAtMilliseconds: Int64
+        receivedAtMilliseconds: Int64,
+        httpVersion: StoredDelivery.HTTPVersion = .http1
     ) {
         let tokenID = self.intern(token: token)
         let reasonID = reason.map { self.intern(reason: $0) } ?? 0
@@ -40,35 +55,70 @@ struct DeliveryLog {
                 reason: reasonID,
                 status: UInt16(clamping: status),
                 provider: provider,
-                bodyIsJSON: bodyIsJSON
+                bodyIsJSON: bodyIsJSON,
+                httpVersion: httpVersion
             )
         )
         self.positionsByToken[Int(tokenID)].append(position)
         self.countsByStatus[status, default: 0] += 1
+        self.received += 1
+        if self.count > self.capacity {
+            self.start += 1
+            self.dropped += 1
+            if self.start >= max(1024, self.capacity / 4) { self.compact() }
+        }
     }
 
-    /// The counters.
-    var stats: SinkStats { SinkStats(received: self.records.count, byStatus: self.countsByStatus) }
+    /// Pushes recorded since the log was created.
+    private var received = 0
 
-    /// A copy of the records of `token` (every token when nil) with a `seq` greater than `after`, oldest first,
-    /// and what is needed to read them after the lock is released.
-    func snapshot(token: String?, after: Int?) -> DeliverySnapshot {
+    /// The counters.
+    var stats: SinkStats {
+        SinkStats(received: self.received, byStatus: self.countsByStatus, dropped: self.dropped)
+    }
+
+    /// Rebuilds the storage without the dropped records.
+    private mutating func compact() {
+        var fresh = DeliveryLog(capacity: self.capacity)
+        let snapshot = self.snapshot(token: nil, after: nil, limit: nil)
+        for record in snapshot.records {
+            let (headers, body) = snapshot.bytes(of: record)
+            fresh.append(
+                seq: Int(record.seq), provider: record.provider, token: self.tokens[Int(record.token)],
+                blob: Array(headers) + Array(body), headersLength: headers.count, bodyIsJSON: record.bodyIsJSON,
+                status: Int(record.status), reason: record.reason == 0 ? nil : self.reasons[Int(record.reason)],
+                receivedAtMilliseconds: record.receivedAtMilliseconds, httpVersion: record.httpVersion)
+        }
+        fresh.countsByStatus = self.countsByStatus
+        fresh.received = self.received
+        fresh.dropped = self.dropped
+        self = fresh
+    }
+
+    /// A copy of the first `limit` (all when nil) kept records of `token` (every token when nil) with a `seq`
+    /// greater than `after`, oldest first, and what is needed to read them after the lock is released.
+    func snapshot(token: String?, after: Int?, limit: Int?) -> DeliverySnapshot {
         let after = Int64(clamping: after ?? Int.min)
+        let limit = max(0, limit ?? Int.max)
         var selected: [StoredDelivery]
         if let token {
             guard let tokenID = self.tokenIDs[token] else {
                 return DeliverySnapshot(records: [], chunks: [], tokens: [], reasons: [])
             }
             let positions = self.positionsByToken[Int(tokenID)]
-            let start = Self.partitionPoint(count: positions.count) { self.records[Int(positions[$0])].seq > after }
+            let first = Self.partitionPoint(count: positions.count) {
+                Int(positions[$0]) >= self.start && self.records[Int(positions[$0])].seq > after
+            }
             selected = []
-            selected.reserveCapacity(positions.count - start)
-            for position in positions[start...] {
+            selected.reserveCapacity(min(limit, positions.count - first))
+            for position in positions[first...].prefix(limit) {
                 selected.append(self.records[Int(position)])
             }
         } else {
-            let start = Self.partitionPoint(count: self.records.count) { self.records[$0].seq > after }
-            selected = start == 0 ? self.records : Array(self.records[start...])
+            let first =
+                self.start + Self.partitionPoint(count: self.count) { self.records[self.start + $0].seq > after }
+            let end = first + min(limit, self.records.count - first)
+            selected = first == 0 && end == self.records.count ? self.records : Array(self.records[first..<end])
         }
         return DeliverySnapshot(
             records: selected,

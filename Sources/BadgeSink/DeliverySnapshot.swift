@@ -18,7 +18,8 @@ struct DeliverySnapshot: Sendable {
                 bodyIsJSON: record.bodyIsJSON,
                 status: Int(record.status),
                 reason: record.reason == 0 ? nil : self.reasons[Int(record.reason)],
-                receivedAt: Timestamp.date(milliseconds: record.receivedAtMilliseconds)
+                receivedAt: Timestamp.date(milliseconds: record.receivedAtMilliseconds),
+                httpVersion: record.httpVersion.text
             )
         }
     }
@@ -77,10 +78,10 @@ struct DeliverySnapshot: Sendable {
         }
         writer.raw(",\"received_at\":\"")
         Timestamp.write(milliseconds: record.receivedAtMilliseconds, into: &writer.bytes)
-        writer.raw("\"}")
+        writer.raw(record.httpVersion == .http2 ? "\",\"http_version\":\"2\"}" : "\",\"http_version\":\"1.1\"}")
     }
 
-    private func bytes(of record: StoredDelivery) -> (headers: ArraySlice<UInt8>, body: ArraySlice<UInt8>) {
+    func bytes(of record: StoredDelivery) -> (headers: ArraySlice<UInt8>, body: ArraySlice<UInt8>) {
         let chunk = self.chunks[Int(record.location.chunk)]
         let start = Int(record.location.offset)
         let bodyStart = start + Int(record.headersLength)

@@ -17,6 +17,22 @@ struct FCMError: Equatable {
         }
     }
 
+    /// The FCM error codes a fault may name directly (an addition to the contract: a fault whose reason is one of
+    /// these is answered with it and the fault's status, untranslated).
+    static let codes: Set<String> = [
+        "UNREGISTERED", "INVALID_ARGUMENT", "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL", "SENDER_ID_MISMATCH",
+        "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED", "PERMISSION_DENIED",
+    ]
+
+    /// The error FCM answers for a fault of `status` and `reason`.
+    init(fault status: Int, reason: String) {
+        if Self.codes.contains(reason) {
+            self.init(status: status, errorCode: reason)
+        } else {
+            self.init(translatingAPNsStatus: status)
+        }
+    }
+
     /// An error as recorded.
     init(status: Int, errorCode: String) {
         self.status = status
@@ -31,7 +47,9 @@ struct FCMError: Equatable {
         case "QUOTA_EXCEEDED": "RESOURCE_EXHAUSTED"
         case "UNAVAILABLE": "UNAVAILABLE"
         case "SENDER_ID_MISMATCH": "PERMISSION_DENIED"
-        case "THIRD_PARTY_AUTH_ERROR": "UNAUTHENTICATED"
+        case "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED": "UNAUTHENTICATED"
+        case "PERMISSION_DENIED": "PERMISSION_DENIED"
+        case "INTERNAL": "INTERNAL"
         default: self.status >= 500 ? "INTERNAL" : "INVALID_ARGUMENT"
         }
     }
@@ -45,6 +63,8 @@ struct FCMError: Equatable {
         case "UNAVAILABLE": "The service is currently unavailable."
         case "SENDER_ID_MISMATCH": "SenderId mismatch"
         case "THIRD_PARTY_AUTH_ERROR": "Auth error from APNS or Web Push Service"
+        case "UNAUTHENTICATED": "Request had invalid authentication credentials."
+        case "PERMISSION_DENIED": "The caller does not have permission"
         default: "Internal error encountered."
         }
     }
@@ -58,9 +78,18 @@ struct FCMError: Equatable {
         writer.string(self.message)
         writer.raw(",\"status\":")
         writer.string(self.googleStatus)
-        writer.raw(",\"details\":[{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":")
-        writer.string(self.errorCode)
-        writer.raw("}]}}")
+        writer.raw(",\"details\":[")
+        if self.errorCode != "UNAUTHENTICATED", self.errorCode != "PERMISSION_DENIED" {
+            writer.raw("{\"@type\":\"type.googleapis.com/google.firebase.fcm.v1.FcmError\",\"errorCode\":")
+            writer.string(self.errorCode)
+            writer.raw("}")
+        }
+        if self.errorCode == "INVALID_ARGUMENT" {
+            // Every INVALID_ARGUMENT the sink answers is about the token (a translated BadDeviceToken, or none).
+            writer.raw(",{\"@type\":\"type.googleapis.com/google.rpc.BadRequest\",\"fieldViolations\":[")
+            writer.raw("{\"field\":\"message.token\",\"description\":\"Invalid registration token\"}]}")
+        }
+        writer.raw("]}}")
         return writer.bytes
     }
 }

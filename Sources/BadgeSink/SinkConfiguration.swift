@@ -7,15 +7,44 @@ public struct SinkConfiguration: Sendable, Equatable {
     public var port: Int
     /// When set, every recorded push prints one summary line to standard output.
     public var logDeliveries: Bool
+    /// With a certificate and its key (PEM files), the sink serves HTTPS and offers HTTP/2 and HTTP/1.1 by ALPN,
+    /// as APNs does; without, plain HTTP/1.1.
+    public var tlsCertificateFile: String?
+    /// The private key of ``tlsCertificateFile``.
+    public var tlsKeyFile: String?
+    /// APNs provider-token keys by key id: the PEM file of each key's public half. When any is set, APNs pushes
+    /// need a valid bearer token (403 `MissingProviderToken` / `InvalidProviderToken` / `ExpiredProviderToken`
+    /// otherwise); when none is, tokens are not checked.
+    public var apnsKeyFiles: [String: String]
+    /// The team id APNs tokens must name as `iss`; nil accepts any issuer.
+    public var apnsTeamID: String?
+    /// The PEM public key of the FCM service account. When set, `POST /token` issues access tokens for assertions
+    /// it signed, and FCM pushes need one (401 otherwise); when nil, FCM pushes are not checked.
+    public var fcmPublicKeyFile: String?
+    /// Seconds an access token from `POST /token` is valid.
+    public var fcmTokenLifetime: Int
+    /// The most deliveries kept; the oldest are dropped beyond it (counted in `/stats` as `dropped`).
+    public var maxDeliveries: Int
 
     /// Creates a configuration.
     /// - Parameters:
     ///   - host: The address to bind.
     ///   - port: The TCP port to bind; 0 for an ephemeral port.
     ///   - logDeliveries: Whether to print one line per recorded push to standard output.
-    public init(host: String = "127.0.0.1", port: Int = 8787, logDeliveries: Bool = false) {
+    public init(
+        host: String = "127.0.0.1", port: Int = 8787, logDeliveries: Bool = false, tlsCertificateFile: String? = nil,
+        tlsKeyFile: String? = nil, apnsKeyFiles: [String: String] = [:], apnsTeamID: String? = nil,
+        fcmPublicKeyFile: String? = nil, fcmTokenLifetime: Int = 3600, maxDeliveries: Int = 1_000_000
+    ) {
         self.host = host
         self.port = port
         self.logDeliveries = logDeliveries
+        self.tlsCertificateFile = tlsCertificateFile
+        self.tlsKeyFile = tlsKeyFile
+        self.apnsKeyFiles = apnsKeyFiles
+        self.apnsTeamID = apnsTeamID
+        self.fcmPublicKeyFile = fcmPublicKeyFile
+        self.fcmTokenLifetime = fcmTokenLifetime
+        self.maxDeliveries = maxDeliveries
     }
 }

@@ -28,6 +28,11 @@ public struct SinkError: Error, Sendable, Equatable, CustomStringConvertible {
         SinkError(code: "invalid_fault", message: message)
     }
 
+    /// A setting the sink cannot start with (a key or certificate file that cannot be read or used).
+    static func configuration(_ message: String) -> SinkError {
+        SinkError(code: "invalid_configuration", message: message)
+    }
+
     /// A query parameter that the sink cannot use.
     static func invalidQuery(_ message: String) -> SinkError {
         SinkError(code: "invalid_query", message: message)

@@ -3,8 +3,9 @@ import Hummingbird
 
 extension SinkServer {
     /// Adds the push endpoints and the inspection API to `router`.
-    func addRoutes(to router: Router<BasicRequestContext>) {
+    func addRoutes(to router: Router<SinkRequestContext>) {
         let state = self.state
+        let credentials = self.credentials
         let logDeliveries = self.configuration.logDeliveries
 
         router.post("/3/device/{token}") { request, context -> Response in
@@ -14,7 +15,9 @@ extension SinkServer {
                 provider: .apns,
                 token: token,
                 headers: Self.headerList(request.headers),
-                body: body.readableBytesView
+                body: body.readableBytesView,
+                http2: context.isHTTP2,
+                refusal: credentials.checkAPNs(authorization: request.headers[.authorization])
             )
             if logDeliveries {
                 DeliveryLogLine.print(answer: answer, token: token, body: body.readableBytesView)
@@ -35,7 +38,9 @@ extension SinkServer {
                 provider: .fcm,
                 token: token,
                 headers: Self.headerList(request.headers),
-                body: body.readableBytesView
+                body: body.readableBytesView,
+                http2: context.isHTTP2,
+                refusal: credentials.checkFCM(authorization: request.headers[.authorization])
             )
             if logDeliveries {
                 DeliveryLogLine.print(answer: answer, token: token, body: body.readableBytesView)
@@ -57,7 +62,37 @@ extension SinkServer {
                 }
                 after = number
             }
-            return Self.json(state.deliveriesJSON(token: token, after: after))
+            var limit: Int?
+            if let value = query["limit"] {
+                guard let number = Int(value), number >= 0 else {
+                    throw SinkError.invalidQuery("`limit` must be a non-negative integer, got \"\(value)\"")
+                }
+                limit = number
+            }
+            return Self.json(state.deliveriesJSON(token: token, after: after, limit: limit))
+        }
+
+        // An OAuth2 token endpoint (RFC 7523 JWT bearer grant) standing in for Google's, for FCM tests.
+        router.post("/token") { request, context -> Response in
+            let body = try await request.body.collect(upTo: 64 * 1024)
+            switch credentials.issueToken(form: String(buffer: body)) {
+            case .success(let issued):
+                var writer = JSONWriter(capacity: 128)
+                writer.raw("{\"access_token\":")
+                writer.string(issued.token)
+                writer.raw(",\"expires_in\":")
+                writer.int(issued.lifetime)
+                writer.raw(",\"token_type\":\"Bearer\"}")
+                return Self.json(writer.bytes)
+            case .failure(let error):
+                var writer = JSONWriter(capacity: 128)
+                writer.raw("{\"error\":")
+                writer.string(error.code)
+                writer.raw(",\"error_description\":")
+                writer.string(error.description)
+                writer.raw("}")
+                return Self.json(writer.bytes, status: error.code == "invalid_client" ? 401 : 400)
+            }
         }
 
         router.delete("/deliveries") { _, _ -> Response in

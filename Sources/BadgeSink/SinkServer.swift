@@ -1,9 +1,16 @@
 import Hummingbird
+import HummingbirdHTTP2
 import Logging
+import NIOSSL
 import ServiceLifecycle
 
-/// The mock delivery sink: an HTTP/1.1 server that answers APNs and FCM pushes like the real services, records
-/// them in a ``SinkState``, and serves the inspection API (`/deliveries`, `/faults`, `/stats`).
+/// The mock delivery sink: an HTTP server that answers APNs and FCM pushes like the real services, records them in
+/// a ``SinkState``, and serves the inspection API (`/deliveries`, `/faults`, `/stats`) and, for FCM tests, an
+/// OAuth2 token endpoint (`/token`).
+///
+/// Plain HTTP/1.1 by default; with a TLS certificate and key it serves HTTPS and offers HTTP/2 and HTTP/1.1 by
+/// ALPN, as APNs does. With APNs keys or an FCM public key configured it checks credentials as the real services
+/// do (see ``SinkConfiguration``).
 ///
 /// A `Service`: ``run()`` serves until graceful shutdown, so it can be placed in a `ServiceGroup` that handles
 /// SIGTERM and SIGINT.
@@ -12,48 +19,74 @@ public struct SinkServer: Service {
     public let configuration: SinkConfiguration
     /// The store the server records into.
     public let state: SinkState
+    let credentials: SinkCredentials
+    private let tls: TLSConfiguration?
     private let logger: Logger
     private let onRunning: (@Sendable (Int) async -> Void)?
 
-    /// Creates a server.
+    /// Creates a server; throws when a key or certificate file of `configuration` cannot be read or used.
     /// - Parameters:
     ///   - configuration: The address, port and options.
-    ///   - state: The store to record into; a new empty one by default.
+    ///   - state: The store to record into; a new empty one (keeping `configuration.maxDeliveries`) by default.
     ///   - logger: The server's logger.
     ///   - onRunning: Called once the server listens, with the port actually bound (useful with port 0).
     public init(
         configuration: SinkConfiguration,
-        state: SinkState = .init(),
+        state: SinkState? = nil,
         logger: Logger,
         onRunning: (@Sendable (Int) async -> Void)? = nil
-    ) {
+    ) throws {
         self.configuration = configuration
-        self.state = state
+        self.state = state ?? SinkState(maxDeliveries: configuration.maxDeliveries)
+        self.credentials = try SinkCredentials(configuration: configuration)
+        self.tls = try Self.tlsConfiguration(configuration)
         self.logger = logger
         self.onRunning = onRunning
     }
 
     /// Serves until graceful shutdown (or cancellation).
     public func run() async throws {
-        let router = Router(context: BasicRequestContext.self)
+        let router = Router(context: SinkRequestContext.self)
         self.addRoutes(to: router)
         let configuredPort = self.configuration.port
         let onRunning = self.onRunning
         let logger = self.logger
         let host = self.configuration.host
+        let secure = self.tls != nil
         let app = Application(
             router: router,
+            server: try self.tls.map { try .http2Upgrade(tlsConfiguration: $0) } ?? .http1(),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: configuredPort),
                 serverName: nil
             ),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? configuredPort
-                logger.info("sink listening", metadata: ["host": "\(host)", "port": "\(port)"])
+                logger.info(
+                    "sink listening", metadata: ["host": "\(host)", "port": "\(port)", "tls": "\(secure)"])
                 await onRunning?(port)
             },
             logger: logger
         )
         try await app.run()
+    }
+
+    private static func tlsConfiguration(_ configuration: SinkConfiguration) throws -> TLSConfiguration? {
+        switch (configuration.tlsCertificateFile, configuration.tlsKeyFile) {
+        case (nil, nil):
+            return nil
+        case (let certificate?, let key?):
+            do {
+                var tls = TLSConfiguration.makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+                tls.applicationProtocols = ["h2", "http/1.1"]
+                return tls
+            } catch {
+                throw SinkError.configuration("cannot load the TLS certificate \(certificate) and key \(key): \(error)")
+            }
+        default:
+            throw SinkError.configuration("--tls-cert and --tls-key go together")
+        }
     }
 }

@@ -10,7 +10,7 @@ public final class SinkState: Sendable {
     public static let maximumAPNsPayloadBytes = 4096
 
     private struct State {
-        var log = DeliveryLog()
+        var log: DeliveryLog
         var faults: FaultTable
         var nextSeq = 1
     }
@@ -18,35 +18,44 @@ public final class SinkState: Sendable {
     private let state: Mutex<State>
 
     /// Creates an empty store.
-    /// - Parameter randomSeed: The seed of the draws for faults with a `rate`; nil for a random seed.
-    public init(randomSeed: UInt64? = nil) {
+    /// - Parameters:
+    ///   - randomSeed: The seed of the draws for faults with a `rate`; nil for a random seed.
+    ///   - maxDeliveries: The most deliveries kept; the oldest are dropped beyond it.
+    public init(randomSeed: UInt64? = nil, maxDeliveries: Int = 1_000_000) {
         let seed = randomSeed ?? UInt64.random(in: .min ... .max)
-        self.state = Mutex(State(faults: FaultTable(seed: seed)))
+        self.state = Mutex(State(log: DeliveryLog(capacity: maxDeliveries), faults: FaultTable(seed: seed)))
     }
 
     /// Records a push and decides its answer.
     ///
-    /// The answer is an error when the request is malformed (APNs: empty body → 400 `PayloadEmpty`, body over
-    /// 4096 bytes → 413 `PayloadTooLarge`, no token → 400 `MissingDeviceToken`; FCM: no token → 400
-    /// `INVALID_ARGUMENT`), else the first active fault that matches and fires (translated for FCM), else 200.
+    /// The answer is `refusal` when given (the request's credentials were refused), else an error when the
+    /// request is malformed (APNs: empty body → 400 `PayloadEmpty`, body over 4096 bytes → 413 `PayloadTooLarge`,
+    /// no token → 400 `MissingDeviceToken`; FCM: no token → 400 `INVALID_ARGUMENT`), else the first active fault
+    /// that matches and fires (translated for FCM), else 200.
     /// - Parameters:
     ///   - provider: The service the push is addressed to.
     ///   - token: The device token; for FCM, `message.token` from the body, or empty when it has none.
     ///   - headers: The request headers; names are lowercased.
     ///   - body: The request body as received.
     ///   - receivedAt: When it was received.
+    ///   - httpVersion: The HTTP version it came over.
+    ///   - refusal: The status and reason to answer with instead of looking further.
     /// - Returns: The answer to send, with the `seq` it was recorded under.
     public func record<Body: Collection<UInt8>>(
         provider: PushProvider,
         token: String,
         headers: [(name: String, value: String)],
         body: Body,
-        receivedAt: Date = Date()
+        receivedAt: Date = Date(),
+        http2: Bool = false,
+        refusal: (status: Int, reason: String)? = nil
     ) -> PushAnswer {
         let bodyIsJSON = JSONValidator.isValidJSON(body)
         let (blob, headersLength) = DeliveryBlob.encode(headers: headers, body: body)
         let milliseconds = Timestamp.milliseconds(of: receivedAt)
-        let rejection = Self.rejection(provider: provider, token: token, bodySize: body.count)
+        let rejection =
+            refusal.map { ($0.status, Optional($0.reason)) }
+            ?? Self.rejection(provider: provider, token: token, bodySize: body.count)
         let (seq, status, reason) = self.state.withLock { state -> (Int, Int, String?) in
             var status = 200
             var reason: String?
@@ -57,7 +66,7 @@ public final class SinkState: Sendable {
                 case .apns:
                     (status, reason) = fault
                 case .fcm:
-                    let error = FCMError(translatingAPNsStatus: fault.status)
+                    let error = FCMError(fault: fault.status, reason: fault.reason)
                     (status, reason) = (error.status, error.errorCode)
                 }
             }
@@ -72,7 +81,8 @@ public final class SinkState: Sendable {
                 bodyIsJSON: bodyIsJSON,
                 status: status,
                 reason: reason,
-                receivedAtMilliseconds: milliseconds
+                receivedAtMilliseconds: milliseconds,
+                httpVersion: http2 ? .http2 : .http1
             )
             return (seq, status, reason)
         }
@@ -89,14 +99,15 @@ public final class SinkState: Sendable {
     /// - Parameters:
     ///   - token: Only this token's; nil for all.
     ///   - after: Only those with a greater `seq`; nil for all.
-    public func deliveries(token: String? = nil, after: Int? = nil) -> [Delivery] {
-        self.snapshot(token: token, after: after).deliveries
+    ///   - limit: At most this many (the oldest that match); nil for all.
+    public func deliveries(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [Delivery] {
+        self.snapshot(token: token, after: after, limit: limit).deliveries
     }
 
     /// The body of `GET /deliveries`: `{"deliveries": [...]}` with the same filters as
-    /// ``deliveries(token:after:)``.
-    public func deliveriesJSON(token: String? = nil, after: Int? = nil) -> [UInt8] {
-        self.snapshot(token: token, after: after).json
+    /// ``deliveries(token:after:limit:)``.
+    public func deliveriesJSON(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [UInt8] {
+        self.snapshot(token: token, after: after, limit: limit).json
     }
 
     /// How many pushes are recorded.
@@ -115,7 +126,7 @@ public final class SinkState: Sendable {
     public func clear() -> Int {
         let old = self.state.withLock { state -> DeliveryLog in
             let old = state.log
-            state.log = DeliveryLog()
+            state.log = DeliveryLog(capacity: old.capacity)
             return old
         }
         // The old store is freed here, outside the lock.
@@ -144,8 +155,8 @@ public final class SinkState: Sendable {
         self.state.withLock { $0.log.stats }
     }
 
-    private func snapshot(token: String?, after: Int?) -> DeliverySnapshot {
-        self.state.withLock { $0.log.snapshot(token: token, after: after) }
+    private func snapshot(token: String?, after: Int?, limit: Int?) -> DeliverySnapshot {
+        self.state.withLock { $0.log.snapshot(token: token, after: after, limit: limit) }
     }
 
     private static func rejection(provider: PushProvider, token: String, bodySize: Int) -> (Int, String?)? {

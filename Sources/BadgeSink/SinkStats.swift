@@ -4,14 +4,17 @@ public struct SinkStats: Sendable, Equatable {
     public let received: Int
     /// How many pushes were answered with each HTTP status.
     public let byStatus: [Int: Int]
+    /// How many of the oldest deliveries were dropped to stay within `--max-deliveries`.
+    public let dropped: Int
 
     /// Creates counters.
-    public init(received: Int, byStatus: [Int: Int]) {
+    public init(received: Int, byStatus: [Int: Int], dropped: Int = 0) {
         self.received = received
         self.byStatus = byStatus
+        self.dropped = dropped
     }
 
-    /// `{"received": N, "by_status": {"200": N, …}}`, statuses in ascending order.
+    /// `{"received": N, "by_status": {"200": N, …}, "dropped": N}`, statuses in ascending order.
     public var json: [UInt8] {
         var writer = JSONWriter(capacity: 64)
         writer.raw("{\"received\":")
@@ -25,7 +28,9 @@ public struct SinkStats: Sendable, Equatable {
             writer.raw(":")
             writer.int(self.byStatus[status] ?? 0)
         }
-        writer.raw("}}")
+        writer.raw("},\"dropped\":")
+        writer.int(self.dropped)
+        writer.raw("}")
         return writer.bytes
     }
 }

@@ -12,4 +12,14 @@ struct StoredDelivery: Sendable {
     var status: UInt16
     var provider: PushProvider
     var bodyIsJSON: Bool
+    var httpVersion: HTTPVersion
+
+    /// The HTTP version a push came over.
+    enum HTTPVersion: UInt8, Sendable {
+        case http1
+        case http2
+
+        /// As `GET /deliveries` shows it: `"1.1"` or `"2"`.
+        var text: String { self == .http2 ? "2" : "1.1" }
+    }
 }

@@ -12,14 +12,71 @@ struct SinkCommand: AsyncParsableCommand {
     @Option(help: "Port (BADGEPIPE_SINK_PORT, default 8787).") var port: Int?
     @Flag(help: "Print one line per push received (BADGEPIPE_SINK_LOG_DELIVERIES=1).") var logDeliveries = false
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
+    @Option(help: "TLS certificate, PEM: serve HTTPS with HTTP/2 and HTTP/1.1 (BADGEPIPE_SINK_TLS_CERT).")
+    var tlsCert: String?
+    @Option(help: "The TLS certificate's private key, PEM (BADGEPIPE_SINK_TLS_KEY).") var tlsKey: String?
+    @Option(
+        help: ArgumentHelp(
+            "KID=PUBLIC_KEY.pem: check APNs provider tokens signed by that key (repeatable).",
+            discussion: "BADGEPIPE_SINK_APNS_KEYS holds the same, comma separated. Without any, tokens are not checked."
+        ))
+    var apnsKeyID: [String] = []
+    @Option(help: "The team id APNs tokens must carry as iss (BADGEPIPE_SINK_APNS_TEAM_ID, default any).")
+    var apnsTeamID: String?
+    @Option(
+        help: ArgumentHelp(
+            "FCM service account's public key, PEM (BADGEPIPE_SINK_FCM_PUBLIC_KEY).",
+            discussion: "POST /token then issues access tokens for its assertions, and FCM sends need one."))
+    var fcmPublicKey: String?
+    @Option(help: "Seconds a /token access token lives (BADGEPIPE_SINK_FCM_TOKEN_LIFETIME, default 3600).")
+    var fcmTokenLifetime: Int?
+    @Option(help: "Deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERIES, default 1000000).")
+    var maxDeliveries: Int?
 
     func run() async throws {
         let logger = Settings.logger("badgepipe.sink", level: logLevel)
+        var keys: [String: String] = [:]
+        let keyList =
+            apnsKeyID.isEmpty
+            ? (Settings.optional(nil, "BADGEPIPE_SINK_APNS_KEYS")?.split(separator: ",").map(String.init) ?? [])
+            : apnsKeyID
+        for entry in keyList {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw CommandError(
+                    code: "invalid_setting", message: "--apns-key-id takes KID=PUBLIC_KEY.pem, not \(entry)")
+            }
+            keys[parts[0]] = parts[1]
+        }
+        func number(_ flag: Int?, _ variable: String, default fallback: Int, minimum: Int) throws -> Int {
+            guard
+                let value = try flag
+                    ?? Settings.optional(nil, variable).map({ text in
+                        guard let value = Int(text) else {
+                            throw CommandError(
+                                code: "invalid_setting", message: "\(variable) must be an integer, not \(text)")
+                        }
+                        return value
+                    })
+            else { return fallback }
+            guard value >= minimum else {
+                throw CommandError(code: "invalid_setting", message: "\(variable) must be at least \(minimum)")
+            }
+            return value
+        }
         let configuration = SinkConfiguration(
             host: Settings.value(host, "BADGEPIPE_SINK_HOST", default: "127.0.0.1"),
-            port: port ?? Int(Settings.value(nil, "BADGEPIPE_SINK_PORT", default: "8787")) ?? 8787,
-            logDeliveries: logDeliveries || Settings.value(nil, "BADGEPIPE_SINK_LOG_DELIVERIES", default: "0") == "1")
-        let server = SinkServer(configuration: configuration, logger: logger) { port in
+            port: try number(port, "BADGEPIPE_SINK_PORT", default: 8787, minimum: 0),
+            logDeliveries: logDeliveries || Settings.value(nil, "BADGEPIPE_SINK_LOG_DELIVERIES", default: "0") == "1",
+            tlsCertificateFile: Settings.optional(tlsCert, "BADGEPIPE_SINK_TLS_CERT"),
+            tlsKeyFile: Settings.optional(tlsKey, "BADGEPIPE_SINK_TLS_KEY"),
+            apnsKeyFiles: keys,
+            apnsTeamID: Settings.optional(apnsTeamID, "BADGEPIPE_SINK_APNS_TEAM_ID"),
+            fcmPublicKeyFile: Settings.optional(fcmPublicKey, "BADGEPIPE_SINK_FCM_PUBLIC_KEY"),
+            fcmTokenLifetime: try number(
+                fcmTokenLifetime, "BADGEPIPE_SINK_FCM_TOKEN_LIFETIME", default: 3600, minimum: 1),
+            maxDeliveries: try number(maxDeliveries, "BADGEPIPE_SINK_MAX_DELIVERIES", default: 1_000_000, minimum: 1))
+        let server = try SinkServer(configuration: configuration, logger: logger) { port in
             logger.info("sink listening", metadata: ["sink.port": "\(port)"])
         }
         let group = ServiceGroup(

@@ -2,34 +2,72 @@ import AsyncHTTPClient
 import BadgeSink
 import Foundation
 import Logging
+import NIOSSL
 import ServiceLifecycle
 
 /// A sink served on 127.0.0.1 with an ephemeral port for the duration of one test, and an HTTP client for it.
 struct SinkHarness {
     let port: Int
     let state: SinkState
+    /// `http://127.0.0.1:PORT`, or `https://…` with TLS.
+    let baseURL: String
+    /// The client requests go out on (HTTP/2 over TLS unless asked for HTTP/1.1).
+    let client: HTTPClient
 
     struct HarnessError: Error, CustomStringConvertible {
         let description: String
     }
 
     /// Runs `body` against a sink that is shut down gracefully afterwards.
+    /// With `configuration` (its host and port are replaced by 127.0.0.1 and an ephemeral port). With TLS the
+    /// client trusts the sink's certificate and speaks HTTP/2, or HTTP/1.1 when `http1Only`.
     static func withSink<Result>(
         seed: UInt64 = 20_240_601,
+        configuration: SinkConfiguration = SinkConfiguration(),
+        http1Only: Bool = false,
         _ body: (SinkHarness) async throws -> Result
     ) async throws -> Result {
         var logger = Logger(label: "badgesink-tests")
         logger.logLevel = .warning
-        let state = SinkState(randomSeed: seed)
+        var configuration = configuration
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        let state = SinkState(randomSeed: seed, maxDeliveries: configuration.maxDeliveries)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let server = SinkServer(
-            configuration: SinkConfiguration(host: "127.0.0.1", port: 0),
+        let server = try SinkServer(
+            configuration: configuration,
             state: state,
             logger: logger,
             onRunning: { port in continuation.yield(port) }
         )
+        let client: HTTPClient
+        if let certificate = configuration.tlsCertificateFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(certificate)]
+            var http = HTTPClient.Configuration(tlsConfiguration: tls)
+            if http1Only { http.httpVersion = .http1Only }
+            client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        } else {
+            client = HTTPClient.shared
+        }
+        let scheme = configuration.tlsCertificateFile == nil ? "http" : "https"
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
-        return try await withThrowingTaskGroup(of: Void.self) { tasks in
+        let ownsClient = configuration.tlsCertificateFile != nil
+        do {
+            let result = try await Self.serve(group, ports, continuation, state, scheme, client, body)
+            if ownsClient { try? await client.shutdown() }
+            return result
+        } catch {
+            if ownsClient { try? await client.shutdown() }
+            throw error
+        }
+    }
+
+    private static func serve<Result>(
+        _ group: ServiceGroup, _ ports: AsyncStream<Int>, _ continuation: AsyncStream<Int>.Continuation,
+        _ state: SinkState, _ scheme: String, _ client: HTTPClient, _ body: (SinkHarness) async throws -> Result
+    ) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask {
                 defer { continuation.finish() }
                 try await group.run()
@@ -40,7 +78,8 @@ struct SinkHarness {
                 throw HarnessError(description: "the sink stopped before it listened")
             }
             do {
-                let result = try await body(SinkHarness(port: port, state: state))
+                let result = try await body(
+                    SinkHarness(port: port, state: state, baseURL: "\(scheme)://127.0.0.1:\(port)", client: client))
                 await group.triggerGracefulShutdown()
                 try await tasks.waitForAll()
                 return result
@@ -73,7 +112,7 @@ struct SinkHarness {
         body: [UInt8]? = nil,
         headers: [(String, String)] = []
     ) async throws -> Answer {
-        var request = HTTPClientRequest(url: "http://127.0.0.1:\(self.port)\(path)")
+        var request = HTTPClientRequest(url: self.baseURL + path)
         request.method = .init(rawValue: method)
         for (name, value) in headers {
             request.headers.add(name: name, value: value)
@@ -81,7 +120,7 @@ struct SinkHarness {
         if let body {
             request.body = .bytes(body)
         }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await self.client.execute(request, timeout: .seconds(30))
         let collected = try await response.body.collect(upTo: 1 << 30)
         var answerHeaders: [String: String] = [:]
         for header in response.headers {

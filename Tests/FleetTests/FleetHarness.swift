@@ -40,7 +40,7 @@ struct FleetHarness {
         let sinkState = SinkState(randomSeed: seed)
         if let sinkFault { sinkState.addFault(sinkFault) }
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let sink = SinkServer(
+        let sink = try SinkServer(
             configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
         ) { port in portContinuation.yield(port) }
         let sinkGroup = ServiceGroup(services: [sink], logger: logger)

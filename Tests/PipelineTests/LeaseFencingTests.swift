@@ -113,7 +113,7 @@ struct LeaseFencingTests {
             logger.logLevel = .warning
             return logger
         }()
-        let sink = TestSink(seed: 7, logger: logger)
+        let sink = try TestSink(seed: 7, logger: logger)
         let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await sink.group.run() }

@@ -74,7 +74,7 @@ struct Pipeline: Sendable {
     ) async throws {
         var logger = Logger(label: "pipeline-test")
         logger.logLevel = .warning
-        let sink = TestSink(seed: 42, logger: logger)
+        let sink = try TestSink(seed: 42, logger: logger)
         let sinkState = sink.state
         let sinkGroup = sink.group
 

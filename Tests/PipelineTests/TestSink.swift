@@ -8,12 +8,17 @@ struct TestSink: Sendable {
     let group: ServiceGroup
     private let ports: AsyncStream<Int>
 
-    init(seed: UInt64, logger: Logger) {
+    /// A sink with `configuration` (port 0 on loopback unless told).
+    init(
+        seed: UInt64, logger: Logger, configuration: SinkConfiguration = SinkConfiguration(host: "127.0.0.1", port: 0)
+    )
+        throws
+    {
         let state = SinkState(randomSeed: seed)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
-        let server = SinkServer(
-            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: state, logger: logger
-        ) { port in continuation.yield(port) }
+        let server = try SinkServer(configuration: configuration, state: state, logger: logger) { port in
+            continuation.yield(port)
+        }
         self.state = state
         self.group = ServiceGroup(services: [server], logger: logger)
         self.ports = ports

@@ -1,0 +1,17 @@
+import Hummingbird
+
+/// The sink's request context: Hummingbird's basic one plus the HTTP version the request came over.
+public struct SinkRequestContext: RequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+    /// Whether the request came over HTTP/2.
+    public let isHTTP2: Bool
+
+    /// Creates the context of a request received on `source.channel`.
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        // An HTTP/2 request arrives on a stream channel, the child of its connection's channel, itself the child
+        // of the listening channel; an HTTP/1.1 request arrives on the connection's channel.
+        isHTTP2 = source.channel.parent?.parent != nil
+    }
+}

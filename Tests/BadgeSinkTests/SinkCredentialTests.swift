@@ -1,0 +1,126 @@
+import BadgeSink
+import Foundation
+import ProviderAuth
+import TestCredentials
+import Testing
+
+/// The sink as a faithful stand-in: HTTPS with HTTP/2 and HTTP/1.1, APNs provider tokens and FCM access tokens
+/// checked as the real services check them, paged deliveries and a cap on what is kept.
+@Suite("Sink credentials, TLS and limits", .serialized)
+struct SinkCredentialTests {
+    private static func secured(_ credentials: TestCredentials, tokenLifetime: Int = 3600) -> SinkConfiguration {
+        SinkConfiguration(
+            tlsCertificateFile: credentials.certificateFile, tlsKeyFile: credentials.certificateKeyFile,
+            apnsKeyFiles: [credentials.apnsKeyID: credentials.apnsPublicKeyFile], apnsTeamID: credentials.apnsTeamID,
+            fcmPublicKeyFile: credentials.serviceAccountPublicKeyFile, fcmTokenLifetime: tokenLifetime)
+    }
+
+    private static func bearer(_ credentials: TestCredentials, issuedAt: Date = Date()) throws -> (String, String) {
+        let key = try APNsSigningKey(
+            file: credentials.apnsKeyFile, keyID: credentials.apnsKeyID, teamID: credentials.apnsTeamID)
+        return ("authorization", "bearer " + (try key.token(issuedAt: Int64(issuedAt.timeIntervalSince1970))))
+    }
+
+    @Test func overTLSItSpeaksHTTP2OrHTTP11AndRecordsWhichWithEveryHeader() async throws {
+        let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
+        defer { credentials.remove() }
+        for http1Only in [false, true] {
+            try await SinkHarness.withSink(configuration: Self.secured(credentials), http1Only: http1Only) { sink in
+                let authorization = try Self.bearer(credentials)
+                let answer = try await sink.pushAPNs("aa11", headers: [authorization])
+                #expect(answer.status == 200)
+                let delivery = try #require(sink.state.deliveries().first)
+                #expect(delivery.httpVersion == (http1Only ? "1.1" : "2"))
+                #expect(delivery.headers["authorization"] == authorization.1)
+                let listed = try await sink.deliveries()
+                #expect(listed.first?["http_version"] as? String == (http1Only ? "1.1" : "2"))
+            }
+        }
+    }
+
+    @Test func apnsTokensAreCheckedAsAppleChecksThem() async throws {
+        let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
+        defer { credentials.remove() }
+        try await SinkHarness.withSink(configuration: Self.secured(credentials)) { sink in
+            let missing = try await sink.pushAPNs("aa01")
+            #expect(missing.status == 403)
+            #expect(missing.json["reason"] as? String == "MissingProviderToken")
+            let old = try await sink.pushAPNs(
+                "aa02", headers: [try Self.bearer(credentials, issuedAt: Date().addingTimeInterval(-3700))])
+            #expect(old.json["reason"] as? String == "ExpiredProviderToken")
+            let stranger = try APNsSigningKey(
+                file: credentials.apnsKeyFile, keyID: "OTHERKEY01", teamID: credentials.apnsTeamID)
+            let unknown = try await sink.pushAPNs(
+                "aa03",
+                headers: [
+                    ("authorization", "bearer " + (try stranger.token(issuedAt: Int64(Date().timeIntervalSince1970))))
+                ])
+            #expect(unknown.json["reason"] as? String == "InvalidProviderToken")
+            #expect(try await sink.pushAPNs("aa04", headers: [try Self.bearer(credentials)]).status == 200)
+            // Every refused push is recorded with its status and reason.
+            #expect(sink.state.deliveries().map(\.status) == [403, 403, 403, 200])
+        }
+    }
+
+    @Test func fcmSendsNeedAnAccessTokenFromTheTokenEndpoint() async throws {
+        let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
+        defer { credentials.remove() }
+        try await SinkHarness.withSink(configuration: Self.secured(credentials, tokenLifetime: 1)) { sink in
+            let payload = #"{"message":{"token":"fcm-1","data":{"badge":"1"}}}"#
+            let path = "/v1/projects/\(credentials.fcmProject)/messages:send"
+            let anonymous = try await sink.send("POST", path, json: payload)
+            #expect(anonymous.status == 401)
+
+            let account = try ServiceAccount(file: credentials.serviceAccountFile)
+            let assertion = try account.assertion(issuedAt: Int64(Date().timeIntervalSince1970))
+            let grant = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
+            let issued = try await sink.send(
+                "POST", "/token", body: Array(grant.utf8),
+                headers: [("content-type", "application/x-www-form-urlencoded")])
+            #expect(issued.status == 200)
+            #expect(issued.json["expires_in"] as? Int == 1)
+            let token = try #require(issued.json["access_token"] as? String)
+            let sent = try await sink.send("POST", path, json: payload, headers: [("authorization", "Bearer \(token)")])
+            #expect(sent.status == 200)
+            try await Task.sleep(for: .milliseconds(1100))
+            let late = try await sink.send("POST", path, json: payload, headers: [("authorization", "Bearer \(token)")])
+            #expect(late.status == 401)
+
+            let forged = assertion.dropLast(4) + "AAAA"
+            let refused = try await sink.send(
+                "POST", "/token",
+                body: Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(forged)".utf8)
+            )
+            #expect(refused.status == 400)
+            #expect(refused.json["error"] as? String == "invalid_grant")
+        }
+    }
+
+    @Test func deliveriesArePagedAndTheOldestAreDroppedBeyondTheCap() async throws {
+        try await SinkHarness.withSink(configuration: SinkConfiguration(maxDeliveries: 3)) { sink in
+            for index in 1...5 { _ = try await sink.pushAPNs("cc0\(index)") }
+            let kept = try await sink.deliveries()
+            #expect(kept.map { $0["seq"] as? Int } == [3, 4, 5])
+            let stats = try await sink.send("GET", "/stats").json
+            #expect(stats["received"] as? Int == 5)
+            #expect(stats["dropped"] as? Int == 2)
+            #expect(try await sink.deliveries("?limit=2").map { $0["seq"] as? Int } == [3, 4])
+            #expect(try await sink.deliveries("?after=3&limit=1").map { $0["seq"] as? Int } == [4])
+            #expect(try await sink.deliveries("?token=cc01").isEmpty)
+            #expect(try await sink.deliveries("?token=cc05").count == 1)
+            #expect(try await sink.send("GET", "/deliveries?limit=-1").status == 400)
+        }
+    }
+
+    @Test func theCapHoldsThroughCompactions() {
+        let state = SinkState(randomSeed: 1, maxDeliveries: 1000)
+        for index in 0..<5000 {
+            _ = state.record(provider: .apns, token: "t\(index % 7)", headers: [], body: Array("{}".utf8))
+        }
+        let kept = state.deliveries()
+        #expect(kept.count == 1000)
+        #expect(kept.first?.seq == 4001 && kept.last?.seq == 5000)
+        #expect(state.deliveries(token: "t3").allSatisfy { $0.seq > 4000 && ($0.seq - 1) % 7 == 3 })
+        #expect(state.stats().dropped == 4000)
+    }
+}

@@ -1,0 +1,84 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// Real credentials made at test time in a fresh directory: a self-signed TLS certificate for 127.0.0.1 and
+/// localhost (by `openssl`), an APNs `.p8` key with its public half, and an FCM service-account file with its
+/// public key, the account's `token_uri` pointing at a sink.
+public struct TestCredentials: Sendable {
+    /// The directory holding every file.
+    public let directory: URL
+    /// The TLS certificate (also the trusted root for clients: pass it as the CA file).
+    public let certificateFile: String
+    /// The TLS certificate's private key.
+    public let certificateKeyFile: String
+    /// The APNs key id and team id.
+    public let apnsKeyID = "TESTKEY001"
+    public let apnsTeamID = "TESTTEAM01"
+    /// The APNs `.p8` file and its public key.
+    public let apnsKeyFile: String
+    public let apnsPublicKeyFile: String
+    /// The FCM service-account file and its public key.
+    public let serviceAccountFile: String
+    public let serviceAccountPublicKeyFile: String
+    /// The project the service account names.
+    public let fcmProject = "test-project"
+
+    /// Makes every file; `tokenURI` is what the service account's `token_uri` says.
+    public init(tokenURI: String) throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "badgepipe-credentials-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        self.directory = directory
+        let path = { (name: String) in directory.appendingPathComponent(name).path }
+        certificateFile = path("sink.crt")
+        certificateKeyFile = path("sink.key")
+        try Self.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                "-keyout", certificateKeyFile, "-out", certificateFile,
+            ])
+
+        let apnsKey = P256.Signing.PrivateKey()
+        apnsKeyFile = path("AuthKey_TESTKEY001.p8")
+        apnsPublicKeyFile = path("apns-public.pem")
+        try apnsKey.pemRepresentation.write(toFile: apnsKeyFile, atomically: true, encoding: .utf8)
+        try apnsKey.publicKey.pemRepresentation.write(toFile: apnsPublicKeyFile, atomically: true, encoding: .utf8)
+
+        let accountKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        serviceAccountFile = path("service-account.json")
+        serviceAccountPublicKeyFile = path("service-account-public.pem")
+        let account: [String: String] = [
+            "type": "service_account", "project_id": "test-project", "private_key_id": "k1",
+            "private_key": accountKey.pemRepresentation,
+            "client_email": "pusher@test-project.iam.gserviceaccount.com", "token_uri": tokenURI,
+        ]
+        try JSONSerialization.data(withJSONObject: account).write(to: URL(fileURLWithPath: serviceAccountFile))
+        try accountKey.publicKey.pemRepresentation.write(
+            toFile: serviceAccountPublicKeyFile, atomically: true, encoding: .utf8)
+    }
+
+    /// Removes the directory.
+    public func remove() {
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private static func run(_ command: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [command] + arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CredentialsError(description: "\(command) \(arguments.prefix(3)) failed")
+        }
+    }
+
+    struct CredentialsError: Error, CustomStringConvertible {
+        var description: String
+    }
+}
