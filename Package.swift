@@ -132,7 +132,12 @@ let package = Package(
         .testTarget(
             name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel"],
             resources: [.copy("Fixtures")]),
-        .testTarget(name: "BadgeDeliveryTests", dependencies: ["BadgeDelivery", "BadgeCore", "ProviderAuth"]),
+        .testTarget(
+            name: "BadgeDeliveryTests",
+            dependencies: [
+                "BadgeDelivery", "BadgeCore", "ProviderAuth", .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "ProviderAuthTests",
             dependencies: [

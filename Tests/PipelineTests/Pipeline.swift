@@ -52,7 +52,10 @@ func run(_ executable: String, _ arguments: [String]) throws {
 /// A whole pipeline in one test process: the sink on an ephemeral port, a worker on its own topology namespace and a
 /// fresh database, and a confirmed publisher. Everything talks over the real broker, database and HTTP.
 struct Pipeline: Sendable {
+    /// The first sink's records (the only sink unless the test asked for more).
     let sink: SinkState
+    /// Every sink's records, in the order of `sinks` given to ``with(backend:partitions:policy:apnsTopic:sinks:delivery:_:)``.
+    let sinks: [SinkState]
     let topology: Topology
     let publisher: AMQPChannel
     let connection: AMQPConnection
@@ -70,17 +73,23 @@ struct Pipeline: Sendable {
         partitions: Int = 4,
         policy: BadgePolicy = .unseen,
         apnsTopic: String = "com.example.test",
+        sinks sinkConfigurations: [SinkConfiguration] = [SinkConfiguration(host: "127.0.0.1", port: 0)],
+        delivery: (@Sendable (_ ports: [Int]) throws -> DeliveryConfiguration)? = nil,
         _ body: @Sendable (Pipeline) async throws -> Void
     ) async throws {
         var logger = Logger(label: "pipeline-test")
         logger.logLevel = .warning
-        let sink = try TestSink(seed: 42, logger: logger)
-        let sinkState = sink.state
-        let sinkGroup = sink.group
+        let sinks = try sinkConfigurations.enumerated().map { index, configuration in
+            try TestSink(seed: 42 + UInt64(index), logger: logger, configuration: configuration)
+        }
+        let sinkState = sinks[0].state
+        let sinkGroup = ServiceGroup(services: sinks.map(\.group), logger: logger)
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await sinkGroup.run() }
-            let port = try await sink.port()
+            var ports: [Int] = []
+            for sink in sinks { ports.append(try await sink.port()) }
+            let port = ports[0]
 
             let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: partitions)
             let databaseURL = try backend.freshURL()
@@ -88,9 +97,10 @@ struct Pipeline: Sendable {
             let configuration = WorkerConfiguration(
                 amqp: try AMQPConfiguration(url: amqpURL),
                 databaseURL: "unused",
-                delivery: DeliveryConfiguration(
-                    apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)",
-                    initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(100)),
+                delivery: try delivery?(ports)
+                    ?? DeliveryConfiguration(
+                        apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)",
+                        initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(100)),
                 badgePolicy: policy,
                 apnsTopic: apnsTopic,
                 topology: topology,
@@ -108,7 +118,8 @@ struct Pipeline: Sendable {
             let publisher = try await connection.openChannel()
             try await publisher.confirmSelect()
             let pipeline = Pipeline(
-                sink: sinkState, topology: topology, publisher: publisher, connection: connection, store: store,
+                sink: sinkState, sinks: sinks.map(\.state), topology: topology, publisher: publisher,
+                connection: connection, store: store,
                 databaseURL: databaseURL)
             do {
                 try await body(pipeline)
@@ -164,7 +175,7 @@ struct Pipeline: Sendable {
                 ready += info.messageCount
                 consumers += info.consumerCount
             }
-            let count = sink.count
+            let count = sinks.reduce(0) { $0 + $1.count }
             if ready == 0, count == lastCount {
                 if clock.now - stableSince > .milliseconds(700) { return }
             } else {

@@ -24,8 +24,11 @@ public struct TestCredentials: Sendable {
     /// The project the service account names.
     public let fcmProject = "test-project"
 
-    /// Makes every file; `tokenURI` is what the service account's `token_uri` says.
-    public init(tokenURI: String) throws {
+    private let accountKey: _RSA.Signing.PrivateKey
+
+    /// Makes every file; `tokenURI` is what the service account's `token_uri` says (see
+    /// ``writeServiceAccount(tokenURI:)`` for another).
+    public init(tokenURI: String = "https://127.0.0.1/token") throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "badgepipe-credentials-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -48,16 +51,24 @@ public struct TestCredentials: Sendable {
         try apnsKey.publicKey.pemRepresentation.write(toFile: apnsPublicKeyFile, atomically: true, encoding: .utf8)
 
         let accountKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        self.accountKey = accountKey
         serviceAccountFile = path("service-account.json")
         serviceAccountPublicKeyFile = path("service-account-public.pem")
-        let account: [String: String] = [
-            "type": "service_account", "project_id": "test-project", "private_key_id": "k1",
-            "private_key": accountKey.pemRepresentation,
-            "client_email": "pusher@test-project.iam.gserviceaccount.com", "token_uri": tokenURI,
-        ]
-        try JSONSerialization.data(withJSONObject: account).write(to: URL(fileURLWithPath: serviceAccountFile))
         try accountKey.publicKey.pemRepresentation.write(
             toFile: serviceAccountPublicKeyFile, atomically: true, encoding: .utf8)
+        _ = try writeServiceAccount(tokenURI: tokenURI, to: serviceAccountFile)
+    }
+
+    /// Writes a service-account file for the same account whose `token_uri` is `tokenURI`; returns its path.
+    public func writeServiceAccount(tokenURI: String, to file: String? = nil) throws -> String {
+        let file = file ?? directory.appendingPathComponent("service-account-\(UUID().uuidString).json").path
+        let account: [String: String] = [
+            "type": "service_account", "project_id": fcmProject, "private_key_id": "k1",
+            "private_key": accountKey.pemRepresentation,
+            "client_email": "pusher@\(fcmProject).iam.gserviceaccount.com", "token_uri": tokenURI,
+        ]
+        try JSONSerialization.data(withJSONObject: account).write(to: URL(fileURLWithPath: file))
+        return file
     }
 
     /// Removes the directory.

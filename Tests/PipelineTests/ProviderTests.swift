@@ -1,0 +1,204 @@
+import BadgeCore
+import BadgeDelivery
+import BadgeSink
+import Foundation
+import ProviderAuth
+import TestCredentials
+import Testing
+
+/// The worker against the sink in TLS mode with keys made at test time: APNs over HTTP/2 with provider tokens the
+/// sink verifies, sandbox and production devices on their own hosts, an expired token re-signed once, FCM with
+/// access tokens fetched from the sink's `/token` and refreshed before they expire; and every provider answer
+/// class doing what it should to the push and the device.
+@Suite("Real providers", .serialized, .timeLimit(.minutes(5)))
+struct ProviderTests {
+    static func register(
+        _ user: String, token: String, id: String, provider: String = "apns", environment: String? = nil
+    ) -> JSONValue {
+        var device: [(key: String, value: JSONValue)] = [
+            (key: "token", value: .string(token)), (key: "provider", value: .string(provider)),
+        ]
+        if provider == "apns" { device.append((key: "topic", value: "com.example.test")) }
+        if let environment { device.append((key: "environment", value: .string(environment))) }
+        return [
+            "id": .string(id), "type": "device_registered", "recipient": .string(user),
+            "occurred_at": "2026-11-21T09:00:00Z", "device": .object(device),
+        ]
+    }
+
+    static func follow(_ user: String, id: String, second: Int = 1) -> JSONValue {
+        RobustnessTests.follow(user, id: id, second: second)
+    }
+
+    private static func token(_ seed: Int) -> String {
+        String(repeating: String(format: "%08x", seed), count: 8)
+    }
+
+    private static func tlsSink(_ credentials: TestCredentials, tokenLifetime: Int = 3600) -> SinkConfiguration {
+        SinkConfiguration(
+            host: "127.0.0.1", port: 0, tlsCertificateFile: credentials.certificateFile,
+            tlsKeyFile: credentials.certificateKeyFile,
+            apnsKeyFiles: [credentials.apnsKeyID: credentials.apnsPublicKeyFile], apnsTeamID: credentials.apnsTeamID,
+            fcmPublicKeyFile: credentials.serviceAccountPublicKeyFile, fcmTokenLifetime: tokenLifetime)
+    }
+
+    @Test func apnsGoesOverHTTP2WithVerifiedTokensEachEnvironmentToItsHostAndAnExpiredTokenIsReSignedOnce()
+        async throws
+    {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let key = try APNsSigningKey(
+            file: credentials.apnsKeyFile, keyID: credentials.apnsKeyID, teamID: credentials.apnsTeamID)
+        try await Pipeline.with(
+            backend: .sqlite, sinks: [Self.tlsSink(credentials), Self.tlsSink(credentials)],
+            delivery: { ports in
+                DeliveryConfiguration(
+                    apnsBaseURL: "https://127.0.0.1:\(ports[0])", apnsSandboxBaseURL: "https://localhost:\(ports[1])",
+                    fcmBaseURL: "https://127.0.0.1:\(ports[0])", apnsCredentials: .token(key),
+                    trustedRootsFile: credentials.certificateFile, initialBackoff: .milliseconds(5),
+                    maxBackoff: .milliseconds(100))
+            }
+        ) { pipeline in
+            let (production, sandbox) = (pipeline.sinks[0], pipeline.sinks[1])
+            let (prodToken, sandboxToken) = (Self.token(1), Self.token(2))
+            try await pipeline.publish(Self.register("u-prod", token: prodToken, id: "p-d1", environment: "production"))
+            try await pipeline.publish(Self.register("u-sand", token: sandboxToken, id: "s-d1", environment: "sandbox"))
+            try await pipeline.waitUntilQuiet()
+            // Apple calls the token expired once: the worker signs a new one and sends again at once.
+            production.addFault(try Fault(token: prodToken, status: 403, reason: "ExpiredProviderToken", times: 1))
+            try await pipeline.publish(Self.follow("u-prod", id: "p-n1"))
+            try await pipeline.publish(Self.follow("u-sand", id: "s-n1"))
+            try await pipeline.waitUntilQuiet()
+
+            let prod = production.deliveries()
+            let sand = sandbox.deliveries()
+            #expect(!prod.isEmpty && prod.allSatisfy { $0.token == prodToken }, "production devices only")
+            #expect(!sand.isEmpty && sand.allSatisfy { $0.token == sandboxToken }, "sandbox devices only")
+            for delivery in prod + sand {
+                #expect(delivery.httpVersion == "2")
+                #expect(delivery.headers["authorization"]?.hasPrefix("bearer ") == true)
+                #expect(delivery.headers["apns-topic"] == "com.example.test")
+                #expect(
+                    delivery.headers["apns-expiration"].flatMap { Int64($0) } ?? 0 > Int64(Date().timeIntervalSince1970)
+                )
+            }
+            #expect(sand.allSatisfy { $0.status == 200 }, "every sandbox push carried a valid token")
+            let alerts = prod.filter { $0.headers["apns-push-type"] == "alert" }
+            #expect(alerts.map(\.status) == [403, 200], "refused once as expired, then accepted")
+            #expect(
+                alerts.map { $0.headers["apns-id"] }.count == 2
+                    && alerts[0].headers["apns-id"] == alerts[1].headers["apns-id"])
+            #expect(alerts[0].headers["authorization"] != alerts[1].headers["authorization"], "re-signed")
+            #expect(alerts.map { $0.headers["apns-priority"] } == ["10", "10"])
+            let badgeOnly = (prod + sand).filter { $0.headers["apns-push-type"] == "background" }
+            #expect(!badgeOnly.isEmpty && badgeOnly.allSatisfy { $0.headers["apns-priority"] == "5" })
+            let snapshot = try await pipeline.store.snapshot(user: "u-prod")
+            #expect(snapshot.devices.map(\.token) == [prodToken], "the device stays active")
+        }
+    }
+
+    @Test func fcmPushesCarryAnAccessTokenFetchedFromTheTokenEndpointAndRefreshedBeforeItExpires() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        try await Pipeline.with(
+            backend: .sqlite, sinks: [Self.tlsSink(credentials, tokenLifetime: 2)],
+            delivery: { ports in
+                let file = try credentials.writeServiceAccount(tokenURI: "https://127.0.0.1:\(ports[0])/token")
+                return DeliveryConfiguration(
+                    apnsBaseURL: "https://127.0.0.1:\(ports[0])", fcmBaseURL: "https://127.0.0.1:\(ports[0])",
+                    apnsCredentials: .token(
+                        try APNsSigningKey(
+                            file: credentials.apnsKeyFile, keyID: credentials.apnsKeyID,
+                            teamID: credentials.apnsTeamID)),
+                    fcmCredentials: try ServiceAccount(file: file), trustedRootsFile: credentials.certificateFile,
+                    initialBackoff: .milliseconds(5), maxBackoff: .milliseconds(100))
+            }
+        ) { pipeline in
+            let token = "fcm-" + Self.token(3)
+            try await pipeline.publish(Self.register("u-droid", token: token, id: "f-d1", provider: "fcm"))
+            try await pipeline.waitUntilQuiet()
+            try await pipeline.publish(Self.follow("u-droid", id: "f-n1"))
+            try await pipeline.waitUntilQuiet()
+            try await Task.sleep(for: .milliseconds(2200))
+            try await pipeline.publish(Self.follow("u-droid", id: "f-n2", second: 2))
+            try await pipeline.waitUntilQuiet()
+            let deliveries = pipeline.sink.deliveries(token: token)
+            #expect(deliveries.count >= 3)
+            #expect(deliveries.allSatisfy { $0.status == 200 }, "never sent with a missing or expired token")
+            #expect(deliveries.allSatisfy { $0.httpVersion == "2" })
+            let bearers = Set(deliveries.compactMap { $0.headers["authorization"] })
+            #expect(bearers.count >= 2, "the access token was refreshed")
+            #expect(deliveries.allSatisfy { $0.headers["authorization"]?.hasPrefix("bearer sink-") == true })
+            let alerts = pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue }
+            #expect(alerts == ["f-n1", "f-n2"])
+        }
+    }
+
+    /// What each class of provider answer does, over plain HTTP (the classification is the same over TLS).
+    enum Expected: Sendable {
+        /// The device is deactivated: one refused push, nothing more sent to it.
+        case tokenDropped
+        /// Retried until it goes through (the fault fires twice).
+        case retried
+        /// Kept and retried (the worker says so loudly) until the configuration is fixed (the fault clears).
+        case heldAsConfigurationError
+        /// Dropped for good, the device kept: the next push goes out.
+        case dropped
+    }
+
+    @Test(
+        arguments: [
+            ("apns", 410, "Unregistered", Expected.tokenDropped), ("apns", 410, "ExpiredToken", .tokenDropped),
+            ("apns", 400, "BadDeviceToken", .tokenDropped), ("apns", 400, "DeviceTokenNotForTopic", .tokenDropped),
+            ("apns", 429, "TooManyRequests", .retried), ("apns", 500, "InternalServerError", .retried),
+            ("apns", 503, "ServiceUnavailable", .retried),
+            ("apns", 403, "InvalidProviderToken", .heldAsConfigurationError),
+            ("apns", 403, "MissingProviderToken", .heldAsConfigurationError),
+            ("apns", 400, "BadTopic", .heldAsConfigurationError),
+            ("apns", 400, "TopicDisallowed", .heldAsConfigurationError),
+            ("apns", 400, "MissingTopic", .heldAsConfigurationError),
+            ("apns", 413, "PayloadTooLarge", .dropped), ("apns", 400, "BadCollapseId", .dropped),
+            ("fcm", 404, "UNREGISTERED", .tokenDropped), ("fcm", 403, "SENDER_ID_MISMATCH", .tokenDropped),
+            ("fcm", 400, "INVALID_ARGUMENT", .tokenDropped), ("fcm", 429, "QUOTA_EXCEEDED", .retried),
+            ("fcm", 503, "UNAVAILABLE", .retried), ("fcm", 500, "INTERNAL", .retried),
+            ("fcm", 401, "THIRD_PARTY_AUTH_ERROR", .heldAsConfigurationError),
+            ("fcm", 403, "PERMISSION_DENIED", .heldAsConfigurationError),
+        ] as [(String, Int, String, Expected)])
+    func eachProviderAnswerDoesWhatItShould(
+        provider: String, status: Int, reason: String, expected: Expected
+    )
+        async throws
+    {
+        try await Pipeline.with(backend: .sqlite) { pipeline in
+            let user = "u-\(reason.lowercased())"
+            let token = (provider == "fcm" ? "fcm-" : "") + Self.token(status * 100 + reason.count)
+            try await pipeline.publish(Self.register(user, token: token, id: "\(reason)-d1", provider: provider))
+            try await pipeline.waitUntilQuiet()
+            let times = expected == .tokenDropped || expected == .dropped ? 1 : 2
+            pipeline.sink.addFault(try Fault(token: token, status: status, reason: reason, times: times))
+            try await pipeline.publish(Self.follow(user, id: "\(reason)-n1"))
+            try await pipeline.waitUntilQuiet()
+            try await pipeline.publish(Self.follow(user, id: "\(reason)-n2", second: 2))
+            try await pipeline.waitUntilQuiet()
+
+            let deliveries = pipeline.sink.deliveries(token: token)
+            let refused = deliveries.filter { $0.status != 200 }
+            let alerts = pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue }
+            let devices = try await pipeline.store.snapshot(user: user).devices.map(\.token)
+            switch expected {
+            case .tokenDropped:
+                #expect(refused.count == 1)
+                #expect(deliveries.last?.status != 200, "nothing more was sent to the dropped token")
+                #expect(devices.isEmpty)
+            case .retried, .heldAsConfigurationError:
+                #expect(refused.count == 2, "refused twice, then tried again")
+                #expect(alerts == ["\(reason)-n1", "\(reason)-n2"], "every alert delivered once, in order")
+                #expect(devices == [token])
+            case .dropped:
+                #expect(refused.count == 1)
+                #expect(alerts == ["\(reason)-n2"], "the refused alert is dropped, the next one goes")
+                #expect(devices == [token])
+            }
+        }
+    }
+}
