@@ -114,6 +114,11 @@ let package = Package(
         ),
         // Benchmark of the AMQP client alone (release build: `swift run -c release amqp-bench`).
         .executableTarget(name: "amqp-bench", dependencies: ["AMQPClient"]),
+        // Pushes per second through the worker's sender to one URL (`scripts/bench --mode push`).
+        .executableTarget(
+            name: "push-bench",
+            dependencies: ["BadgeCore", "BadgeDelivery", .product(name: "Logging", package: "swift-log")]
+        ),
         // The reference model: the contract's count rules as a pure function of the published events. Only the
         // tests use it (the store implements the same rules in SQL and is checked against it).
         .target(name: "BadgeModel", dependencies: ["BadgeCore"], path: "Tests/BadgeModel"),

@@ -25,6 +25,8 @@ public struct DeliveryConfiguration: Sendable {
     /// HTTP clients per provider: over HTTP/2 each keeps one connection per host, so this is the number of
     /// connections pushes are spread over.
     public var clientsPerProvider: Int
+    /// Speak HTTP/1.1 even over TLS (for measurements, or a proxy that only speaks it; APNs requires HTTP/2).
+    public var http1Only: Bool = false
     /// The ceiling of the first retry delay after a 429, a 5xx, a timeout or a network error; it doubles with each
     /// further attempt (delays are drawn with full jitter below the ceiling).
     public var initialBackoff: Duration

@@ -35,6 +35,7 @@ public final class ProviderClients: Sendable {
             (0..<max(1, configuration.clientsPerProvider)).map { _ in
                 var http = HTTPClient.Configuration(tlsConfiguration: tls)
                 http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(1, http1ConnectionsPerHost)
+                if configuration.http1Only { http.httpVersion = .http1Only }
                 return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
             }
         }
