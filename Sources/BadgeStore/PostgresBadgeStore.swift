@@ -55,7 +55,12 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
     /// parameters: `sslmode` (`disable`, `prefer` (default), `require`), `schema` (see
     /// ``init(configuration:schema:logger:)``), `max_connections` (default 20), `idle_in_transaction_timeout_ms`
-    /// (default 2000; 0 turns it off).
+    /// (default 2000; 0 turns it off), `statement_timeout_ms` (default 9000; 0 turns it off).
+    ///
+    /// The statement timeout makes the server give up a statement that ran (or waited for a lock) that long, just
+    /// before the worker gives up waiting for it (`Retry.attemptTimeout`, 10 s) and tries again: without it, the
+    /// abandoned statement would go on running on the server, holding its row locks, and the retry would queue
+    /// behind it (seen as claims timing out one after another after a PostgreSQL restart on a loaded machine).
     ///
     /// The idle-in-transaction timeout makes the server end a session that sat inside a transaction without
     /// sending anything for that long. A worker never pauses inside a transaction (no I/O but the statements
@@ -145,6 +150,7 @@ struct PostgresTransactor: SQLTransactor {
             || ["40001", "40P01"].contains(sqlState)  // serialization failure, deadlock
             || ["57P01", "57P02", "57P03"].contains(sqlState)  // shutdown, crash shutdown, cannot connect now
             || ["53300", "55P03", "25P03"].contains(sqlState)  // too many connections, lock timeout, idle timeout
+            || sqlState == "57014"  // statement timeout (or cancelled by an operator)
     }
 
     static func storeError(_ error: any Error) -> StoreError {
@@ -252,6 +258,7 @@ struct PostgresURL {
         var schema: String?
         var maximumConnections: Int?
         var idleInTransactionMilliseconds = 2000
+        var statementTimeoutMilliseconds = 9000
         for item in components.queryItems ?? [] {
             switch (item.name, item.value ?? "") {
             case ("sslmode", "disable"): tls = .disable
@@ -269,6 +276,11 @@ struct PostgresURL {
                     throw StoreError.badURL("idle_in_transaction_timeout_ms must be a non-negative integer")
                 }
                 idleInTransactionMilliseconds = number
+            case ("statement_timeout_ms", let value):
+                guard let number = Int(value), number >= 0 else {
+                    throw StoreError.badURL("statement_timeout_ms must be a non-negative integer")
+                }
+                statementTimeoutMilliseconds = number
             default: throw StoreError.badURL("unsupported URL parameter \(item.name)")
             }
         }
@@ -278,6 +290,8 @@ struct PostgresURL {
         if let maximumConnections { configuration.options.maximumConnections = maximumConnections }
         configuration.options.additionalStartupParameters.append(
             ("idle_in_transaction_session_timeout", String(idleInTransactionMilliseconds)))
+        configuration.options.additionalStartupParameters.append(
+            ("statement_timeout", String(statementTimeoutMilliseconds)))
         self.configuration = configuration
         self.schema = schema
     }

@@ -187,6 +187,42 @@ struct StoreTests {
         #expect(throws: StoreError.self) {
             try PostgresURL("postgres://u@db.example/app?idle_in_transaction_timeout_ms=soon")
         }
+        func statementTimeout(_ url: String) throws -> String? {
+            try PostgresURL(url).configuration.options.additionalStartupParameters
+                .first { $0.0 == "statement_timeout" }?.1
+        }
+        #expect(try statementTimeout("postgres://u@db.example/app") == "9000")
+        #expect(try statementTimeout("postgres://u@db.example/app?statement_timeout_ms=0") == "0")
+        #expect(throws: StoreError.self) { try PostgresURL("postgres://u@db.example/app?statement_timeout_ms=-1") }
+    }
+
+    @Test func aStatementThatRunsTooLongIsEndedByTheServerTransientlyAndItsLocksGoWithIt() async throws {
+        // What a claim stuck behind a lock (or on a starved server) looks like: the server ends it, so that a retry
+        // does not queue behind a statement the worker already gave up on.
+        var configuration = try PostgresURL(testDatabaseURL + "?statement_timeout_ms=300").configuration
+        configuration.options.maximumConnections = 2
+        let name = "stmt_\(UInt32.random(in: 0...UInt32.max))"
+        let store = PostgresBadgeStore(configuration: configuration, schema: name, logger: testLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            try await store.migrate()
+            var failure: (any Error)?
+            do {
+                try await store.database.transaction { sql in
+                    try await sql.execute("SELECT pg_sleep(2)")
+                }
+            } catch {
+                failure = error
+            }
+            #expect((failure as? StoreError)?.transient == true, "\(String(describing: failure))")
+            #expect((failure as? StoreError)?.code == .sqlState("57014"), "\(String(describing: failure))")
+            _ = try await store.apply([register("d1", token: tokenA)], policy: .unseen)
+            _ = try? await store.database.transaction { sql in
+                try await sql.execute("DROP SCHEMA IF EXISTS \(quoteIdentifier(name)) CASCADE")
+            }
+            try await store.close()
+            try await group.waitForAll()
+        }
     }
 
     @Test func aPostgresSessionIdleInsideATransactionIsCutOffAndItsLocksGoWithIt() async throws {
