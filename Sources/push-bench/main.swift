@@ -72,7 +72,9 @@ let elapsed = clock.now - start
 let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 print(
     String(
-        format: "%@ %d connection(s), %d in flight: %d pushes in %.2f s = %.0f pushes/s (%d failed)",
-        http1 ? "HTTP/1.1" : "HTTP/2 (ALPN)", connections, concurrency, accepted, seconds,
-        Double(accepted) / seconds, failures))
+        format: "%@, %d in flight: %d pushes in %.2f s = %.0f pushes/s (%d failed)",
+        http1
+            ? "HTTP/1.1 (up to \(concurrency) connections)"
+            : "HTTP/2 (ALPN) over \(connections) connection\(connections == 1 ? "" : "s")",
+        concurrency, accepted, seconds, Double(accepted) / seconds, failures))
 try await clients.shutdown()
