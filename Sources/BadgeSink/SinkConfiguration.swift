@@ -12,6 +12,9 @@ public struct SinkConfiguration: Sendable, Equatable {
     public var tlsCertificateFile: String?
     /// The private key of ``tlsCertificateFile``.
     public var tlsKeyFile: String?
+    /// With TLS: require a client certificate issued by (or equal to) one in this PEM file, as APNs does for
+    /// certificate auth; nil asks for none.
+    public var tlsClientCAFile: String?
     /// APNs provider-token keys by key id: the PEM file of each key's public half. When any is set, APNs pushes
     /// need a valid bearer token (403 `MissingProviderToken` / `InvalidProviderToken` / `ExpiredProviderToken`
     /// otherwise); when none is, tokens are not checked.
@@ -33,7 +36,8 @@ public struct SinkConfiguration: Sendable, Equatable {
     ///   - logDeliveries: Whether to print one line per recorded push to standard output.
     public init(
         host: String = "127.0.0.1", port: Int = 8787, logDeliveries: Bool = false, tlsCertificateFile: String? = nil,
-        tlsKeyFile: String? = nil, apnsKeyFiles: [String: String] = [:], apnsTeamID: String? = nil,
+        tlsKeyFile: String? = nil, tlsClientCAFile: String? = nil, apnsKeyFiles: [String: String] = [:],
+        apnsTeamID: String? = nil,
         fcmPublicKeyFile: String? = nil, fcmTokenLifetime: Int = 3600, maxDeliveries: Int = 1_000_000
     ) {
         self.host = host
@@ -41,6 +45,7 @@ public struct SinkConfiguration: Sendable, Equatable {
         self.logDeliveries = logDeliveries
         self.tlsCertificateFile = tlsCertificateFile
         self.tlsKeyFile = tlsKeyFile
+        self.tlsClientCAFile = tlsClientCAFile
         self.apnsKeyFiles = apnsKeyFiles
         self.apnsTeamID = apnsTeamID
         self.fcmPublicKeyFile = fcmPublicKeyFile

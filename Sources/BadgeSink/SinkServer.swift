@@ -74,6 +74,9 @@ public struct SinkServer: Service {
     private static func tlsConfiguration(_ configuration: SinkConfiguration) throws -> TLSConfiguration? {
         switch (configuration.tlsCertificateFile, configuration.tlsKeyFile) {
         case (nil, nil):
+            if configuration.tlsClientCAFile != nil {
+                throw SinkError.configuration("--tls-client-ca needs --tls-cert and --tls-key")
+            }
             return nil
         case (let certificate?, let key?):
             do {
@@ -81,6 +84,11 @@ public struct SinkServer: Service {
                     certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
                     privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
                 tls.applicationProtocols = ["h2", "http/1.1"]
+                if let clientCA = configuration.tlsClientCAFile {
+                    // Certificate auth: the handshake fails without a client certificate this file vouches for.
+                    tls.trustRoots = .file(clientCA)
+                    tls.certificateVerification = .noHostnameVerification
+                }
                 return tls
             } catch {
                 throw SinkError.configuration("cannot load the TLS certificate \(certificate) and key \(key): \(error)")

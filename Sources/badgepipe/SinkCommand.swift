@@ -15,6 +15,8 @@ struct SinkCommand: AsyncParsableCommand {
     @Option(help: "TLS certificate, PEM: serve HTTPS with HTTP/2 and HTTP/1.1 (BADGEPIPE_SINK_TLS_CERT).")
     var tlsCert: String?
     @Option(help: "The TLS certificate's private key, PEM (BADGEPIPE_SINK_TLS_KEY).") var tlsKey: String?
+    @Option(help: "Require client certificates vouched for by this PEM file (BADGEPIPE_SINK_TLS_CLIENT_CA).")
+    var tlsClientCA: String?
     @Option(
         help: ArgumentHelp(
             "KID=PUBLIC_KEY.pem: check APNs provider tokens signed by that key (repeatable).",
@@ -70,6 +72,7 @@ struct SinkCommand: AsyncParsableCommand {
             logDeliveries: logDeliveries || Settings.value(nil, "BADGEPIPE_SINK_LOG_DELIVERIES", default: "0") == "1",
             tlsCertificateFile: Settings.optional(tlsCert, "BADGEPIPE_SINK_TLS_CERT"),
             tlsKeyFile: Settings.optional(tlsKey, "BADGEPIPE_SINK_TLS_KEY"),
+            tlsClientCAFile: Settings.optional(tlsClientCA, "BADGEPIPE_SINK_TLS_CLIENT_CA"),
             apnsKeyFiles: keys,
             apnsTeamID: Settings.optional(apnsTeamID, "BADGEPIPE_SINK_APNS_TEAM_ID"),
             fcmPublicKeyFile: Settings.optional(fcmPublicKey, "BADGEPIPE_SINK_FCM_PUBLIC_KEY"),

@@ -56,6 +56,8 @@ struct Pipeline: Sendable {
     let sink: SinkState
     /// Every sink's records, in the order of `sinks` given to ``with(backend:partitions:policy:apnsTopic:sinks:delivery:_:)``.
     let sinks: [SinkState]
+    /// Each sink's base URL (`http://` or, with a TLS certificate, `https://` on 127.0.0.1).
+    let sinkURLs: [String]
     let topology: Topology
     let publisher: AMQPChannel
     let connection: AMQPConnection
@@ -117,8 +119,11 @@ struct Pipeline: Sendable {
             let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: amqpURL))
             let publisher = try await connection.openChannel()
             try await publisher.confirmSelect()
+            let urls = zip(sinkConfigurations, ports).map { configuration, port in
+                (configuration.tlsCertificateFile == nil ? "http" : "https") + "://127.0.0.1:\(port)"
+            }
             let pipeline = Pipeline(
-                sink: sinkState, sinks: sinks.map(\.state), topology: topology, publisher: publisher,
+                sink: sinkState, sinks: sinks.map(\.state), sinkURLs: urls, topology: topology, publisher: publisher,
                 connection: connection, store: store,
                 databaseURL: databaseURL)
             do {

@@ -2,6 +2,7 @@ import BadgeCore
 import BadgeDelivery
 import BadgeSink
 import Foundation
+import Logging
 import ProviderAuth
 import TestCredentials
 import Testing
@@ -94,6 +95,57 @@ struct ProviderTests {
             #expect(!badgeOnly.isEmpty && badgeOnly.allSatisfy { $0.headers["apns-priority"] == "5" })
             let snapshot = try await pipeline.store.snapshot(user: "u-prod")
             #expect(snapshot.devices.map(\.token) == [prodToken], "the device stays active")
+        }
+    }
+
+    @Test func apnsCertificateAuthPresentsTheClientCertificateAndSendsNoToken() async throws {
+        let credentials = try TestCredentials()
+        defer { credentials.remove() }
+        let sink = SinkConfiguration(
+            host: "127.0.0.1", port: 0, tlsCertificateFile: credentials.certificateFile,
+            tlsKeyFile: credentials.certificateKeyFile, tlsClientCAFile: credentials.clientCertificateFile)
+        try await Pipeline.with(
+            backend: .sqlite, sinks: [sink],
+            delivery: { ports in
+                DeliveryConfiguration(
+                    apnsBaseURL: "https://127.0.0.1:\(ports[0])", fcmBaseURL: "https://127.0.0.1:\(ports[0])",
+                    apnsCredentials: .certificate(
+                        chainFile: credentials.clientCertificateFile, keyFile: credentials.clientKeyFile),
+                    trustedRootsFile: credentials.certificateFile, initialBackoff: .milliseconds(5),
+                    maxBackoff: .milliseconds(100))
+            }
+        ) { pipeline in
+            let token = Self.token(4)
+            try await pipeline.publish(Self.register("u-cert", token: token, id: "c-d1"))
+            try await pipeline.publish(Self.follow("u-cert", id: "c-n1"))
+            try await pipeline.waitUntilQuiet()
+            let deliveries = pipeline.sink.deliveries(token: token)
+            let alerts = pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue }
+            #expect(alerts == ["c-n1"], "through the mutual TLS handshake")
+            #expect(!deliveries.isEmpty && deliveries.allSatisfy { $0.status == 200 && $0.httpVersion == "2" })
+            #expect(deliveries.allSatisfy { $0.headers["authorization"] == nil }, "certificate auth sends no token")
+
+            // Without the client certificate the handshake fails: nothing gets through.
+            let anonymous = try ProviderClients(
+                configuration: DeliveryConfiguration(
+                    apnsBaseURL: pipeline.sinkURLs[0], fcmBaseURL: pipeline.sinkURLs[0],
+                    trustedRootsFile: credentials.certificateFile))
+            let sender = PushSender(
+                configuration: DeliveryConfiguration(
+                    apnsBaseURL: pipeline.sinkURLs[0], fcmBaseURL: pipeline.sinkURLs[0],
+                    trustedRootsFile: credentials.certificateFile, requestTimeout: .seconds(2)),
+                clients: anonymous, logger: Logger(label: "anonymous"))
+            let outcome = try await sender.send(
+                PushPayloadBuilder(defaultAPNsTopic: "com.example.test").build(
+                    PlannedPush(
+                        recipient: "u-cert", eventID: "x", eventType: .follow, token: token, provider: .apns,
+                        kind: .badgeOnly, counts: Counts(), badge: 0, badgeVersion: 99)))
+            try await anonymous.shutdown()
+            guard case .retry = outcome else {
+                Issue.record("a push without the client certificate got \(outcome)")
+                return
+            }
+            #expect(pipeline.sink.deliveries(token: token).count == deliveries.count)
         }
     }
 

@@ -12,6 +12,10 @@ public struct TestCredentials: Sendable {
     public let certificateFile: String
     /// The TLS certificate's private key.
     public let certificateKeyFile: String
+    /// A client certificate (self-signed, subject the APNs topic, as Apple's push certificates name it) and key,
+    /// for APNs certificate auth; the sink trusts it with `tlsClientCAFile`.
+    public let clientCertificateFile: String
+    public let clientKeyFile: String
     /// The APNs key id and team id.
     public let apnsKeyID = "TESTKEY001"
     public let apnsTeamID = "TESTTEAM01"
@@ -42,6 +46,16 @@ public struct TestCredentials: Sendable {
                 "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
                 "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
                 "-keyout", certificateKeyFile, "-out", certificateFile,
+            ])
+
+        clientCertificateFile = path("client.crt")
+        clientKeyFile = path("client.key")
+        try Self.run(
+            "openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2",
+                "-subj", "/UID=com.example.test/CN=Apple Push Services: com.example.test",
+                "-keyout", clientKeyFile, "-out", clientCertificateFile,
             ])
 
         let apnsKey = P256.Signing.PrivateKey()
