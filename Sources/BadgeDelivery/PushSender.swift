@@ -23,6 +23,9 @@ public struct PushSender: Sendable {
     /// Pushes a provider found too large: impossible by construction (bodies are fitted to 4 KB), so counted apart.
     private let payloadTooLarge = Counter(label: "badgepipe_pushes_payload_too_large_total")
     private let credentialRenewals = Counter(label: "badgepipe_provider_credential_renewals_total")
+    /// Answers that say our credentials or configuration are wrong (the pushes are kept): what makes a worker
+    /// unhealthy.
+    private let configurationErrors = Counter(label: "badgepipe_provider_configuration_errors_total")
 
     /// Creates a sender on `clients` (the caller owns and shuts them down), with the credentials of
     /// `configuration`.
@@ -56,6 +59,7 @@ public struct PushSender: Sendable {
                 credential = try await self.credential(for: push.provider)
             } catch let error as CredentialError {
                 failedAttempts.increment()
+                if !error.retryable { configurationErrors.increment() }
                 return error.retryable
                     ? .retry(reason: error.message, retryAfter: nil)
                     : .configurationError(status: 0, reason: error.message)
@@ -97,9 +101,11 @@ public struct PushSender: Sendable {
                     renewed = true
                     continue
                 }
+                configurationErrors.increment()
                 return .configurationError(status: push.provider == .apns ? 403 : 401, reason: reason)
             case .configurationError(let reason):
                 failedAttempts.increment()
+                configurationErrors.increment()
                 return .configurationError(status: 403, reason: reason)
             case .retry(let reason, let retryAfterSeconds):
                 failedAttempts.increment()
