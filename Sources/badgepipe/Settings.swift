@@ -20,10 +20,38 @@ enum Settings {
 
     static func amqpURL(_ flag: String?) -> String { value(flag, "BADGEPIPE_AMQP_URL", default: defaultAMQPURL) }
 
-    /// A logger writing to stderr at the level from `--log-level` / `BADGEPIPE_LOG_LEVEL` (default info).
-    static func logger(_ label: String, level flag: String?) -> Logger {
+    /// An integer setting: the flag, else the variable, else `fallback`; a value that is not an integer, or is out
+    /// of `range`, is an error naming the setting (never a silent default).
+    static func integer(
+        _ flag: Int?, _ variable: String, name: String, default fallback: Int, range: ClosedRange<Int>
+    ) throws -> Int {
+        var number = fallback
+        if let flag {
+            number = flag
+        } else if let text = optional(nil, variable) {
+            guard let parsed = Int(text.trimmingCharacters(in: .whitespaces)) else {
+                throw CommandError(code: "invalid_setting", message: "\(variable) must be an integer, not \"\(text)\"")
+            }
+            number = parsed
+        }
+        guard range.contains(number) else {
+            let bound = range.upperBound == .max ? "at least \(range.lowerBound)" : "within \(range)"
+            throw CommandError(
+                code: "invalid_setting", message: "\(name) (\(variable)) must be \(bound), not \(number)")
+        }
+        return number
+    }
+
+    /// A logger writing to stderr at the level from `--log-level` / `BADGEPIPE_LOG_LEVEL` (default info); an
+    /// unknown level is an error.
+    static func logger(_ label: String, level flag: String?) throws -> Logger {
         let levelText = value(flag, "BADGEPIPE_LOG_LEVEL", default: "info")
-        let level = Logger.Level(rawValue: levelText) ?? .info
+        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+            throw CommandError(
+                code: "invalid_setting",
+                message: "--log-level (BADGEPIPE_LOG_LEVEL) must be trace, debug, info, notice, warning, error or "
+                    + "critical, not \"\(levelText)\"")
+        }
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level

@@ -15,7 +15,8 @@ struct SetupCommand: AsyncParsableCommand {
     func run() async throws {
         let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
         let channel = try await connection.openChannel()
-        let count = partitions ?? Int(Settings.value(nil, "BADGEPIPE_PARTITIONS", default: "8")) ?? 8
+        let count = try Settings.integer(
+            partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)
         let topology = Topology(
             namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"), partitions: count)
         try await topology.declare(on: channel)

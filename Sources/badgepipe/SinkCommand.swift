@@ -36,7 +36,7 @@ struct SinkCommand: AsyncParsableCommand {
     var maxDeliveries: Int?
 
     func run() async throws {
-        let logger = Settings.logger("badgepipe.sink", level: logLevel)
+        let logger = try Settings.logger("badgepipe.sink", level: logLevel)
         var keys: [String: String] = [:]
         let keyList =
             apnsKeyID.isEmpty
@@ -50,25 +50,9 @@ struct SinkCommand: AsyncParsableCommand {
             }
             keys[parts[0]] = parts[1]
         }
-        func number(_ flag: Int?, _ variable: String, default fallback: Int, minimum: Int) throws -> Int {
-            guard
-                let value = try flag
-                    ?? Settings.optional(nil, variable).map({ text in
-                        guard let value = Int(text) else {
-                            throw CommandError(
-                                code: "invalid_setting", message: "\(variable) must be an integer, not \(text)")
-                        }
-                        return value
-                    })
-            else { return fallback }
-            guard value >= minimum else {
-                throw CommandError(code: "invalid_setting", message: "\(variable) must be at least \(minimum)")
-            }
-            return value
-        }
         let configuration = SinkConfiguration(
             host: Settings.value(host, "BADGEPIPE_SINK_HOST", default: "127.0.0.1"),
-            port: try number(port, "BADGEPIPE_SINK_PORT", default: 8787, minimum: 0),
+            port: try Settings.integer(port, "BADGEPIPE_SINK_PORT", name: "--port", default: 8787, range: 0...65535),
             logDeliveries: logDeliveries || Settings.value(nil, "BADGEPIPE_SINK_LOG_DELIVERIES", default: "0") == "1",
             tlsCertificateFile: Settings.optional(tlsCert, "BADGEPIPE_SINK_TLS_CERT"),
             tlsKeyFile: Settings.optional(tlsKey, "BADGEPIPE_SINK_TLS_KEY"),
@@ -76,9 +60,12 @@ struct SinkCommand: AsyncParsableCommand {
             apnsKeyFiles: keys,
             apnsTeamID: Settings.optional(apnsTeamID, "BADGEPIPE_SINK_APNS_TEAM_ID"),
             fcmPublicKeyFile: Settings.optional(fcmPublicKey, "BADGEPIPE_SINK_FCM_PUBLIC_KEY"),
-            fcmTokenLifetime: try number(
-                fcmTokenLifetime, "BADGEPIPE_SINK_FCM_TOKEN_LIFETIME", default: 3600, minimum: 1),
-            maxDeliveries: try number(maxDeliveries, "BADGEPIPE_SINK_MAX_DELIVERIES", default: 1_000_000, minimum: 1))
+            fcmTokenLifetime: try Settings.integer(
+                fcmTokenLifetime, "BADGEPIPE_SINK_FCM_TOKEN_LIFETIME", name: "--fcm-token-lifetime", default: 3600,
+                range: 1...86_400),
+            maxDeliveries: try Settings.integer(
+                maxDeliveries, "BADGEPIPE_SINK_MAX_DELIVERIES", name: "--max-deliveries", default: 1_000_000,
+                range: 1...100_000_000))
         let server = try SinkServer(configuration: configuration, logger: logger) { port in
             logger.info("sink listening", metadata: ["sink.port": "\(port)"])
         }

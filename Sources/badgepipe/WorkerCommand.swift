@@ -50,7 +50,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
 
     func run() async throws {
-        let logger = Settings.logger("badgepipe.worker", level: logLevel)
+        let logger = try Settings.logger("badgepipe.worker", level: logLevel)
         let policyText = Settings.value(badgePolicy, "BADGEPIPE_BADGE_POLICY", default: "unseen")
         guard let policy = BadgePolicy(rawValue: policyText) else {
             throw CommandError(
@@ -67,17 +67,20 @@ struct WorkerCommand: AsyncParsableCommand {
                 ?? "badgepipe",
             topology: Topology(
                 namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"),
-                partitions: partitions ?? Int(Settings.value(nil, "BADGEPIPE_PARTITIONS", default: "8")) ?? 8),
-            batchSize: batchSize ?? Int(Settings.value(nil, "BADGEPIPE_BATCH_SIZE", default: "128")) ?? 128)
+                partitions: try Settings.integer(
+                    partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)),
+            batchSize: try Settings.integer(
+                batchSize, "BADGEPIPE_BATCH_SIZE", name: "--batch-size", default: 128, range: 1...10_000))
         // On PostgreSQL several workers may run: partitions are leased through the database.
-        if configuration.databaseURL.hasPrefix("postgres") {
+        if configuration.databaseURL.lowercased().hasPrefix("postgres") {
             // host-pid-random: a container restarted by its engine keeps its hostname and often its pid, and must
             // still be a new worker, not the heir of its previous life's leases.
             let id = Settings.value(
                 workerID, "BADGEPIPE_WORKER_ID",
                 default: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-"
                     + String(UInt16.random(in: 0...UInt16.max), radix: 16))
-            let ttl = leaseTTL ?? Int(Settings.value(nil, "BADGEPIPE_LEASE_TTL_MS", default: "5000")) ?? 5000
+            let ttl = try Settings.integer(
+                leaseTTL, "BADGEPIPE_LEASE_TTL_MS", name: "--lease-ttl", default: 5000, range: 500...600_000)
             configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
         }
         let store = try BadgeStoreFactory.make(url: configuration.databaseURL, logger: logger)
@@ -102,15 +105,9 @@ struct WorkerCommand: AsyncParsableCommand {
         let teamID = Settings.optional(apnsTeamID, "BADGEPIPE_APNS_TEAM_ID")
         let certFile = Settings.optional(apnsCertFile, "BADGEPIPE_APNS_CERT_FILE")
         let certKeyFile = Settings.optional(apnsCertKeyFile, "BADGEPIPE_APNS_CERT_KEY_FILE")
-        let connections =
-            try providerConnections
-            ?? Settings.optional(nil, "BADGEPIPE_PROVIDER_CONNECTIONS").map { text in
-                guard let number = Int(text) else {
-                    throw CommandError(
-                        code: "invalid_setting", message: "BADGEPIPE_PROVIDER_CONNECTIONS must be an integer")
-                }
-                return number
-            } ?? 1
+        let connections = try Settings.integer(
+            providerConnections, "BADGEPIPE_PROVIDER_CONNECTIONS", name: "--provider-connections", default: 1,
+            range: 1...64)
 
         var credentials: DeliveryConfiguration.APNsCredentials?
         func fail(_ message: String) -> CommandError { CommandError(code: "invalid_credentials", message: message) }

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// `badgepipe` refuses bad settings at start with a clear message naming the setting, never a silent default.
+@Suite("Command-line settings")
+struct SettingsTests {
+    /// Runs `badgepipe arguments` with `environment` added; returns its exit status and standard error.
+    private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = WorkerProcess.executable
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        merged.merge(environment) { $1 }
+        process.environment = merged
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let data = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    private static let sink = ["--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1"]
+
+    @Test(
+        arguments: [
+            (["--partitions", "0"], [:], "--partitions (BADGEPIPE_PARTITIONS) must be within 1...1024, not 0"),
+            ([], ["BADGEPIPE_PARTITIONS": "eight"], "BADGEPIPE_PARTITIONS must be an integer, not \"eight\""),
+            (["--batch-size", "0"], [:], "--batch-size (BADGEPIPE_BATCH_SIZE) must be within 1...10000, not 0"),
+            ([], ["BADGEPIPE_LOG_LEVEL": "verbose"], "--log-level (BADGEPIPE_LOG_LEVEL) must be trace, debug"),
+            (["--provider-connections", "0"], [:], "--provider-connections (BADGEPIPE_PROVIDER_CONNECTIONS) must be"),
+            (
+                ["--apns-key-file", "/nonexistent.p8", "--apns-key-id", "K"], [:],
+                "--apns-key-file needs --apns-team-id"
+            ),
+            (
+                ["--apns-key-file", "/nonexistent.p8", "--apns-key-id", "K", "--apns-team-id", "T"], [:],
+                "cannot read the APNs key file /nonexistent.p8"
+            ),
+        ] as [([String], [String: String], String)])
+    func theWorkerRefusesABadSettingNamingIt(
+        arguments: [String], environment: [String: String], message: String
+    )
+        throws
+    {
+        let (status, errors) = try run(["worker"] + Self.sink + arguments, environment: environment)
+        #expect(status != 0)
+        #expect(errors.contains(message), "\(errors)")
+    }
+
+    @Test func theWorkerRefusesARealProviderWithoutCredentials() throws {
+        let (status, errors) = try run(["worker"])
+        #expect(status != 0)
+        #expect(
+            errors.contains("--apns-url is https://api.push.apple.com but no APNs credentials are set"), "\(errors)")
+    }
+
+    @Test func theSinkRefusesHalfATLSSetupAndABadPort() throws {
+        let (status, errors) = try run(["sink", "--port", "0", "--tls-cert", "/tmp/x.crt"])
+        #expect(status != 0)
+        #expect(errors.contains("--tls-cert and --tls-key go together"), "\(errors)")
+        let (portStatus, portErrors) = try run(["sink"], environment: ["BADGEPIPE_SINK_PORT": "70000"])
+        #expect(portStatus != 0)
+        #expect(portErrors.contains("--port (BADGEPIPE_SINK_PORT) must be within 0...65535"), "\(portErrors)")
+    }
+}
