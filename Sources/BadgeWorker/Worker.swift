@@ -55,15 +55,30 @@ public struct Worker: Service {
             maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, logger: logger)
         do {
             // At start the database may not answer yet (a fleet starting with it): wait, saying so.
-            try await Retry.transient("migrate", waitingFor: "the database", logger: logger) {
-                try await store.migrate()
+            // Waiting for the database or the broker (a fleet starting with them) ends at once on SIGTERM:
+            // nothing is held yet, nothing can be lost.
+            do {
+                try await cancelWhenGracefulShutdown {
+                    try await Retry.transient("migrate", waitingFor: "the database", logger: logger) {
+                        try await store.migrate()
+                    }
+                }
+            } catch is CancellationError where Task.isShuttingDownGracefully {
+                try await http.shutdown()
+                return
             }
             // Pushes a previous run committed but did not get to send (in a fleet, each partition's are sent by
             // whoever leases the partition next).
             if configuration.fleet == nil { try await dispatcher.drainOutbox(partition: nil) }
             while !Task.isCancelled, !Task.isShuttingDownGracefully {
-                let connection = try await AMQPConnection.connect(
-                    configuration.amqp, retry: AMQPRetryPolicy(), logger: logger)
+                let connection: AMQPConnection
+                do {
+                    connection = try await cancelWhenGracefulShutdown { [configuration, logger] in
+                        try await AMQPConnection.connect(configuration.amqp, retry: AMQPRetryPolicy(), logger: logger)
+                    }
+                } catch is CancellationError where Task.isShuttingDownGracefully {
+                    break
+                }
                 let outcome = await runSession(connection: connection, dispatcher: dispatcher)
                 await connection.close()
                 if case .failure(let error) = outcome {

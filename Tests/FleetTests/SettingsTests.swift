@@ -65,3 +65,35 @@ struct SettingsTests {
         #expect(portErrors.contains("--port (BADGEPIPE_SINK_PORT) must be within 0...65535"), "\(portErrors)")
     }
 }
+
+/// A worker still waiting for its broker stops at once, cleanly, on SIGTERM (a fleet told to stop before the broker
+/// came up must not hang until killed).
+@Suite("Shutdown while waiting")
+struct ShutdownWhileWaitingTests {
+    @Test func aWorkerWaitingForTheBrokerExitsOnSIGTERM() async throws {
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("wait-\(UUID().uuidString).sqlite")
+        defer { try? FileManager.default.removeItem(at: database) }
+        let process = Process()
+        process.executableURL = WorkerProcess.executable
+        process.arguments = [
+            "worker", "--amqp-url", "amqp://guest:guest@127.0.0.1:1/%2F", "--database-url", "sqlite:\(database.path)",
+            "--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1",
+        ]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        try await Task.sleep(for: .seconds(2))
+        #expect(process.isRunning, "still waiting for the broker")
+        process.terminate()
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while process.isRunning, !FleetHarness.hasExited(process.processIdentifier), clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let exited = !process.isRunning || FleetHarness.hasExited(process.processIdentifier)
+        if !exited { kill(process.processIdentifier, SIGKILL) }
+        #expect(exited, "the worker did not stop within 10 s of SIGTERM")
+        if exited, !process.isRunning { #expect(process.terminationStatus == 0) }
+    }
+}
