@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio.git", from: "1.13.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
     ],
     targets: [
         // C: the system rabbitmq-c library and a shim for its variadic functions.
@@ -75,10 +76,23 @@ let package = Package(
             name: "BadgeSink",
             dependencies: [
                 "ProviderAuth",
+                "BadgeOperations",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // Operations: the Prometheus /metrics, /healthz and /readyz listener.
+        .target(
+            name: "BadgeOperations",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
@@ -103,7 +117,10 @@ let package = Package(
                 "AMQPClient",
                 "BadgeCore",
                 "BadgeDelivery",
+                "BadgeOperations",
                 "ProviderAuth",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 "BadgeStore",
                 "BadgeSink",
                 "BadgeWorker",

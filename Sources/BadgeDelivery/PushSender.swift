@@ -27,11 +27,18 @@ public struct PushSender: Sendable {
     /// unhealthy.
     private let configurationErrors = Counter(label: "badgepipe_provider_configuration_errors_total")
 
+    /// Which providers refuse our configuration now (read by the worker's `/readyz`).
+    public let health: ProviderHealth
+
     /// Creates a sender on `clients` (the caller owns and shuts them down), with the credentials of
     /// `configuration`.
-    public init(configuration: DeliveryConfiguration, clients: ProviderClients, logger: Logger) {
+    public init(
+        configuration: DeliveryConfiguration, clients: ProviderClients, health: ProviderHealth = ProviderHealth(),
+        logger: Logger
+    ) {
         self.configuration = configuration
         self.clients = clients
+        self.health = health
         self.logger = logger
         if case .token(let key) = configuration.apnsCredentials {
             apnsAuthenticator = APNsAuthenticator(key: key)
@@ -59,7 +66,10 @@ public struct PushSender: Sendable {
                 credential = try await self.credential(for: push.provider)
             } catch let error as CredentialError {
                 failedAttempts.increment()
-                if !error.retryable { configurationErrors.increment() }
+                if !error.retryable {
+                    configurationErrors.increment()
+                    health.configurationError(push.provider, reason: error.message)
+                }
                 return error.retryable
                     ? .retry(reason: error.message, retryAfter: nil)
                     : .configurationError(status: 0, reason: error.message)
@@ -78,6 +88,7 @@ public struct PushSender: Sendable {
                     continue
                 }
                 failedAttempts.increment()
+                DeliveryMetrics.attempts(push.provider, status: nil).increment()
                 if let refusal = Self.refusal(error) {
                     // The request cannot be built: the same push would be refused every time.
                     return .rejected(status: 0, reason: refusal)
@@ -87,6 +98,7 @@ public struct PushSender: Sendable {
             switch response {
             case .accepted:
                 sent.increment()
+                health.accepted(push.provider)
                 return .accepted
             case .deadToken(let reason):
                 return .deadToken(status: 410, reason: reason)
@@ -102,10 +114,12 @@ public struct PushSender: Sendable {
                     continue
                 }
                 configurationErrors.increment()
+                health.configurationError(push.provider, reason: reason)
                 return .configurationError(status: push.provider == .apns ? 403 : 401, reason: reason)
             case .configurationError(let reason):
                 failedAttempts.increment()
                 configurationErrors.increment()
+                health.configurationError(push.provider, reason: reason)
                 return .configurationError(status: 403, reason: reason)
             case .retry(let reason, let retryAfterSeconds):
                 failedAttempts.increment()
@@ -204,6 +218,7 @@ public struct PushSender: Sendable {
         let pool = push.provider == .apns ? clients.apns : clients.fcm
         let client = pool[pool.count == 1 ? 0 : Int(UInt(bitPattern: push.token.hashValue) % UInt(pool.count))]
         let response = try await client.execute(request, timeout: Self.timeAmount(configuration.requestTimeout))
+        DeliveryMetrics.attempts(push.provider, status: Int(response.status.code)).increment()
         let body = try await response.body.collect(upTo: 64 * 1024)
         return ProviderResponse.classify(
             provider: push.provider, status: Int(response.status.code), body: Array(buffer: body),

@@ -1,7 +1,9 @@
+import BadgeOperations
 import Hummingbird
 import HummingbirdHTTP2
 import Logging
 import NIOSSL
+import Prometheus
 import ServiceLifecycle
 
 /// The mock delivery sink: an HTTP server that answers APNs and FCM pushes like the real services, records them in
@@ -23,6 +25,8 @@ public struct SinkServer: Service {
     private let tls: TLSConfiguration?
     private let logger: Logger
     private let onRunning: (@Sendable (Int) async -> Void)?
+    /// Served at `GET /metrics` when set (the registry the process bootstrapped swift-metrics with).
+    private let metrics: PrometheusCollectorRegistry?
 
     /// Creates a server; throws when a key or certificate file of `configuration` cannot be read or used.
     /// - Parameters:
@@ -34,8 +38,10 @@ public struct SinkServer: Service {
         configuration: SinkConfiguration,
         state: SinkState? = nil,
         logger: Logger,
+        metrics: PrometheusCollectorRegistry? = nil,
         onRunning: (@Sendable (Int) async -> Void)? = nil
     ) throws {
+        self.metrics = metrics
         self.configuration = configuration
         self.state = state ?? SinkState(maxDeliveries: configuration.maxDeliveries)
         self.credentials = try SinkCredentials(configuration: configuration)
@@ -47,6 +53,10 @@ public struct SinkServer: Service {
     /// Serves until graceful shutdown (or cancellation).
     public func run() async throws {
         let router = Router(context: SinkRequestContext.self)
+        if let metrics {
+            router.add(middleware: MetricsMiddleware())
+            router.get("/metrics") { _, _ -> Response in OperationsServer.metrics(metrics) }
+        }
         self.addRoutes(to: router)
         let configuredPort = self.configuration.port
         let onRunning = self.onRunning

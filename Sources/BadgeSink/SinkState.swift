@@ -1,4 +1,5 @@
 import Foundation
+import Metrics
 import Synchronization
 
 /// The sink's in-memory store: every recorded push and the active faults, safe to share between requests.
@@ -86,6 +87,10 @@ public final class SinkState: Sendable {
             )
             return (seq, status, reason)
         }
+        Counter(
+            label: "badgepipe_sink_pushes_total",
+            dimensions: [("provider", provider.rawValue), ("status", "\(status)")]
+        ).increment()
         return PushAnswer(
             seq: seq,
             provider: provider,

@@ -101,6 +101,9 @@ public protocol BadgeStore: Sendable {
     /// The stored state of one user (zero counts and default preferences for an unknown user).
     func snapshot(user: String) async throws -> UserSnapshot
 
+    /// How many pushes wait in the outbox of each of `partitions`, and since when (for metrics). One statement.
+    func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog]
+
     /// Closes the store: releases connections and makes ``run()`` return.
     func close() async throws
 }
@@ -181,6 +184,23 @@ public struct OutboxPush: Sendable, Equatable {
         self.attempts = attempts
         self.createdAt = createdAt
         self.nextAttemptAt = nextAttemptAt
+    }
+}
+
+/// What waits in one partition's outbox.
+public struct OutboxBacklog: Sendable, Equatable {
+    /// The partition.
+    public var partition: Int
+    /// Rows in its outbox.
+    public var depth: Int
+    /// When its oldest row was planned, in microseconds since the epoch; nil when it is empty.
+    public var oldestCreatedAt: Int64?
+
+    /// Creates a backlog figure.
+    public init(partition: Int, depth: Int, oldestCreatedAt: Int64?) {
+        self.partition = partition
+        self.depth = depth
+        self.oldestCreatedAt = oldestCreatedAt
     }
 }
 

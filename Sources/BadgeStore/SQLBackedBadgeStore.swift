@@ -24,6 +24,10 @@ extension SQLBackedBadgeStore {
             beforeEvent: sqlBackend.hooks.beforeEvent)
     }
 
+    public func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog] {
+        try await StoreQueries.outboxBacklog(partitions: partitions, database: sqlBackend.database)
+    }
+
     public func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
         try await StoreQueries.pendingPushes(limit: limit, partition: partition, database: sqlBackend.database)
     }

@@ -85,6 +85,21 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
             || code == Code("sqlite_range")
     }
 
+    /// A bounded name for the kind of failure, for metrics: `connection`, `timeout`, `conflict` (serialization
+    /// failure, deadlock, SQLite busy or locked), `refused_input` (``refusesInput``), `lease` (lost or ended),
+    /// `closed`, `configuration` or `other`.
+    public var errorClass: String {
+        switch code {
+        case .connection, .connectionClosed, .connectionClosedBeforeBegin: "connection"
+        case .timeout, .sqlState("57014"): "timeout"
+        case .serializationFailure, .deadlock, .sqliteBusy, .sqliteLocked: "conflict"
+        case .leaseLost, .leaseTermEnded: "lease"
+        case .closed: "closed"
+        case .badDatabaseURL: "configuration"
+        default: refusesInput ? "refused_input" : "other"
+        }
+    }
+
     static func badURL(_ message: String) -> StoreError {
         StoreError(code: .badDatabaseURL, message: message, transient: false)
     }

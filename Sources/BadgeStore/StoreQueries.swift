@@ -144,6 +144,31 @@ enum StoreQueries {
         }
     }
 
+    /// Rows and the oldest `created_at` per partition, for `partitions` (empty ones included, with depth 0).
+    static func outboxBacklog(partitions: [Int], database: any SQLTransactor) async throws -> [OutboxBacklog] {
+        guard !partitions.isEmpty else { return [] }
+        // Partition numbers are integers: written into the statement, not bound.
+        let list = Set(partitions).sorted().map(String.init).joined(separator: ",")
+        let rows = try await database.transaction { sql in
+            try await sql.query(
+                """
+                SELECT partition_id, count(*), min(created_at) FROM outbox WHERE partition_id IN (\(list))
+                GROUP BY partition_id
+                """, [])
+        }
+        var found: [Int: OutboxBacklog] = [:]
+        for row in rows {
+            guard let partition = row[0].int64, let depth = row[1].int64 else {
+                throw StoreError.corrupt("outbox backlog row \(row)")
+            }
+            found[Int(partition)] = OutboxBacklog(
+                partition: Int(partition), depth: Int(depth), oldestCreatedAt: row[2].int64)
+        }
+        return Set(partitions).sorted().map {
+            found[$0] ?? OutboxBacklog(partition: $0, depth: 0, oldestCreatedAt: nil)
+        }
+    }
+
     static func markSent(_ ids: [Int64], database: any SQLTransactor) async throws {
         guard !ids.isEmpty else { return }
         try await database.transaction { sql in try await FleetQueries.deleteOutboxRows(ids, sql: sql) }

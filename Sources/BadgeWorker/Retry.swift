@@ -10,18 +10,24 @@ enum Retry {
     static let attemptTimeout: Duration = .seconds(10)
 
     /// Runs `body` until it succeeds or fails with a non-transient error. `waitingFor`, when given, names the
-    /// dependency the retries wait for, in the log line of every retry (e.g. "the database" at start).
+    /// dependency the retries wait for, in the log line of every retry (e.g. "the database" at start). `health`
+    /// hears whether the database answered.
     static func transient<T: Sendable>(
         _ what: String,
         waitingFor dependency: String? = nil,
+        health: WorkerHealth? = nil,
         logger: Logger,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         var attempt = 0
         while true {
             do {
-                return try await withTimeout(attemptTimeout, what: what, body)
+                let value = try await withTimeout(attemptTimeout, what: what, body)
+                health?.databaseAnswered()
+                return value
             } catch let error as StoreError where error.transient {
+                health?.databaseFailed("\(what): \(error.message)")
+                WorkerMetrics.databaseErrors(error).increment()
                 attempt += 1
                 let delayMilliseconds = min(2000, 25 << min(attempt, 7))
                 logger.warning(

@@ -44,6 +44,14 @@ final class Watchdog: Sendable {
         thread.start()
     }
 
+    /// The operation that has been running longest, and for how long, against the limit.
+    func longestBusy() -> (name: String, for: Duration, limit: Duration)? {
+        let now = ContinuousClock.now
+        return state.withLock { state in
+            state.busy.min { $0.value < $1.value }.map { ($0.key, now - $0.value, limit) }
+        }
+    }
+
     /// Runs `body`, watched under `name`.
     func watch<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
         state.withLock { $0.busy[name] = ContinuousClock.now }

@@ -22,12 +22,15 @@ public struct Worker: Service {
     private let onReady: (@Sendable () async -> Void)?
     /// Ends the process when work stops making progress (see `Watchdog`); nil in tests that run in-process.
     private let watchdog: Watchdog?
+    /// What `/healthz` and `/readyz` report.
+    public let health: WorkerHealth
 
     public init(
         configuration: WorkerConfiguration,
         store: any BadgeStore,
         logger: Logger,
         exitWhenStuckFor stuckLimit: Duration? = nil,
+        health: WorkerHealth = WorkerHealth(),
         onReady: (@Sendable () async -> Void)? = nil
     ) {
         self.configuration = configuration
@@ -35,6 +38,8 @@ public struct Worker: Service {
         self.logger = logger
         self.onReady = onReady
         self.watchdog = stuckLimit.map { Watchdog(limit: $0, logger: logger) }
+        self.health = health
+        health.watch(watchdog)
     }
 
     public func run() async throws {
@@ -44,7 +49,8 @@ public struct Worker: Service {
         let http = try ProviderClients(
             configuration: configuration.delivery,
             http1ConnectionsPerHost: max(8, configuration.sendConcurrency * configuration.topology.partitions / 4))
-        let sender = PushSender(configuration: configuration.delivery, clients: http, logger: logger)
+        let sender = PushSender(
+            configuration: configuration.delivery, clients: http, health: health.providers, logger: logger)
         let dispatcher = PushDispatcher(
             store: store, sender: sender,
             builder: PushPayloadBuilder(
@@ -59,7 +65,7 @@ public struct Worker: Service {
             // nothing is held yet, nothing can be lost.
             do {
                 try await cancelWhenGracefulShutdown {
-                    try await Retry.transient("migrate", waitingFor: "the database", logger: logger) {
+                    try await Retry.transient("migrate", waitingFor: "the database", health: health, logger: logger) {
                         try await store.migrate()
                     }
                 }
@@ -70,6 +76,7 @@ public struct Worker: Service {
             // Pushes a previous run committed but did not get to send (in a fleet, each partition's are sent by
             // whoever leases the partition next).
             if configuration.fleet == nil { try await dispatcher.drainOutbox(partition: nil) }
+            var sessions = 0
             while !Task.isCancelled, !Task.isShuttingDownGracefully {
                 let connection: AMQPConnection
                 do {
@@ -79,7 +86,11 @@ public struct Worker: Service {
                 } catch is CancellationError where Task.isShuttingDownGracefully {
                     break
                 }
+                health.connected(true)
+                if sessions > 0 { WorkerMetrics.amqpReconnects.increment() }
+                sessions += 1
                 let outcome = await runSession(connection: connection, dispatcher: dispatcher)
+                health.connected(false)
                 await connection.close()
                 if case .failure(let error) = outcome {
                     logger.warning("worker session ended, reconnecting", metadata: ["worker.error": "\(error)"])
@@ -98,9 +109,15 @@ public struct Worker: Service {
     /// One connection's life: declare, consume, process until shutdown or connection loss.
     private func runSession(connection: AMQPConnection, dispatcher: PushDispatcher) async -> Result<Void, any Error> {
         do {
+            let health = self.health
+            let onReady = self.onReady
             let session = WorkerSession(
                 connection: connection, configuration: configuration, store: store, dispatcher: dispatcher,
-                logger: logger, onReady: onReady, watchdog: watchdog)
+                logger: logger,
+                onReady: {
+                    health.started()
+                    await onReady?()
+                }, watchdog: watchdog, health: health)
             try await session.run()
             return .success(())
         } catch {

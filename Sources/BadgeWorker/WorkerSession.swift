@@ -19,6 +19,7 @@ struct WorkerSession {
     let logger: Logger
     let onReady: (@Sendable () async -> Void)?
     let watchdog: Watchdog?
+    var health: WorkerHealth? = nil
 
     /// A partition being consumed.
     private struct Running {
@@ -57,7 +58,7 @@ struct WorkerSession {
                     let processor = PartitionProcessor(
                         channel: channel, deadLetters: deadLetters, buffer: buffer, store: store, doorbell: doorbell,
                         configuration: configuration, context: ApplyContext(partition: partition, lease: lease),
-                        watchdog: watchdog, logger: partitionLogger)
+                        watchdog: watchdog, health: health, logger: partitionLogger)
                     let delivery = PartitionDelivery(
                         dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
                         idlePoll: configuration.deliveryIdlePoll)
@@ -125,6 +126,7 @@ struct WorkerSession {
                         running.removeValue(forKey: partition)
                         leases.stopped(partition)
                     }
+                    health?.held(Set(running.keys))
                     guard let fleet = configuration.fleet else {
                         if running.isEmpty, !ready {
                             for partition in 0..<configuration.topology.partitions {
@@ -141,8 +143,9 @@ struct WorkerSession {
                     }
                     let ttl = Duration.milliseconds(fleet.leaseTTLMilliseconds)
                     let manager = leases
+                    WorkerMetrics.leaseRounds.increment()
                     let (round, confirmed) = try await watchdog.watch("lease round") {
-                        try await Retry.transient("lease round", logger: logger) {
+                        try await Retry.transient("lease round", health: health, logger: logger) {
                             // Read before the round: the renewed expiries are at least a TTL after this instant.
                             let confirmed = ContinuousClock.now
                             let request = manager.request(now: confirmed)
@@ -165,10 +168,14 @@ struct WorkerSession {
                             // a worker that lost the partition with a push on its way), even when no events come.
                             running[partition]?.doorbell.ring()
                         case .stop(let partition):
+                            if !round.leases.contains(where: { $0.partition == partition }) {
+                                WorkerMetrics.leasesLost.increment()
+                            }
                             // Lost (expired while we were stalled, or taken over), or above the fair share: stop
                             // after the batch in progress; the fence stops any commit and the term any send.
                             running[partition]?.buffer.finish(nil)
                         case .start(let lease, let waitsForEarlierClaims):
+                            WorkerMetrics.leaseTakeovers.increment()
                             try await start(
                                 lease.partition,
                                 term: LeaseTerm(

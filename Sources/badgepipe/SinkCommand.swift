@@ -1,6 +1,8 @@
 import ArgumentParser
 import BadgeSink
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 
 /// `badgepipe sink`.
@@ -66,7 +68,10 @@ struct SinkCommand: AsyncParsableCommand {
             maxDeliveries: try Settings.integer(
                 maxDeliveries, "BADGEPIPE_SINK_MAX_DELIVERIES", name: "--max-deliveries", default: 1_000_000,
                 range: 1...100_000_000))
-        let server = try SinkServer(configuration: configuration, logger: logger) { port in
+        // Metrics on the sink's own port (`GET /metrics`).
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        let server = try SinkServer(configuration: configuration, logger: logger, metrics: registry) { port in
             logger.info("sink listening", metadata: ["sink.port": "\(port)"])
         }
         let group = ServiceGroup(

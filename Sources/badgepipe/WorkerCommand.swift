@@ -2,10 +2,13 @@ import AMQPClient
 import ArgumentParser
 import BadgeCore
 import BadgeDelivery
+import BadgeOperations
 import BadgeStore
 import BadgeWorker
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import ProviderAuth
 import ServiceLifecycle
 
@@ -48,6 +51,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
     var leaseTTL: Int?
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
+    @Option(help: "Operations listener address (BADGEPIPE_METRICS_HOST, default 127.0.0.1).") var metricsHost: String?
+    @Option(help: "Serve /metrics, /healthz and /readyz on this port (BADGEPIPE_METRICS_PORT, default off).")
+    var metricsPort: Int?
 
     func run() async throws {
         let logger = try Settings.logger("badgepipe.worker", level: logLevel)
@@ -83,10 +89,40 @@ struct WorkerCommand: AsyncParsableCommand {
                 leaseTTL, "BADGEPIPE_LEASE_TTL_MS", name: "--lease-ttl", default: 5000, range: 500...600_000)
             configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
         }
+        // The operations listener is off unless a port is given.
+        var port: Int?
+        if metricsPort != nil || Settings.optional(nil, "BADGEPIPE_METRICS_PORT") != nil {
+            port = try Settings.integer(
+                metricsPort, "BADGEPIPE_METRICS_PORT", name: "--metrics-port", default: 0, range: 1...65535)
+        }
+        let registry = PrometheusCollectorRegistry()
+        if port != nil {
+            var factory = PrometheusMetricsFactory(registry: registry)
+            factory.valueHistogramBuckets["badgepipe_batch_size"] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 5000]
+            MetricsSystem.bootstrap(factory)
+        }
         let store = try BadgeStoreFactory.make(url: configuration.databaseURL, logger: logger)
         let worker = Worker(configuration: configuration, store: store, logger: logger, exitWhenStuckFor: .seconds(30))
-        // The store closes after the worker stopped: services shut down in reverse order.
-        let services: [any Service] = [StoreService(store: store), worker]
+        // Services shut down in reverse order: the worker first (its batches and rounds in progress finish), then
+        // the operations listener (which answers while the worker drains), then the store.
+        var services: [any Service] = [StoreService(store: store)]
+        if let port {
+            let health = worker.health
+            services.append(OutboxGauges(store: store, health: health, logger: logger))
+            services.append(
+                OperationsServer(
+                    host: Settings.value(metricsHost, "BADGEPIPE_METRICS_HOST", default: "127.0.0.1"), port: port,
+                    registry: registry,
+                    live: {
+                        let (live, detail) = health.liveness
+                        return OperationsServer.Check(ok: live, reasons: live ? [] : [detail])
+                    },
+                    ready: {
+                        let (ready, reasons) = health.readiness
+                        return OperationsServer.Check(ok: ready, reasons: reasons)
+                    }, logger: logger))
+        }
+        services.append(worker)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },

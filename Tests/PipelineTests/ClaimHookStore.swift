@@ -70,5 +70,8 @@ final class ClaimHookStore: BadgeStore {
     func markSent(_ outboxIDs: [Int64]) async throws { try await base.markSent(outboxIDs) }
     func deactivateDevice(token: String) async throws { try await base.deactivateDevice(token: token) }
     func snapshot(user: String) async throws -> UserSnapshot { try await base.snapshot(user: user) }
+    func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog] {
+        try await base.outboxBacklog(partitions: partitions)
+    }
     func close() async throws { try await base.close() }
 }

@@ -23,10 +23,6 @@ struct PushDispatcher: Sendable {
     let roundSize: Int
     let logger: Logger
 
-    private static let givenUp = Counter(label: "badgepipe_pushes_given_up_total")
-    private static let retries = Counter(label: "badgepipe_push_retries_total")
-    private static let rejected = Counter(label: "badgepipe_pushes_rejected_total")
-
     init(
         store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
         schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
@@ -88,6 +84,7 @@ struct PushDispatcher: Sendable {
             throw error
         }
         if claimed.isEmpty { return RoundResult(claimed: 0, nextRetryAt: nil, record: DeliveryRecord()) }
+        WorkerMetrics.pushesClaimed.increment(by: claimed.count)
         var round = DeliveryRound(claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge)
         var failure: (any Error)?
         await withTaskGroup(of: (ClaimedPush, DeliveryRound.Result, (any Error)?).self) { group in
@@ -144,8 +141,11 @@ struct PushDispatcher: Sendable {
         do {
             switch try await sender.send(builder.build(push), fence: fence) {
             case .accepted:
+                let now = Timestamp.now().microsecondsSinceEpoch
+                WorkerMetrics.pushLatency.recordMicroseconds(max(0, now - claimed.outbox.createdAt))
                 return (claimed, .accepted(late: term.map { !$0.isValid } ?? false), nil)
             case .deadToken(_, let reason):
+                WorkerMetrics.deadTokens.increment()
                 logger.info(
                     "token unregistered, deactivating",
                     metadata: ["push.token": "\(push.token.prefix(8))", "push.reason": "\(reason)"])
@@ -176,14 +176,14 @@ struct PushDispatcher: Sendable {
 
     private func report(_ tally: DeliveryRound.Tally) {
         if tally.retries > 0 {
-            Self.retries.increment(by: tally.retries)
+            WorkerMetrics.pushRetries.increment(by: tally.retries)
             logger.debug(
                 "pushes to try again later",
                 metadata: ["push.retries": "\(tally.retries)", "push.held_back": "\(tally.heldBack)"])
         }
-        if tally.rejected > 0 { Self.rejected.increment(by: tally.rejected) }
+        if tally.rejected > 0 { WorkerMetrics.pushesRejected.increment(by: tally.rejected) }
         if tally.givenUp > 0 {
-            Self.givenUp.increment(by: tally.givenUp)
+            WorkerMetrics.pushesGivenUp.increment(by: tally.givenUp)
             logger.error(
                 "pushes given up after failing for longer than the maximum age",
                 metadata: ["push.given_up": "\(tally.givenUp)", "push.max_age": "\(maxAge)"])

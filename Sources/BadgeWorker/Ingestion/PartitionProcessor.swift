@@ -22,10 +22,8 @@ struct PartitionProcessor: Sendable {
     /// Where batches come from: the partition and, in a fleet, the lease they are consumed under.
     let context: ApplyContext
     let watchdog: Watchdog?
+    var health: WorkerHealth? = nil
     let logger: Logger
-
-    private static let processed = Counter(label: "badgepipe_events_processed_total")
-    private static let parked = Counter(label: "badgepipe_events_parked_total")
 
     func run() async throws {
         let name = "partition \(context.partition ?? -1)"
@@ -37,6 +35,7 @@ struct PartitionProcessor: Sendable {
     }
 
     private func process(_ batch: [AMQPDelivery], lastTag: UInt64) async throws {
+        WorkerMetrics.eventsConsumed.increment(by: batch.count)
         var events: [Event] = []
         var sources: [AMQPDelivery] = []
         events.reserveCapacity(batch.count)
@@ -46,29 +45,37 @@ struct PartitionProcessor: Sendable {
                 events.append(event)
                 sources.append(delivery)
             case .failure(let invalid):
-                try await park(delivery, reason: "\(invalid.code): \(invalid.message)")
+                try await park(delivery, reason: "\(invalid.code): \(invalid.message)", class: invalid.code)
             }
         }
         if !events.isEmpty {
+            let started = ContinuousClock.now
             do {
                 try await apply(events)
             } catch let error as StoreError where error.refusesInput {
+                WorkerMetrics.databaseErrors(error).increment()
                 logger.warning(
                     "the database refused a batch's data; looking for the culprit",
                     metadata: ["event.count": "\(events.count)", "event.error": "\(error)"])
                 try await isolate(events, sources: sources, refusal: error)
             }
+            WorkerMetrics.batchTransaction.record(duration: ContinuousClock.now - started)
+            WorkerMetrics.batchSize.record(events.count)
+            let now = Timestamp.now().microsecondsSinceEpoch
+            for event in events {
+                WorkerMetrics.eventLag.recordMicroseconds(max(0, now - event.occurredAt.microsecondsSinceEpoch))
+            }
         }
         // Committed: now, and only now, the broker may forget these messages. When the ack cannot reach the broker
         // (connection lost), the messages come back and find their effects already stored.
         try await channel.ack(deliveryTag: lastTag, multiple: true)
-        Self.processed.increment(by: events.count)
+        WorkerMetrics.eventsApplied.increment(by: events.count)
         doorbell.ring()
     }
 
     private func apply(_ events: some Collection<Event>) async throws {
         let (policy, context, events) = (configuration.badgePolicy, context, Array(events))
-        _ = try await Retry.transient("apply", logger: logger) {
+        _ = try await Retry.transient("apply", health: health, logger: logger) {
             try await store.apply(events, policy: policy, context: context)
         }
     }
@@ -86,7 +93,9 @@ struct PartitionProcessor: Sendable {
                     bisector.applied()
                 } catch let error as StoreError where error.refusesInput {
                     if range.count == 1 {
-                        try await park(sources[range.lowerBound], reason: "refused by the database: \(error)")
+                        try await park(
+                            sources[range.lowerBound], reason: "refused by the database: \(error)",
+                            class: "refused_by_database")
                         bisector.refused()
                         bisector.parked()
                     } else {
@@ -94,14 +103,16 @@ struct PartitionProcessor: Sendable {
                     }
                 }
             case .park(let index):
-                try await park(sources[index], reason: "refused by the database: \(refusal)")
+                try await park(
+                    sources[index], reason: "refused by the database: \(refusal)", class: "refused_by_database")
                 bisector.parked()
             }
         }
     }
 
     /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.
-    private func park(_ delivery: AMQPDelivery, reason: String) async throws {
+    /// `reasonClass` is the metric's bounded label (a decoder code, or `refused_by_database`).
+    private func park(_ delivery: AMQPDelivery, reason: String, class reasonClass: String) async throws {
         var properties = delivery.properties
         var headers = properties.headers ?? [:]
         headers[Topology.errorHeader] = .string(String(reason.prefix(1000)).replacingNewlines())
@@ -110,7 +121,7 @@ struct PartitionProcessor: Sendable {
         try await deadLetters.publish(
             delivery.body, exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
             properties: properties)
-        Self.parked.increment()
+        WorkerMetrics.eventsParked(reason: reasonClass).increment()
         logger.warning(
             "invalid event parked",
             metadata: ["event.message_id": "\(delivery.properties.messageID ?? "-")", "event.error": "\(reason)"])

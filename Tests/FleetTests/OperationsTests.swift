@@ -1,0 +1,260 @@
+import AMQPClient
+import BadgeSink
+import Foundation
+import Logging
+import ServiceLifecycle
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The worker's operations listener: `/metrics`, `/healthz`, `/readyz` on 127.0.0.1, off unless a port is given.
+@Suite("Operations listener", .serialized)
+struct OperationsTests {
+    private func get(_ url: String) async throws -> (Int, String) {
+        let (data, response) = try await URLSession.shared.data(from: URL(string: url)!)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Polls `url` until it answers (the listener starts with the worker).
+    private func waitFor(_ url: String) async throws -> (Int, String) {
+        for _ in 0..<100 {
+            if let answer = try? await get(url) { return answer }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw FleetError("\(url) never answered")
+    }
+
+    private func worker(
+        amqpURL: String, port: Int, database: String, sink: String = "http://127.0.0.1:1"
+    ) throws
+        -> Process
+    {
+        let process = Process()
+        process.executableURL = WorkerProcess.executable
+        process.arguments = [
+            "worker", "--amqp-url", amqpURL, "--database-url", "sqlite:\(database)", "--apns-url", sink, "--fcm-url",
+            sink, "--metrics-port", "\(port)", "--namespace", "ops-\(port)", "--partitions", "2",
+        ]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    @Test func withoutABrokerTheWorkerIsAliveButNotReadyAndSaysWhy() async throws {
+        let port = Int.random(in: 20_000...29_999)
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
+        let process = try worker(amqpURL: "amqp://guest:guest@127.0.0.1:1/%2F", port: port, database: database)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: database)
+        }
+        let (liveStatus, live) = try await waitFor("http://127.0.0.1:\(port)/healthz")
+        #expect(liveStatus == 200, "\(live)")
+        let (readyStatus, ready) = try await get("http://127.0.0.1:\(port)/readyz")
+        #expect(readyStatus == 503)
+        #expect(ready.contains("not connected to the broker"), "\(ready)")
+        let (metricsStatus, _) = try await get("http://127.0.0.1:\(port)/metrics")
+        #expect(metricsStatus == 200)
+    }
+
+    @Test func withTheBrokerTheWorkerBecomesReadyAndExportsItsCounters() async throws {
+        let port = Int.random(in: 30_000...39_999)
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
+        let process = try worker(amqpURL: FleetHarness.amqpURL, port: port, database: database)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: database)
+        }
+        _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
+        var ready = (0, "")
+        for _ in 0..<100 {
+            ready = try await get("http://127.0.0.1:\(port)/readyz")
+            if ready.0 == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(ready.0 == 200, "\(ready.1)")
+        #expect(ready.1.contains(#""status":"ok""#))
+        let (_, metrics) = try await get("http://127.0.0.1:\(port)/metrics")
+        #expect(metrics.contains("amqp") || metrics.contains("badgepipe"), "\(metrics.prefix(500))")
+    }
+
+    /// `/metrics` in the Prometheus text format, as `name{labels}` → value.
+    static func samples(_ text: String) -> [String: Double] {
+        var samples: [String: Double] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
+            samples[String(line[..<space])] = value
+        }
+        return samples
+    }
+
+    @Test func scrapedCountersMatchWhatWasPublishedAndDelivered() async throws {
+        let port = Int.random(in: 40_000...49_999)
+        let namespace = "ops-\(port)"
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
+        var logger = Logger(label: "ops-test")
+        logger.logLevel = .error
+        let sinkState = SinkState(randomSeed: 3)
+        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+        let sink = try SinkServer(
+            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
+        ) { port in portContinuation.yield(port) }
+        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await sinkGroup.run() }
+            var portIterator = ports.makeAsyncIterator()
+            guard let sinkPort = await portIterator.next() else { throw FleetError("sink did not start") }
+            let process = try worker(
+                amqpURL: FleetHarness.amqpURL, port: port, database: database, sink: "http://127.0.0.1:\(sinkPort)")
+            defer {
+                process.terminate()
+                process.waitUntilExit()
+                try? FileManager.default.removeItem(atPath: database)
+            }
+            let metricsURL = "http://127.0.0.1:\(port)/metrics"
+            _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
+            var ready = (0, "")
+            for _ in 0..<200 where ready.0 != 200 {
+                ready = try await get("http://127.0.0.1:\(port)/readyz")
+                if ready.0 != 200 { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(ready.0 == 200, "\(ready.1)")
+
+            // A scripted run (duplicates and dead tokens included), and one message that is not an event.
+            let script = FleetScript(seed: 23, users: 12, events: 600, userPrefix: "ops")
+            _ = try await FleetPublisher(url: FleetHarness.amqpURL, exchange: "\(namespace).events", rate: 3000)
+                .publish(script.steps)
+            let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: FleetHarness.amqpURL))
+            let channel = try await connection.openChannel()
+            try await channel.confirmSelect()
+            try await channel.publish(
+                Array("not json".utf8), exchange: "\(namespace).events", routingKey: "ops-u0", mandatory: true,
+                properties: AMQPProperties(contentType: "application/json", deliveryMode: .persistent))
+            await connection.close()
+
+            try await FleetHarness.waitUntilQuiet(timeout: .seconds(120), what: "the worker") {
+                try await FleetHarness.messagesInQueues(namespace: namespace)
+            } received: {
+                sinkState.count
+            }
+            let deliveries = sinkState.deliveries()
+            var metrics: [String: Double] = [:]
+            // The outbox gauges are sampled every 5 s.
+            for _ in 0..<30 {
+                metrics = Self.samples(try await get(metricsURL).1)
+                if metrics[#"badgepipe_outbox_depth{partition="0"}"#] == 0,
+                    metrics[#"badgepipe_outbox_depth{partition="1"}"#] == 0
+                {
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(metrics["badgepipe_events_consumed_total"] == Double(script.steps.count + 1))
+            #expect(metrics["badgepipe_events_applied_total"] == Double(script.steps.count))
+            #expect(metrics[#"badgepipe_events_parked_total{reason="invalid_json"}"#] == 1)
+            #expect(metrics["badgepipe_batch_size_sum"] == Double(script.steps.count))
+            #expect(metrics["badgepipe_event_lag_seconds_count"] == Double(script.steps.count))
+            let accepted = deliveries.filter { $0.status == 200 }.count
+            let dead = deliveries.filter { $0.status == 410 }.count
+            #expect(accepted > 300)
+            let apns2xx = metrics[#"badgepipe_push_attempts_total{provider="apns",status_class="2xx"}"#] ?? 0
+            let fcm2xx = metrics[#"badgepipe_push_attempts_total{provider="fcm",status_class="2xx"}"#] ?? 0
+            #expect(apns2xx + fcm2xx == Double(accepted))
+            let apns4xx = metrics[#"badgepipe_push_attempts_total{provider="apns",status_class="4xx"}"#] ?? 0
+            let fcm4xx = metrics[#"badgepipe_push_attempts_total{provider="fcm",status_class="4xx"}"#] ?? 0
+            #expect(apns4xx + fcm4xx == Double(deliveries.count - accepted))
+            #expect(metrics["badgepipe_dead_tokens_total", default: 0] == Double(dead))
+            #expect(metrics["badgepipe_pushes_sent_total"] == Double(accepted))
+            #expect(metrics["badgepipe_push_latency_seconds_count"] == Double(accepted))
+            #expect(metrics["badgepipe_pushes_claimed_total", default: 0] >= Double(deliveries.count))
+            #expect(metrics["badgepipe_partitions_held"] == 2)
+            #expect(metrics[#"badgepipe_outbox_depth{partition="0"}"#] == 0)
+            #expect(metrics[#"badgepipe_outbox_oldest_age_seconds{partition="1"}"#] == 0)
+            #expect(metrics["badgepipe_push_retries_total", default: 0] == 0)
+            process.terminate()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 0)
+            await sinkGroup.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
+        try await FleetHarness.cleanUp(namespace: namespace)
+    }
+
+    /// Polls `/readyz` until it answers `status` (up to `seconds`); returns the last answer.
+    private func readiness(port: Int, becomes status: Int, within seconds: Int) async throws -> (Int, String) {
+        var answer = (0, "")
+        for _ in 0..<(seconds * 10) {
+            answer = try await get("http://127.0.0.1:\(port)/readyz")
+            if answer.0 == status { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return answer
+    }
+
+    @Test func readinessFollowsTheBrokerAway() async throws {
+        let port = Int.random(in: 50_000...59_999)
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
+        let amqpURL = FleetHarness.amqpURL + (FleetHarness.amqpURL.contains("?") ? "&" : "?") + "heartbeat=2"
+        let process = try worker(amqpURL: amqpURL, port: port, database: database)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: database)
+        }
+        _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
+        let before = try await readiness(port: port, becomes: 200, within: 20)
+        #expect(before.0 == 200, "\(before.1)")
+        try await FleetHarness.shell("scripts/services", ["ctl", "stop_app"])
+        let away: (Int, String)
+        do {
+            away = try await readiness(port: port, becomes: 503, within: 20)
+        } catch {
+            try? await FleetHarness.shell("scripts/services", ["ctl", "start_app"])
+            throw error
+        }
+        try await FleetHarness.shell("scripts/services", ["ctl", "start_app"])
+        #expect(away.0 == 503)
+        #expect(away.1.contains("not connected to the broker"), "\(away.1)")
+        // Still alive meanwhile: nothing is stuck, it waits for the broker.
+        #expect(try await get("http://127.0.0.1:\(port)/healthz").0 == 200)
+        let back = try await readiness(port: port, becomes: 200, within: 60)
+        #expect(back.0 == 200, "\(back.1)")
+        try await FleetHarness.cleanUp(namespace: "ops-\(port)")
+    }
+
+    @Test func theSinkCountsWhatItRecordedOnItsOwnPort() async throws {
+        let port = Int.random(in: 20_000...59_999)
+        let process = Process()
+        process.executableURL = WorkerProcess.executable
+        process.arguments = ["sink", "--port", "\(port)"]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        _ = try await waitFor("http://127.0.0.1:\(port)/stats")
+        for token in ["aa01", "aa02", "aa03"] {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/3/device/\(token)")!)
+            request.httpMethod = "POST"
+            request.setValue("com.example.app", forHTTPHeaderField: "apns-topic")
+            request.httpBody = Data(#"{"aps":{"badge":1}}"#.utf8)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        }
+        let (status, text) = try await get("http://127.0.0.1:\(port)/metrics")
+        #expect(status == 200)
+        let metrics = Self.samples(text)
+        #expect(metrics[#"badgepipe_sink_pushes_total{provider="apns",status="200"}"#] == 3, "\(text.prefix(2000))")
+    }
+}
