@@ -93,7 +93,9 @@ actor SQLiteTransactor: SQLTransactor {
         closed = true
         if let connection {
             self.connection = nil
-            try await connection.close()
+            // The future-based close runs even in a cancelled task (a worker past its shutdown bound): the async one
+            // would give up at once and leave the database open.
+            try await connection.close().get()
         }
         if threadPoolStarted {
             try await threadPool.shutdownGracefully()

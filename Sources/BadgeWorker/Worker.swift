@@ -92,7 +92,7 @@ public struct Worker: Service {
                 let outcome = await runSession(connection: connection, dispatcher: dispatcher)
                 health.connected(false)
                 await connection.close()
-                if case .failure(let error) = outcome {
+                if case .failure(let error) = outcome, !Task.isCancelled {
                     logger.warning("worker session ended, reconnecting", metadata: ["worker.error": "\(error)"])
                     try await Task.sleep(for: .milliseconds(200))
                 } else {
@@ -102,6 +102,12 @@ public struct Worker: Service {
         } catch {
             try? await http.shutdown()
             throw error
+        }
+        if Task.isCancelled {
+            // Past the shutdown bound (or told twice): the work in progress was abandoned, losing nothing.
+            logger.warning(
+                "stopped before the batch or delivery round in progress finished: unacked events return to the queue, unrecorded pushes are sent again"
+            )
         }
         try await http.shutdown()
     }

@@ -39,6 +39,8 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Extra trusted root certificates, PEM (BADGEPIPE_CA_FILE), e.g. a test sink's.") var caFile: String?
     @Option(help: "HTTP/2 connections per provider host (BADGEPIPE_PROVIDER_CONNECTIONS, default 1).")
     var providerConnections: Int?
+    @Option(help: "Milliseconds a provider request may take (BADGEPIPE_PROVIDER_TIMEOUT_MS, default 10000).")
+    var providerTimeout: Int?
     @Option(help: "unseen or unread (BADGEPIPE_BADGE_POLICY).") var badgePolicy: String?
     @Option(help: "Default APNs topic (BADGEPIPE_APNS_TOPIC).") var apnsTopic: String?
     @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default the credentials file's, else badgepipe).")
@@ -51,6 +53,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
     var leaseTTL: Int?
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
+    @Option(
+        help: """
+            Seconds SIGTERM waits for the batch and delivery round in progress before it cancels them \
+            (BADGEPIPE_SHUTDOWN_TIMEOUT, default 30).
+            """)
+    var shutdownTimeout: Int?
     @Option(help: "Operations listener address (BADGEPIPE_METRICS_HOST, default 127.0.0.1).") var metricsHost: String?
     @Option(help: "Serve /metrics, /healthz and /readyz on this port (BADGEPIPE_METRICS_PORT, default off).")
     var metricsPort: Int?
@@ -105,7 +113,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let worker = Worker(configuration: configuration, store: store, logger: logger, exitWhenStuckFor: .seconds(30))
         // Services shut down in reverse order: the worker first (its batches and rounds in progress finish), then
         // the operations listener (which answers while the worker drains), then the store.
-        var services: [any Service] = [StoreService(store: store)]
+        var services: [any Service] = [SecondSignal(), StoreService(store: store)]
         if let port {
             let health = worker.health
             services.append(OutboxGauges(store: store, health: health, logger: logger))
@@ -123,12 +131,28 @@ struct WorkerCommand: AsyncParsableCommand {
                     }, logger: logger))
         }
         services.append(worker)
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
-        try await group.run()
+        // SIGTERM: the batch and delivery round in progress finish (what they sent is recorded), within the bound;
+        // past it, everything in progress is cancelled: what was not acked comes back from the broker, and a push
+        // that went out but was not recorded is sent again with the same apns-id. A second SIGTERM or SIGINT does
+        // that at once (see `ShutdownSignals`).
+        let bound = try Settings.integer(
+            shutdownTimeout, "BADGEPIPE_SHUTDOWN_TIMEOUT", name: "--shutdown-timeout", default: 30, range: 1...3600)
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(bound)
+        groupConfiguration.maximumCancellationDuration = .seconds(5)
+        let group = ServiceGroup(configuration: groupConfiguration)
+        do {
+            try await group.run()
+        } catch let error as SecondSignal.Interrupted {
+            logger.warning("stopped before the work in progress finished", metadata: ["worker.reason": "\(error)"])
+        } catch is CancellationError {
+            logger.warning(
+                "stopped before the work in progress finished",
+                metadata: ["worker.reason": "the shutdown bound of \(bound) s passed"])
+        }
     }
 
     /// Provider URLs and credentials from the flags and variables; throws with the setting to fix when they do not
@@ -144,6 +168,9 @@ struct WorkerCommand: AsyncParsableCommand {
         let connections = try Settings.integer(
             providerConnections, "BADGEPIPE_PROVIDER_CONNECTIONS", name: "--provider-connections", default: 1,
             range: 1...64)
+        let timeout = try Settings.integer(
+            providerTimeout, "BADGEPIPE_PROVIDER_TIMEOUT_MS", name: "--provider-timeout", default: 10_000,
+            range: 100...300_000)
 
         var credentials: DeliveryConfiguration.APNsCredentials?
         func fail(_ message: String) -> CommandError { CommandError(code: "invalid_credentials", message: message) }
@@ -177,7 +204,8 @@ struct WorkerCommand: AsyncParsableCommand {
             apnsSandboxBaseURL: sandboxURL ?? (apnsURL == nil ? "https://api.sandbox.push.apple.com" : nil),
             fcmBaseURL: Settings.optional(fcmURL, "BADGEPIPE_FCM_URL") ?? "https://fcm.googleapis.com",
             apnsCredentials: credentials, fcmCredentials: account,
-            trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections)
+            trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections,
+            requestTimeout: .milliseconds(timeout))
         if let problem = configuration.problems.first { throw fail(problem) }
         return configuration
     }
