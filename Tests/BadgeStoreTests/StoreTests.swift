@@ -196,6 +196,52 @@ struct StoreTests {
         #expect(throws: StoreError.self) { try PostgresURL("postgres://u@db.example/app?statement_timeout_ms=-1") }
     }
 
+    @Test func sslModesFollowLibpqAndTheDefaultVerifiesARemoteServer() throws {
+        #expect(try PostgresURL("postgres://u@db.example/app").sslMode == "verify-full")
+        #expect(try PostgresURL("postgres://u@127.0.0.1/app").sslMode == "prefer")
+        #expect(try PostgresURL("postgres://u@localhost/app").sslMode == "prefer")
+        #expect(try PostgresURL("postgres://u@db.example/app?sslmode=require").sslMode == "require")
+        #expect(throws: StoreError.self) { try PostgresURL("postgres://u@db.example/app?sslmode=bogus") }
+        #expect(throws: StoreError.self) {
+            try PostgresURL("postgres://u@db.example/app?sslmode=verify-full&sslrootcert=/nonexistent/ca.crt")
+        }
+        #expect(throws: StoreError.self) {
+            try PostgresURL("postgres://u@db.example/app?sslmode=require&sslrootcert=\(testPostgresCA)")
+        }
+    }
+
+    /// Runs `SELECT ssl FROM pg_stat_ssl` for the store's own session, through a store made from `url`.
+    private func sessionUsesTLS(_ url: String, within limit: Duration = .seconds(20)) async throws -> Bool {
+        let parsed = try PostgresURL(url)
+        let store = PostgresBadgeStore(configuration: parsed.configuration, schema: nil, logger: testLogger)
+        return try await withThrowingTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                await store.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            let ssl = try await withDeadline(limit) {
+                try await store.database.transaction { sql in
+                    try await sql.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", [])
+                }
+            }
+            try await store.close()
+            return ssl.first?.first?.bool == true
+        }
+    }
+
+    @Test func verifyFullReachesTheLocalServerOverTLSWithItsRootAndRefusesWithoutIt() async throws {
+        let base = testDatabaseURL.split(separator: "?").first.map(String.init) ?? testDatabaseURL
+        #expect(try await sessionUsesTLS(base + "?sslmode=verify-full&sslrootcert=\(testPostgresCA)"))
+        #expect(try await sessionUsesTLS(base + "?sslmode=require"))
+        #expect(try await !sessionUsesTLS(base + "?sslmode=disable"))
+        // The system's roots do not know the test CA: the server's certificate is refused, nothing is sent (the pool
+        // keeps trying, logging CERTIFICATE_VERIFY_FAILED, and the store waits: a worker is not ready meanwhile).
+        await #expect(throws: (any Error).self) {
+            _ = try await sessionUsesTLS(base + "?sslmode=verify-full", within: .seconds(5))
+        }
+    }
+
     @Test func aStatementThatRunsTooLongIsEndedByTheServerTransientlyAndItsLocksGoWithIt() async throws {
         // What a claim stuck behind a lock (or on a starved server) looks like: the server ends it, so that a retry
         // does not queue behind a statement the worker already gave up on.

@@ -44,6 +44,20 @@ struct OperationsTests {
         return process
     }
 
+    /// `badgepipe health --url URL [--live]`: its exit status and output.
+    private func health(_ url: String, live: Bool = false) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = WorkerProcess.executable
+        process.arguments = ["health", "--url", url] + (live ? ["--live"] : [])
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
     @Test func withoutABrokerTheWorkerIsAliveButNotReadyAndSaysWhy() async throws {
         let port = Int.random(in: 20_000...29_999)
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
@@ -60,6 +74,11 @@ struct OperationsTests {
         #expect(ready.contains("not connected to the broker"), "\(ready)")
         let (metricsStatus, _) = try await get("http://127.0.0.1:\(port)/metrics")
         #expect(metricsStatus == 200)
+        // What a container health check runs.
+        let (notReady, said) = try health("http://127.0.0.1:\(port)")
+        #expect(notReady == 1)
+        #expect(said.contains("not connected to the broker"), "\(said)")
+        #expect(try health("http://127.0.0.1:\(port)", live: true).0 == 0)
     }
 
     @Test func withTheBrokerTheWorkerBecomesReadyAndExportsItsCounters() async throws {
@@ -80,6 +99,7 @@ struct OperationsTests {
         }
         #expect(ready.0 == 200, "\(ready.1)")
         #expect(ready.1.contains(#""status":"ok""#))
+        #expect(try health("http://127.0.0.1:\(port)").0 == 0)
         let (_, metrics) = try await get("http://127.0.0.1:\(port)/metrics")
         #expect(metrics.contains("amqp") || metrics.contains("badgepipe"), "\(metrics.prefix(500))")
     }
