@@ -104,6 +104,14 @@ public protocol BadgeStore: Sendable {
     /// How many pushes wait in the outbox of each of `partitions`, and since when (for metrics). One statement.
     func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog]
 
+    /// Deletes up to `limit` rows of `kind` older than `cutoff` (microseconds since the epoch) in one short
+    /// transaction; returns how many it deleted.
+    func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int
+
+    /// Takes or renews the maintenance lease `name` for `worker` (free, expired, or already its own) for
+    /// `ttlMilliseconds`; returns whether `worker` holds it now.
+    func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool
+
     /// Closes the store: releases connections and makes ``run()`` return.
     func close() async throws
 }

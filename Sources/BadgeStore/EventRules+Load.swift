@@ -80,10 +80,11 @@ extension EventRules {
     /// Records the batch's event ids as processed; those that were new form `fresh`. Inserted in sorted order
     /// so that concurrent batches wait for each other rather than deadlock.
     private mutating func recordEventIDs(_ ids: Set<String>) async throws {
-        var set = SQLRowSet([("id", .text)])
-        for id in ids.sorted() { set.append([.text(id)]) }
+        var set = SQLRowSet([("id", .text), ("at", .int)])
+        for id in ids.sorted() { set.append([.text(id), .int(createdAt)]) }
         let rows = try await sql.query(
-            "INSERT INTO processed_events (event_id) SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
+            "INSERT INTO processed_events (event_id, processed_at) SELECT id, at FROM "
+                + "\(set.table("s", bind: 1, dialect: sql.dialect)) "
                 + "WHERE true ORDER BY id ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
             [set.bind])
         for row in rows {

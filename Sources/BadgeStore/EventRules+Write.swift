@@ -49,15 +49,18 @@ extension EventRules {
         for key in tombstonesRemoved.sorted(by: Self.userItemOrder) {
             removed.append([.text(key.user), .text(key.item)])
         }
-        var added = SQLRowSet([("user_id", .text), ("id", .text)])
-        for key in tombstonesAdded.sorted(by: Self.userItemOrder) { added.append([.text(key.user), .text(key.item)]) }
+        var added = SQLRowSet([("user_id", .text), ("id", .text), ("at", .int)])
+        for key in tombstonesAdded.sorted(by: Self.userItemOrder) {
+            added.append([.text(key.user), .text(key.item), .int(createdAt)])
+        }
         try await run(
             {
                 "DELETE FROM read_tombstones WHERE (user_id, notification_id) IN (SELECT user_id, id FROM \($0))"
             }, removed)
         try await run(
             {
-                "INSERT INTO read_tombstones (user_id, notification_id) SELECT user_id, id FROM \($0) WHERE true "
+                "INSERT INTO read_tombstones (user_id, notification_id, created_at) SELECT user_id, id, at FROM \($0) "
+                    + "WHERE true "
                     + "ON CONFLICT (user_id, notification_id) DO NOTHING"
             }, added)
     }

@@ -24,6 +24,15 @@ extension SQLBackedBadgeStore {
             beforeEvent: sqlBackend.hooks.beforeEvent)
     }
 
+    public func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int {
+        try await RetentionQueries.purge(kind, olderThan: cutoff, limit: limit, database: sqlBackend.database)
+    }
+
+    public func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool {
+        try await RetentionQueries.maintenanceLease(
+            name, worker: worker, ttlMilliseconds: ttlMilliseconds, database: sqlBackend.leases)
+    }
+
     public func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog] {
         try await StoreQueries.outboxBacklog(partitions: partitions, database: sqlBackend.database)
     }

@@ -138,6 +138,27 @@ enum Schema {
                 "CREATE INDEX outbox_token_id ON outbox (token, id)",
             ]
         },
+        // Retention (see `RetentionKind`): when an event id was recorded and a read tombstone made (rows from
+        // before read as made now, the migration's time), indexes to find what is old, and the maintenance lease
+        // that lets one worker of a fleet do the deleting.
+        Migration(version: 5) { _ in
+            let now = Timestamp.now().microsecondsSinceEpoch
+            return [
+                "ALTER TABLE processed_events ADD COLUMN processed_at BIGINT NOT NULL DEFAULT \(now)",
+                "CREATE INDEX processed_events_processed_at ON processed_events (processed_at)",
+                "ALTER TABLE read_tombstones ADD COLUMN created_at BIGINT NOT NULL DEFAULT \(now)",
+                "CREATE INDEX read_tombstones_created_at ON read_tombstones (created_at)",
+                "CREATE INDEX notifications_read_occurred ON notifications (occurred_at) WHERE read",
+                "CREATE INDEX messages_read_occurred ON messages (occurred_at) WHERE read",
+                """
+                CREATE TABLE maintenance_leases (
+                    name TEXT PRIMARY KEY,
+                    owner TEXT,
+                    expires_at BIGINT NOT NULL DEFAULT 0
+                )
+                """,
+            ]
+        },
     ]
 
     /// Applies the missing migrations in one transaction. `prelude` runs first, after the advisory lock on

@@ -55,6 +55,14 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
     @Option(
         help: """
+            Delete processed event ids, read tombstones, read notifications and read messages older than this many \
+            days (BADGEPIPE_RETENTION_DAYS, default 30; 0 keeps everything).
+            """)
+    var retentionDays: Int?
+    @Option(help: "Seconds between retention passes (BADGEPIPE_RETENTION_INTERVAL, default 600).")
+    var retentionInterval: Int?
+    @Option(
+        help: """
             Seconds SIGTERM waits for the batch and delivery round in progress before it cancels them \
             (BADGEPIPE_SHUTDOWN_TIMEOUT, default 30).
             """)
@@ -97,6 +105,12 @@ struct WorkerCommand: AsyncParsableCommand {
                 leaseTTL, "BADGEPIPE_LEASE_TTL_MS", name: "--lease-ttl", default: 5000, range: 500...600_000)
             configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
         }
+        // Retention: 30 days by default, 0 keeps everything.
+        let retentionDays = try Settings.integer(
+            retentionDays, "BADGEPIPE_RETENTION_DAYS", name: "--retention-days", default: 30, range: 0...36_500)
+        let retentionInterval = try Settings.integer(
+            retentionInterval, "BADGEPIPE_RETENTION_INTERVAL", name: "--retention-interval", default: 600,
+            range: 1...86_400)
         // The operations listener is off unless a port is given.
         var port: Int?
         if metricsPort != nil || Settings.optional(nil, "BADGEPIPE_METRICS_PORT") != nil {
@@ -129,6 +143,15 @@ struct WorkerCommand: AsyncParsableCommand {
                         let (ready, reasons) = health.readiness
                         return OperationsServer.Check(ok: ready, reasons: reasons)
                     }, logger: logger))
+        }
+        if retentionDays > 0 {
+            services.append(
+                Retention(
+                    store: store,
+                    configuration: Retention.Configuration(
+                        age: .seconds(Int64(retentionDays) * 86_400), interval: .seconds(retentionInterval),
+                        fleet: configuration.fleet.map { ($0.workerID, $0.leaseTTLMilliseconds) }),
+                    logger: logger))
         }
         services.append(worker)
         // SIGTERM: the batch and delivery round in progress finish (what they sent is recorded), within the bound;

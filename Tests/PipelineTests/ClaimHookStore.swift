@@ -73,5 +73,11 @@ final class ClaimHookStore: BadgeStore {
     func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog] {
         try await base.outboxBacklog(partitions: partitions)
     }
+    func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int {
+        try await base.purge(kind, olderThan: cutoff, limit: limit)
+    }
+    func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool {
+        try await base.maintenanceLease(name, worker: worker, ttlMilliseconds: ttlMilliseconds)
+    }
     func close() async throws { try await base.close() }
 }

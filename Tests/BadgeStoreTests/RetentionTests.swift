@@ -1,0 +1,101 @@
+import BadgeCore
+import Foundation
+import Testing
+
+@testable import BadgeStore
+
+/// Retention deletes exactly what is read (or recorded) and old, and keeps everything a count depends on.
+@Suite("Retention")
+struct RetentionTests {
+    /// The ids of one table's rows, sorted.
+    private func ids(_ store: any BadgeStore, _ query: String) async throws -> [String] {
+        let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+        return try await database.transaction { sql in
+            try await sql.query(query, []).compactMap { $0.first?.string }.sorted()
+        }
+    }
+
+    /// Purges `kind` older than `cutoff` batch by batch (`limit` rows each) until a batch finds less; returns the
+    /// rows deleted.
+    private func purgeAll(_ store: any BadgeStore, _ kind: RetentionKind, before cutoff: Int64) async throws -> Int {
+        var total = 0
+        while true {
+            let deleted = try await store.purge(kind, olderThan: cutoff, limit: 1)
+            total += deleted
+            if deleted < 1 { return total }
+        }
+    }
+
+    private func message(_ id: String, at seconds: Int64, conversation: String) -> Event {
+        Event(
+            id: id, type: .message, recipient: "u-alice", occurredAt: at(seconds), actor: bob,
+            conversationID: conversation, messageID: "msg-\(id)", text: "hello")
+    }
+
+    @Test(arguments: Backend.allCases)
+    func deletesOnlyWhatIsReadOrRecordedAndOlderThanTheCutoff(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let events = [
+                register("d1", token: tokenA),
+                follow("n1", at: 1), follow("n2", at: 2), follow("n3", at: 100),
+                Event(
+                    id: "r1", type: .notificationRead, recipient: "u-alice", occurredAt: at(200),
+                    notificationIDs: ["n1", "n3", "ghost"]),
+                message("m1", at: 3, conversation: "c1"), message("m2", at: 4, conversation: "c1"),
+                message("m3", at: 300, conversation: "c2"),
+                Event(
+                    id: "cr1", type: .conversationRead, recipient: "u-alice", occurredAt: at(5),
+                    conversationID: "c1", until: at(5)),
+            ]
+            _ = try await store.apply(events, policy: .unseen)
+            let before = try await store.snapshot(user: "u-alice")
+            #expect(before.counts.unreadNotifications == 1)
+            #expect(before.counts.unreadMessages == 1)
+            let notifications = "SELECT id FROM notifications"
+            let messages = "SELECT event_id FROM messages"
+            let tombstones = "SELECT notification_id FROM read_tombstones"
+            let processed = "SELECT event_id FROM processed_events"
+            #expect(try await ids(store, tombstones) == ["ghost"])
+
+            // Events are 2026-11-21, recorded now: a cutoff at(50) finds the read notifications and messages that
+            // happened before it, and no id or tombstone (recorded today).
+            let between = at(50).microsecondsSinceEpoch
+            #expect(try await purgeAll(store, .readNotifications, before: between) == 1)
+            #expect(try await purgeAll(store, .readMessages, before: between) == 2)
+            #expect(try await purgeAll(store, .processedEvents, before: between) == 0)
+            #expect(try await purgeAll(store, .readTombstones, before: between) == 0)
+            #expect(try await ids(store, notifications) == ["n2", "n3"])
+            #expect(try await ids(store, messages) == ["m3"])
+            #expect(try await ids(store, processed).count == events.count)
+            #expect(try await store.snapshot(user: "u-alice") == before)
+
+            // A cutoff tomorrow: every recorded id and tombstone goes, and the read notification; the unread
+            // notification and message stay, with the counts.
+            let tomorrow = Timestamp.now().microsecondsSinceEpoch + 86_400_000_000
+            for kind in RetentionKind.allCases { _ = try await purgeAll(store, kind, before: tomorrow) }
+            #expect(try await ids(store, notifications) == ["n2"])
+            #expect(try await ids(store, messages) == ["m3"])
+            #expect(try await ids(store, tombstones).isEmpty)
+            #expect(try await ids(store, processed).isEmpty)
+            #expect(try await store.snapshot(user: "u-alice") == before)
+
+            // The documented effect on idempotency: a duplicate older than the retention is a new event.
+            let again = try await store.apply([follow("n1", at: 1)], policy: .unseen)
+            #expect(again[0].duplicate == false)
+            #expect(try await store.snapshot(user: "u-alice").counts.unreadNotifications == 2)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func oneWorkerAtATimeHoldsTheMaintenanceLease(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            #expect(try await store.maintenanceLease("retention", worker: "a", ttlMilliseconds: 60_000))
+            #expect(try await !store.maintenanceLease("retention", worker: "b", ttlMilliseconds: 60_000))
+            #expect(try await store.maintenanceLease("retention", worker: "a", ttlMilliseconds: 1))
+            try await Task.sleep(for: .milliseconds(20))
+            // Expired: the next worker takes it, and the first no longer has it.
+            #expect(try await store.maintenanceLease("retention", worker: "b", ttlMilliseconds: 60_000))
+            #expect(try await !store.maintenanceLease("retention", worker: "a", ttlMilliseconds: 60_000))
+        }
+    }
+}
