@@ -151,6 +151,31 @@ struct AMQPBrokerTests {
         await connection.close()
     }
 
+    /// `scripts/services` (like the compose file's broker) sets `max_message_size` to 1 MiB: a larger message is
+    /// refused at publish, and never reaches a consumer's memory.
+    @Test func aMessageAboveTheBrokersSizeLimitIsRefusedAtPublish() async throws {
+        let connection = try await TestBroker.connect()
+        let channel = try await connection.openChannel()
+        let queue = TestBroker.uniqueName("size")
+        try await channel.declareQueue(queue, durable: true, arguments: ["x-queue-type": "quorum"])
+        try await channel.confirmSelect()
+        try await channel.publish(
+            [UInt8](repeating: 0x61, count: 100_000), exchange: "", routingKey: queue, mandatory: true,
+            properties: AMQPProperties(deliveryMode: .persistent))
+        await #expect {
+            try await channel.publish(
+                [UInt8](repeating: 0x61, count: 2 * 1_048_576), exchange: "", routingKey: queue, mandatory: true,
+                properties: AMQPProperties(deliveryMode: .persistent))
+        } throws: { error in
+            guard let error = error as? AMQPError else { return false }
+            return error.replyCode == 406 && error.message.contains("max size")
+        }
+        let other = try await connection.openChannel()
+        #expect(try await other.declareQueue(queue, passive: true).messageCount == 1)
+        try await other.deleteQueue(queue)
+        await connection.close()
+    }
+
     @Test func aConflictingDeclareClosesTheChannelWithATypedErrorAndANewChannelWorks() async throws {
         let connection = try await TestBroker.connect()
         let channel = try await connection.openChannel()

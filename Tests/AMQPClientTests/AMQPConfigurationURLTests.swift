@@ -71,6 +71,12 @@ struct AMQPConfigurationURLTests {
     @Test func redactsPasswords() {
         #expect(AMQPConfiguration.redacted("amqp://u:pw@h:1/v") == "amqp://u:***@h:1/v")
         #expect(AMQPConfiguration.redacted("amqp://h/v") == "amqp://h/v")
+        // Unencoded characters that end an authority for a parser still stay hidden.
+        for password in ["p/ss", "p?ss", "p#ss", "p@ss", "p:ss", "p%2Fss", "/?#@:"] {
+            let redacted = AMQPConfiguration.redacted("amqp://user:\(password)@host:5672/vhost")
+            #expect(redacted == "amqp://user:***@host:5672/vhost", "\(redacted)")
+            #expect(!redacted.contains(password))
+        }
     }
 
     @Test func retryPolicyGrowsAndCaps() {

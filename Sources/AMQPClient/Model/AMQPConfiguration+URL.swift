@@ -187,15 +187,14 @@ extension AMQPConfiguration {
         }
     }
 
-    /// The URL with any password replaced by `***`, for logs and errors.
+    /// The URL with any password replaced by `***`, for logs and errors, whatever characters the password holds
+    /// (even unencoded `/`, `?`, `#`, `:` or `@`, which a URL parser would take for the end of the authority):
+    /// everything from the first `:` after the scheme to the last `@` is hidden. A URL without a password but with
+    /// an `@` further on loses a little more than its password, never less.
     public static func redacted(_ url: String) -> String {
         guard let schemeEnd = url.range(of: "://") else { return url }
-        let afterScheme = url[schemeEnd.upperBound...]
-        let authorityEnd = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? afterScheme.endIndex
-        let authority = afterScheme[..<authorityEnd]
-        guard let at = authority.lastIndex(of: "@"), let colon = authority[..<at].firstIndex(of: ":") else {
-            return url
-        }
+        let rest = url[schemeEnd.upperBound...]
+        guard let at = rest.lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { return url }
         return String(url[..<colon]) + ":***" + String(url[at...])
     }
 }
