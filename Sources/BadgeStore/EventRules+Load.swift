@@ -199,7 +199,7 @@ extension EventRules {
     /// new owner's; the delivery stage's `pushed_version` updates take no-key-update locks and do not wait), and
     /// the rows of the tokens its device events name (locked for update).
     private mutating func loadDevices(users: Set<String>, tokens: Set<String>) async throws {
-        let columns = "token, user_id, provider, topic, environment, active"
+        let columns = "token, user_id, provider, topic, environment, active, registered_at"
         var rows: [[SQLValue]] = []
         if !tokens.isEmpty {
             var set = SQLRowSet([("token", .text)])
@@ -219,8 +219,9 @@ extension EventRules {
                 [set.bind])
         }
         for row in rows {
-            guard row.count == 6, let token = row[0].string, let user = row[1].string,
-                let provider = row[2].string.flatMap(PushProvider.init(rawValue:)), let active = row[5].bool
+            guard row.count == 7, let token = row[0].string, let user = row[1].string,
+                let provider = row[2].string.flatMap(PushProvider.init(rawValue:)), let active = row[5].bool,
+                let registeredAt = row[6].int64
             else { throw StoreError.corrupt("bad devices row") }
             var environment: APNsEnvironment?
             if let name = row[4].string {
@@ -232,7 +233,7 @@ extension EventRules {
                 user: user,
                 device: RegisteredDevice(
                     token: token, provider: provider, topic: row[3].string, environment: environment),
-                active: active, stored: true)
+                active: active, registeredAt: registeredAt, stored: true)
             if active { tokensByUser[user, default: []].insert(token) }
         }
     }

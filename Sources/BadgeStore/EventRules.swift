@@ -93,6 +93,8 @@ struct EventRules {
         var user: String
         var device: RegisteredDevice
         var active: Bool
+        /// When it was last registered (the registration's `occurred_at`, microseconds).
+        var registeredAt: Int64
         /// The row exists in the database (loaded, and locked on PostgreSQL).
         var stored: Bool
         /// The token moved from one user to another in this batch: its `pushed_version` starts again.
@@ -111,6 +113,8 @@ struct EventRules {
     let policy: BadgePolicy
     /// The partition queue the batch came from, recorded on its outbox rows.
     let partition: Int?
+    /// See ``ApplyContext/maxDevicesPerUser``.
+    let maxDevicesPerUser: Int
     /// Runs before each event with its index in the batch (a test hook for injecting failures).
     let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
 
@@ -142,11 +146,13 @@ struct EventRules {
 
     init(
         sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
+        maxDevicesPerUser: Int = ApplyContext.defaultMaxDevicesPerUser,
         beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil
     ) {
         self.sql = sql
         self.policy = policy
         self.partition = partition
+        self.maxDevicesPerUser = maxDevicesPerUser
         self.beforeEvent = beforeEvent
     }
 
@@ -310,7 +316,10 @@ struct EventRules {
         let device = RegisteredDevice(
             token: info.token, provider: provider, topic: info.topic, environment: info.environment)
         // The token is the key: registering it moves it away from any other user.
-        var row = devices[device.token] ?? DeviceRow(user: event.recipient, device: device, active: true, stored: false)
+        let registeredAt = event.occurredAt.microsecondsSinceEpoch
+        var row =
+            devices[device.token]
+            ?? DeviceRow(user: event.recipient, device: device, active: true, registeredAt: registeredAt, stored: false)
         if row.user != event.recipient {
             tokensByUser[row.user]?.remove(device.token)
             row.moved = true
@@ -318,10 +327,19 @@ struct EventRules {
         row.user = event.recipient
         row.device = device
         row.active = true
+        row.registeredAt = registeredAt
         row.touched = true
         devices[device.token] = row
         tokensByUser[event.recipient, default: []].insert(device.token)
         planned.append(push(.badgeOnly, for: event, to: device, user: user))
+        // Over the cap: the device registered longest ago goes (it gets no more pushes, like an unregistered one).
+        while let tokens = tokensByUser[event.recipient], tokens.count > maxDevicesPerUser,
+            let oldest = tokens.min(by: { (devices[$0]?.registeredAt ?? 0, $0) < (devices[$1]?.registeredAt ?? 0, $1) })
+        {
+            tokensByUser[event.recipient]?.remove(oldest)
+            devices[oldest]?.active = false
+            devices[oldest]?.touched = true
+        }
     }
 
     // MARK: - Pushes

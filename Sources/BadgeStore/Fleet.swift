@@ -37,10 +37,19 @@ public struct LeaseRound: Sendable, Equatable {
 public struct ApplyContext: Sendable, Equatable {
     public var partition: Int?
     public var lease: PartitionLease?
+    /// The most active devices a user keeps: a registration beyond it deactivates the user's device registered
+    /// longest ago (by its registration's `occurred_at`; ties: the smallest token).
+    public var maxDevicesPerUser: Int
 
-    public init(partition: Int? = nil, lease: PartitionLease? = nil) {
+    /// The default cap on devices per user.
+    public static let defaultMaxDevicesPerUser = 100
+
+    public init(
+        partition: Int? = nil, lease: PartitionLease? = nil, maxDevicesPerUser: Int = defaultMaxDevicesPerUser
+    ) {
         self.partition = partition
         self.lease = lease
+        self.maxDevicesPerUser = maxDevicesPerUser
     }
 
     /// No partition, no lease: a single node.

@@ -140,7 +140,7 @@ enum Schema {
         },
         // Retention (see `RetentionKind`): when an event id was recorded and a read tombstone made (rows from
         // before read as made now, the migration's time), indexes to find what is old, and the maintenance lease
-        // that lets one worker of a fleet do the deleting.
+        // that lets one worker of a fleet do the deleting. Devices: when each was registered.
         Migration(version: 5) { _ in
             let now = Timestamp.now().microsecondsSinceEpoch
             return [
@@ -150,6 +150,9 @@ enum Schema {
                 "CREATE INDEX read_tombstones_created_at ON read_tombstones (created_at)",
                 "CREATE INDEX notifications_read_occurred ON notifications (occurred_at) WHERE read",
                 "CREATE INDEX messages_read_occurred ON messages (occurred_at) WHERE read",
+                // When a device was last registered (its event's occurred_at): the cap on devices per user drops
+                // the one registered longest ago.
+                "ALTER TABLE devices ADD COLUMN registered_at BIGINT NOT NULL DEFAULT 0",
                 """
                 CREATE TABLE maintenance_leases (
                     name TEXT PRIMARY KEY,

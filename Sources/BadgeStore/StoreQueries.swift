@@ -122,7 +122,9 @@ enum StoreQueries {
         guard !events.isEmpty else { return [] }
         return try await database.transaction { sql in
             if let lease = context.lease { try await FleetQueries.checkLease(lease, sql: sql) }
-            var rules = EventRules(sql: sql, policy: policy, partition: context.partition, beforeEvent: beforeEvent)
+            var rules = EventRules(
+                sql: sql, policy: policy, partition: context.partition,
+                maxDevicesPerUser: context.maxDevicesPerUser, beforeEvent: beforeEvent)
             return try await rules.apply(events)
         }
     }

@@ -1,6 +1,7 @@
 import AMQPClient
 import BadgeCore
 import BadgeDelivery
+import BadgeStore
 
 /// Everything a worker needs to run.
 public struct WorkerConfiguration: Sendable {
@@ -22,6 +23,8 @@ public struct WorkerConfiguration: Sendable {
     public var prefetch: UInt16
     /// Most events in one database transaction.
     public var batchSize: Int
+    /// The most active devices a user keeps (see `ApplyContext.maxDevicesPerUser`).
+    public var maxDevicesPerUser = ApplyContext.defaultMaxDevicesPerUser
     /// Most pushes in flight at once, per partition (one device's pushes always go one after another).
     public var sendConcurrency: Int
     /// Most pushes claimed by one delivery round (also the most a crash can leave sent but not recorded, per

@@ -57,7 +57,10 @@ struct WorkerSession {
                     let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
                     let processor = PartitionProcessor(
                         channel: channel, deadLetters: deadLetters, buffer: buffer, store: store, doorbell: doorbell,
-                        configuration: configuration, context: ApplyContext(partition: partition, lease: lease),
+                        configuration: configuration,
+                        context: ApplyContext(
+                            partition: partition, lease: lease,
+                            maxDevicesPerUser: configuration.maxDevicesPerUser),
                         watchdog: watchdog, health: health, logger: partitionLogger)
                     let delivery = PartitionDelivery(
                         dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,

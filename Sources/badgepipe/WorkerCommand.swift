@@ -49,6 +49,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe; tests use their own).")
     var namespace: String?
     @Option(help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default 128).") var batchSize: Int?
+    @Option(
+        help: """
+            Active devices a user keeps; a registration beyond it drops the one registered longest ago \
+            (BADGEPIPE_MAX_DEVICES_PER_USER, default 100).
+            """)
+    var maxDevicesPerUser: Int?
     @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
     @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
     var leaseTTL: Int?
@@ -93,6 +99,9 @@ struct WorkerCommand: AsyncParsableCommand {
                     partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)),
             batchSize: try Settings.integer(
                 batchSize, "BADGEPIPE_BATCH_SIZE", name: "--batch-size", default: 128, range: 1...10_000))
+        configuration.maxDevicesPerUser = try Settings.integer(
+            maxDevicesPerUser, "BADGEPIPE_MAX_DEVICES_PER_USER", name: "--max-devices-per-user",
+            default: ApplyContext.defaultMaxDevicesPerUser, range: 1...10_000)
         // On PostgreSQL several workers may run: partitions are leased through the database.
         if configuration.databaseURL.lowercased().hasPrefix("postgres") {
             // host-pid-random: a container restarted by its engine keeps its hostname and often its pid, and must

@@ -149,13 +149,23 @@ extension InboxModel {
         if let previousOwner = tokenOwners[device.token], previousOwner != event.recipient {
             users[previousOwner]?.devices[device.token] = nil
         }
-        let changed = user.devices[device.token] != device
+        var changed = user.devices[device.token] != device
         user.devices[device.token] = device
+        user.registeredAt[device.token] = event.occurredAt
         tokenOwners[device.token] = event.recipient
         let push = PlannedPush(
             event: event, device: device, kind: .badgeOnly, counts: user.counts,
             badge: policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled),
             badgeVersion: user.badgeVersion, previews: user.previews)
+        while user.devices.count > maxDevicesPerUser {
+            let registered = user.registeredAt
+            let oldest = user.devices.keys.min {
+                (registered[$0]?.microsecondsSinceEpoch ?? 0, $0) < (registered[$1]?.microsecondsSinceEpoch ?? 0, $1)
+            }!
+            user.devices[oldest] = nil
+            tokenOwners[oldest] = nil
+            changed = true
+        }
         return EventOutcome(pushes: [push], changed: changed)
     }
 

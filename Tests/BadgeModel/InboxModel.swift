@@ -16,9 +16,14 @@ public struct InboxModel: Sendable {
     /// Which user holds each active device token.
     var tokenOwners: [String: String] = [:]
 
+    /// The most active devices a user keeps: a registration beyond it drops the device registered longest ago (by
+    /// its registration's `occurred_at`; ties: the smallest token).
+    public let maxDevicesPerUser: Int
+
     /// Creates an empty model.
-    public init(policy: BadgePolicy = .unseen) {
+    public init(policy: BadgePolicy = .unseen, maxDevicesPerUser: Int = 100) {
         self.policy = policy
+        self.maxDevicesPerUser = maxDevicesPerUser
     }
 
     /// The counts of `user` (zero for an unknown user).
@@ -103,6 +108,8 @@ extension InboxModel {
         var badgeVersion: Int64 = 0
         /// Active devices by token.
         var devices: [String: RegisteredDevice] = [:]
+        /// When each device was last registered.
+        var registeredAt: [String: Timestamp] = [:]
 
         var counts: Counts {
             var counts = Counts()

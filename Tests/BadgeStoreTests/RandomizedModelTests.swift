@@ -135,7 +135,9 @@ struct RandomizedModelTests {
             var generator = RandomEvents(seed: UInt64(seed))
             var rng = SeededGenerator(seed: UInt64(seed) &* 7919)
             let policy: BadgePolicy = seed % 3 == 0 ? .unread : .unseen
-            var model = InboxModel(policy: policy)
+            // Every fourth seed caps devices per user at 2, so that registrations drop the oldest device.
+            let cap = seed % 4 == 0 ? 2 : ApplyContext.defaultMaxDevicesPerUser
+            var model = InboxModel(policy: policy, maxDevicesPerUser: cap)
             var lastID: Int64 = 0
             var total = 0
             var batchNumber = 0
@@ -149,7 +151,8 @@ struct RandomizedModelTests {
                 batchNumber += 1
                 let context = "seed \(seed) batch \(batchNumber)"
 
-                let applied = try await store.apply(batch, policy: policy)
+                let applied = try await store.apply(
+                    batch, policy: policy, context: ApplyContext(maxDevicesPerUser: cap))
                 let outcomes = batch.map { model.apply($0) }
                 try #require(applied.count == batch.count)
                 for (result, outcome) in zip(applied, outcomes) {
