@@ -52,6 +52,14 @@ final class Watchdog: Sendable {
         }
     }
 
+    /// An operation watched under `name` made progress (a batch committed one of its transactions): its time
+    /// starts again.
+    func progressed(_ name: String) {
+        state.withLock { state in
+            if state.busy[name] != nil { state.busy[name] = ContinuousClock.now }
+        }
+    }
+
     /// Runs `body`, watched under `name`.
     func watch<T>(_ name: String, _ body: () async throws -> T) async rethrows -> T {
         state.withLock { $0.busy[name] = ContinuousClock.now }

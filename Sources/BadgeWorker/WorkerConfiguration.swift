@@ -23,6 +23,10 @@ public struct WorkerConfiguration: Sendable {
     public var prefetch: UInt16
     /// Most events in one database transaction.
     public var batchSize: Int
+    /// The most work one ingestion transaction does, in rows (see `PartitionProcessor.weight(of:)`): a batch
+    /// heavier than this is applied in several transactions. 128 events of the contract's largest
+    /// (`notification_read` with 500 ids) make 64,128; 2,048 keeps each transaction well within the watchdog.
+    public var maxTransactionWeight = 2048
     /// The most active devices a user keeps (see `ApplyContext.maxDevicesPerUser`).
     public var maxDevicesPerUser = ApplyContext.defaultMaxDevicesPerUser
     /// Most pushes in flight at once, per partition (one device's pushes always go one after another).

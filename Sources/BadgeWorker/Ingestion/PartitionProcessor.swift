@@ -25,12 +25,14 @@ struct PartitionProcessor: Sendable {
     var health: WorkerHealth? = nil
     let logger: Logger
 
+    /// The batch in progress, as the watchdog knows it.
+    private var watchName: String { "partition \(context.partition ?? -1) batch" }
+
     func run() async throws {
-        let name = "partition \(context.partition ?? -1)"
         while true {
             guard let batch = try await buffer.take(limit: configuration.batchSize) else { return }
             guard let last = batch.last else { continue }
-            try await watchdog.watch(name + " batch") { try await process(batch, lastTag: last.deliveryTag) }
+            try await watchdog.watch(watchName) { try await process(batch, lastTag: last.deliveryTag) }
         }
     }
 
@@ -48,19 +50,25 @@ struct PartitionProcessor: Sendable {
                 try await park(delivery, reason: "\(invalid.code): \(invalid.message)", class: invalid.code)
             }
         }
-        if !events.isEmpty {
+        // A batch of heavy events (notification_read with hundreds of ids each) is applied in several transactions,
+        // in order, so that none does unbounded work; the batch is acked once, after the last.
+        for range in Self.slices(of: events, maxWeight: configuration.maxTransactionWeight) {
+            let (slice, sliceSources) = (Array(events[range]), Array(sources[range]))
             let started = ContinuousClock.now
             do {
-                try await apply(events)
+                try await apply(slice)
             } catch let error as StoreError where error.refusesInput {
                 WorkerMetrics.databaseErrors(error).increment()
                 logger.warning(
                     "the database refused a batch's data; looking for the culprit",
-                    metadata: ["event.count": "\(events.count)", "event.error": "\(error)"])
-                try await isolate(events, sources: sources, refusal: error)
+                    metadata: ["event.count": "\(slice.count)", "event.error": "\(error)"])
+                try await isolate(slice, sources: sliceSources, refusal: error)
             }
             WorkerMetrics.batchTransaction.record(duration: ContinuousClock.now - started)
-            WorkerMetrics.batchSize.record(events.count)
+            WorkerMetrics.batchSize.record(slice.count)
+            watchdog?.progressed(watchName)
+        }
+        if !events.isEmpty {
             let now = Timestamp.now().microsecondsSinceEpoch
             for event in events {
                 WorkerMetrics.eventLag.recordMicroseconds(max(0, now - event.occurredAt.microsecondsSinceEpoch))
@@ -71,6 +79,26 @@ struct PartitionProcessor: Sendable {
         try await channel.ack(deliveryTag: lastTag, multiple: true)
         WorkerMetrics.eventsApplied.increment(by: events.count)
         doorbell.ring()
+    }
+
+    /// The work an event makes in a transaction, in rows: one, plus one per notification id it names.
+    static func weight(of event: Event) -> Int { 1 + event.notificationIDs.count }
+
+    /// `events` cut, in order, into consecutive slices of at most `maxWeight` (an event heavier than that alone).
+    static func slices(of events: [Event], maxWeight: Int) -> [Range<Int>] {
+        var slices: [Range<Int>] = []
+        var start = 0
+        var total = 0
+        for (index, event) in events.enumerated() {
+            let next = weight(of: event)
+            if index > start, total + next > maxWeight {
+                slices.append(start..<index)
+                (start, total) = (index, 0)
+            }
+            total += next
+        }
+        if start < events.count { slices.append(start..<events.count) }
+        return slices
     }
 
     private func apply(_ events: some Collection<Event>) async throws {
