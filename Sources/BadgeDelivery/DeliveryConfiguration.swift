@@ -1,3 +1,4 @@
+import Foundation
 import ProviderAuth
 
 /// Where pushes go, with which credentials, and how hard to try.
@@ -70,10 +71,16 @@ public struct DeliveryConfiguration: Sendable {
         self.requestTimeout = requestTimeout
     }
 
-    /// The problems that keep a worker from starting: a provider reached over `https://` without credentials
-    /// (every push would be refused), named with the setting that is missing; empty when none.
+    /// The problems that keep a worker from starting: a provider URL that is not `http://` or `https://` with a
+    /// host (every push would be refused by the HTTP client, for good), or a provider reached over `https://`
+    /// without credentials (every push would be refused), named with the setting to fix; empty when none.
     public var problems: [String] {
         var problems: [String] = []
+        for (name, url) in [
+            ("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL), ("--fcm-url", fcmBaseURL),
+        ] where !Self.isProviderURL(url) {
+            problems.append("\(name) must be an http:// or https:// URL with a host and no query, not \"\(url)\"")
+        }
         for (name, url) in [("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL)]
         where Self.isHTTPS(url) && apnsCredentials == nil {
             problems.append(
@@ -90,4 +97,12 @@ public struct DeliveryConfiguration: Sendable {
     }
 
     static func isHTTPS(_ url: String) -> Bool { url.lowercased().hasPrefix("https:") }
+
+    /// `http://` or `https://` (any case), a host, and nothing after the path.
+    static func isProviderURL(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return false }
+        return components.query == nil && components.fragment == nil
+    }
 }

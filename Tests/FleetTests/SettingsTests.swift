@@ -31,6 +31,24 @@ struct SettingsTests {
             ([], ["BADGEPIPE_LOG_LEVEL": "verbose"], "--log-level (BADGEPIPE_LOG_LEVEL) must be trace, debug"),
             (["--provider-connections", "0"], [:], "--provider-connections (BADGEPIPE_PROVIDER_CONNECTIONS) must be"),
             (
+                ["--shutdown-timeout", "0"], [:],
+                "--shutdown-timeout (BADGEPIPE_SHUTDOWN_TIMEOUT) must be within 1...3600"
+            ),
+            ([], ["BADGEPIPE_RETENTION_DAYS": "-1"], "--retention-days (BADGEPIPE_RETENTION_DAYS) must be within 0..."),
+            (["--max-devices-per-user", "0"], [:], "--max-devices-per-user (BADGEPIPE_MAX_DEVICES_PER_USER) must be"),
+            (["--provider-timeout", "5"], [:], "--provider-timeout (BADGEPIPE_PROVIDER_TIMEOUT_MS) must be within"),
+            (
+                [], ["BADGEPIPE_METRICS_PORT": "70000"],
+                "--metrics-port (BADGEPIPE_METRICS_PORT) must be within 1...65535"
+            ),
+            (["--apns-url", "ftp://x"], [:], "--apns-url must be an http:// or https:// URL with a host"),
+            (["--fcm-url", "http://"], [:], "--fcm-url must be an http:// or https:// URL with a host"),
+            (
+                ["--database-url", "postgres://u@db.example/app?sslmode=verify-full&sslrootcert=/nonexistent.pem"],
+                [:], "sslrootcert /nonexistent.pem is not a readable file"
+            ),
+            (["--database-url", "postgres://u@db.example/app?sslmode=bogus"], [:], "unsupported sslmode bogus"),
+            (
                 ["--apns-key-file", "/nonexistent.p8", "--apns-key-id", "K"], [:],
                 "--apns-key-file needs --apns-team-id"
             ),
