@@ -33,7 +33,10 @@ public struct OutboxGauges: Service {
             if !held.isEmpty {
                 do {
                     let now = Timestamp.now().microsecondsSinceEpoch
-                    for backlog in try await store.outboxBacklog(partitions: Array(held)) {
+                    let backlogs = try await cancelWhenGracefulShutdown { [store] in
+                        try await store.outboxBacklog(partitions: Array(held))
+                    }
+                    for backlog in backlogs {
                         WorkerMetrics.outboxDepth(partition: backlog.partition).record(backlog.depth)
                         let age = backlog.oldestCreatedAt.map { Double(max(0, now - $0)) / 1_000_000 } ?? 0
                         WorkerMetrics.outboxOldestAge(partition: backlog.partition).record(age)

@@ -52,7 +52,11 @@ public struct Retention: Service {
         try? await cancelWhenGracefulShutdown { try await Task.sleep(for: min(configuration.interval, .seconds(30))) }
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
             do {
-                if try await holdsLease() { try await pass() }
+                // A pass stops at once on graceful shutdown: a statement cancelled half-way rolls back, and the
+                // rest waits for the next pass.
+                try await cancelWhenGracefulShutdown {
+                    if try await holdsLease() { try await pass() }
+                }
             } catch is CancellationError {
                 return
             } catch {
