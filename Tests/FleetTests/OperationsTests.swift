@@ -120,18 +120,7 @@ struct OperationsTests {
         let port = Int.random(in: 40_000...49_999)
         let namespace = "ops-\(port)"
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
-        var logger = Logger(label: "ops-test")
-        logger.logLevel = .error
-        let sinkState = SinkState(randomSeed: 3)
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let sink = try SinkServer(
-            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
-        ) { port in portContinuation.yield(port) }
-        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sinkGroup.run() }
-            var portIterator = ports.makeAsyncIterator()
-            guard let sinkPort = await portIterator.next() else { throw FleetError("sink did not start") }
+        try await withInProcessSink(seed: 3) { sinkPort, sinkState in
             let process = try worker(
                 amqpURL: FleetHarness.amqpURL, port: port, database: database, sink: "http://127.0.0.1:\(sinkPort)")
             defer {
@@ -202,8 +191,6 @@ struct OperationsTests {
             process.terminate()
             process.waitUntilExit()
             #expect(process.terminationStatus == 0)
-            await sinkGroup.triggerGracefulShutdown()
-            try await group.waitForAll()
         }
         try await FleetHarness.cleanUp(namespace: namespace)
     }

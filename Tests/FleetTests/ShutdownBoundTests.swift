@@ -116,18 +116,7 @@ struct ShutdownBoundTests {
 
         // 3. Nothing was lost: a worker on the same database, with a provider that answers, sends every alert once
         // with the right final badges.
-        var logger = Logger(label: "bound-test")
-        logger.logLevel = .error
-        let sinkState = SinkState(randomSeed: 31)
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let sink = try SinkServer(
-            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
-        ) { port in portContinuation.yield(port) }
-        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sinkGroup.run() }
-            var portIterator = ports.makeAsyncIterator()
-            guard let sinkPort = await portIterator.next() else { throw FleetError("sink did not start") }
+        try await withInProcessSink(seed: 31) { sinkPort, sinkState in
             let second = try await worker(
                 database: database, namespace: namespace, provider: "http://127.0.0.1:\(sinkPort)",
                 metricsPort: Int.random(in: 30_000...39_999))
@@ -145,8 +134,6 @@ struct ShutdownBoundTests {
             #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
             #expect(report.duplicateAlerts == 0)
             #expect(report.effectsChecked > 100)
-            await sinkGroup.triggerGracefulShutdown()
-            try await group.waitForAll()
         }
         try await FleetHarness.cleanUp(namespace: namespace)
     }
