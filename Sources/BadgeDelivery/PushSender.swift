@@ -46,7 +46,7 @@ public struct PushSender: Sendable {
             apnsAuthenticator = nil
         }
         fcmTokens = configuration.fcmCredentials.map {
-            FCMAccessTokens(account: $0, client: clients.fcm[0], timeout: Self.timeAmount(configuration.requestTimeout))
+            FCMAccessTokens(account: $0, client: clients.fcm[0], timeout: TimeAmount(configuration.requestTimeout))
         }
     }
 
@@ -170,10 +170,6 @@ public struct PushSender: Sendable {
         }
     }
 
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
-    }
-
     /// The reason when the HTTP client refused to build the request (a header value or URL it does not accept);
     /// nil for errors of the exchange itself (connection, timeout), which a later attempt may not meet.
     static func refusal(_ error: any Error) -> String? {
@@ -217,7 +213,7 @@ public struct PushSender: Sendable {
         // A device's pushes share one client (one HTTP/2 connection per host): spread over devices, not requests.
         let pool = push.provider == .apns ? clients.apns : clients.fcm
         let client = pool[pool.count == 1 ? 0 : Int(UInt(bitPattern: push.token.hashValue) % UInt(pool.count))]
-        let response = try await client.execute(request, timeout: Self.timeAmount(configuration.requestTimeout))
+        let response = try await client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
         DeliveryMetrics.attempts(push.provider, status: Int(response.status.code)).increment()
         let body = try await response.body.collect(upTo: 64 * 1024)
         return ProviderResponse.classify(

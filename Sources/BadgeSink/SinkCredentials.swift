@@ -91,10 +91,12 @@ final class SinkCredentials: Sendable {
         var description: String
     }
 
+    /// A key file's text; a sink configuration error when it cannot be read.
     private static func read(_ file: String, what: String) throws -> String {
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw SinkError.configuration("cannot read the \(what) \(file)")
+        do {
+            return try CredentialFile.text(file, what: what)
+        } catch {
+            throw SinkError.configuration(error.message)
         }
-        return String(decoding: data, as: UTF8.self)
     }
 }

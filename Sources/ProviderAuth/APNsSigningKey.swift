@@ -26,7 +26,7 @@ public struct APNsSigningKey: Sendable {
 
     /// Loads the key from a `.p8` file.
     public init(file: String, keyID: String, teamID: String) throws {
-        try self.init(pem: try readText(file, what: "APNs key file"), keyID: keyID, teamID: teamID)
+        try self.init(pem: try CredentialFile.text(file, what: "APNs key file"), keyID: keyID, teamID: teamID)
     }
 
     /// The claims of a provider token.
@@ -43,12 +43,4 @@ public struct APNsSigningKey: Sendable {
             try key.signature(for: input).rawRepresentation
         }
     }
-}
-
-/// The text of a file, or `unreadable_file` naming `what`.
-func readText(_ path: String, what: String) throws -> String {
-    guard let data = FileManager.default.contents(atPath: path) else {
-        throw AuthError(.unreadableFile, "cannot read the \(what) \(path)")
-    }
-    return String(decoding: data, as: UTF8.self)
 }

@@ -53,7 +53,7 @@ public struct ServiceAccount: Sendable {
 
     /// Reads a service-account JSON file.
     public init(file: String) throws {
-        try self.init(json: Data(try readText(file, what: "FCM credentials file").utf8))
+        try self.init(json: Data(try CredentialFile.text(file, what: "FCM credentials file").utf8))
     }
 
     /// The claims of an assertion.
