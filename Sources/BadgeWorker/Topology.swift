@@ -45,6 +45,29 @@ public struct Topology: Sendable, Hashable {
     /// The name of partition `index`.
     public func queueName(_ index: Int) -> String { "\(exchange).\(index)" }
 
+    /// Throws ``TopologyError`` when the partition queue after the last one this process expects exists.
+    ///
+    /// The exchange hashes each recipient over every bound partition queue: with a queue `<partitions>` left from a
+    /// deployment set up with more partitions (or created by a process told a larger number), users hash to other
+    /// queues than the workers think, and the events routed to the extra queue wait there, consumed by nobody. A
+    /// passive declare on a channel of its own tells (the broker closes that channel when the queue is missing).
+    public func checkNoExtraPartition(on connection: AMQPConnection) async throws {
+        let channel = try await connection.openChannel()
+        let extra = queueName(partitions)
+        do {
+            let info = try await channel.declareQueue(extra, passive: true)
+            try? await channel.close()
+            throw TopologyError(
+                code: .morePartitionsDeclared,
+                message:
+                    "the queue \(extra) exists (\(info.messageCount) messages): the deployment has more than \(partitions) "
+                    + "partitions, and events hashed to the extra queues would wait there unconsumed; run every "
+                    + "process with the deployment's --partitions, or move those messages and delete the extra queues")
+        } catch let error as AMQPError where error.replyCode == 404 {
+            return
+        }
+    }
+
     /// Declares everything (idempotent; every worker does it at start, `badgepipe setup` does it alone).
     public func declare(on channel: AMQPChannel) async throws {
         try await channel.declareExchange(deadLetterExchange, type: .fanout, durable: true)

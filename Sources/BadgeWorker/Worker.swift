@@ -92,6 +92,12 @@ public struct Worker: Service {
                 let outcome = await runSession(connection: connection, dispatcher: dispatcher)
                 health.connected(false)
                 await connection.close()
+                if case .failure(let error as TopologyError) = outcome {
+                    // Retrying cannot help: the settings or the broker must change.
+                    logger.critical(
+                        "the broker's topology disagrees with this worker", metadata: ["worker.error": "\(error)"])
+                    throw error
+                }
                 if case .failure(let error) = outcome, !Task.isCancelled {
                     logger.warning("worker session ended, reconnecting", metadata: ["worker.error": "\(error)"])
                     try await Task.sleep(for: .milliseconds(200))

@@ -31,6 +31,7 @@ struct WorkerSession {
     func run() async throws {
         let control = try await connection.openChannel()
         try await configuration.topology.declare(on: control)
+        try await configuration.topology.checkNoExtraPartition(on: connection)
         let deadLetters = try await connection.openChannel()
         try await deadLetters.confirmSelect()
         let registry = PartitionRegistry()

@@ -20,6 +20,7 @@ struct SetupCommand: AsyncParsableCommand {
         let topology = Topology(
             namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"), partitions: count)
         try await topology.declare(on: channel)
+        try await topology.checkNoExtraPartition(on: connection)
         await connection.close()
         print("declared \(topology.exchange) with \(count) partitions and \(topology.deadQueueName)")
     }

@@ -115,3 +115,53 @@ struct ShutdownWhileWaitingTests {
         if exited, !process.isRunning { #expect(process.terminationStatus == 0) }
     }
 }
+
+/// A worker or `setup` told fewer partitions than the broker has refuses to run: events hashed to the extra
+/// queues would wait there, consumed by nobody.
+@Suite("Partition count against the broker")
+struct PartitionCountTests {
+    /// Runs `badgepipe arguments` against the test broker, waiting at most 30 s; returns its status and errors.
+    private func run(_ arguments: [String]) async throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = WorkerProcess.executable
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        environment["BADGEPIPE_AMQP_URL"] = FleetHarness.amqpURL
+        process.environment = environment
+        let errors = FileManager.default.temporaryDirectory.appendingPathComponent("partitions-\(UUID()).txt")
+        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: errors) }
+        process.standardError = try FileHandle(forWritingTo: errors)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(30)
+        while process.isRunning, !FleetHarness.hasExited(process.processIdentifier), clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        if process.isRunning, !FleetHarness.hasExited(process.processIdentifier) {
+            kill(process.processIdentifier, SIGKILL)
+        }
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
+    }
+
+    @Test func aWorkerOrSetupWithFewerPartitionsThanTheBrokerRefusesToRun() async throws {
+        let namespace = "parts-\(UInt16.random(in: 0...UInt16.max))"
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace).sqlite")
+        defer { try? FileManager.default.removeItem(at: database) }
+        #expect(try await run(["setup", "--partitions", "3", "--namespace", namespace]).0 == 0)
+        let (workerStatus, workerErrors) = try await run([
+            "worker", "--partitions", "2", "--namespace", namespace, "--database-url", "sqlite:\(database.path)",
+            "--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1",
+        ])
+        #expect(workerStatus != 0)
+        #expect(workerErrors.contains("the queue \(namespace).events.2 exists"), "\(workerErrors)")
+        let (setupStatus, setupErrors) = try await run(["setup", "--partitions", "2", "--namespace", namespace])
+        #expect(setupStatus != 0)
+        #expect(setupErrors.contains("more_partitions_declared"), "\(setupErrors)")
+        // The deployment's own count is fine.
+        #expect(try await run(["setup", "--partitions", "3", "--namespace", namespace]).0 == 0)
+        try await FleetHarness.cleanUp(namespace: namespace)
+    }
+}
