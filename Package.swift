@@ -76,6 +76,7 @@ let package = Package(
         .target(
             name: "BadgeSink",
             dependencies: [
+                "BadgeCore",
                 "ProviderAuth",
                 "BadgeOperations",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,11 +1,13 @@
+import BadgeCore
+
 /// The active faults, in insertion order, and the random source for their rates.
 struct FaultTable {
     private var faults: [Fault] = []
-    private var random: SplitMix64
+    private var random: SeededGenerator
 
     /// Creates an empty table whose rate draws come from `seed`.
     init(seed: UInt64) {
-        self.random = SplitMix64(seed: seed)
+        self.random = SeededGenerator(seed: seed)
     }
 
     /// The active faults, oldest first, each with the count it still fires for.

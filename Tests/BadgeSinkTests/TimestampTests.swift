@@ -1,3 +1,4 @@
+import BadgeCore
 import Foundation
 import Testing
 
@@ -22,7 +23,7 @@ struct TimestampTests {
     @Test("agrees with ISO8601DateFormatter")
     func agreesWithFoundation() {
         let formatter = ISO8601DateFormatter.withFractionalSeconds
-        var generator = SplitMix64(seed: 5)
+        var generator = SeededGenerator(seed: 5)
         for _ in 0..<2000 {
             let milliseconds = Int64.random(in: 0..<4_102_444_800_000, using: &generator)
             let text = Timestamp.rfc3339(milliseconds: milliseconds)

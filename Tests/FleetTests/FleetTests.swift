@@ -1,3 +1,4 @@
+import BadgeCore
 import BadgeModel
 import BadgeSink
 import Foundation

@@ -1,5 +1,5 @@
-/// A small seeded random number generator (SplitMix64) for the randomised tests: the same seed gives the same
-/// sequence, so a failing seed can be replayed.
+/// A small seeded random number generator (SplitMix64): the same seed gives the same sequence, so that the sink's
+/// fault rates and the randomised tests can be replayed. The one seeded generator of the project.
 public struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var state: UInt64
 
