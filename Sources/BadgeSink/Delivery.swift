@@ -1,3 +1,4 @@
+import BadgeCore
 import Foundation
 
 /// One recorded push, as `GET /deliveries` lists it.

@@ -1,3 +1,5 @@
+import BadgeCore
+
 /// The recorded pushes: compact records in `seq` order, their bytes in an arena, an index of positions per
 /// token, and the status counters. Not synchronized; ``SinkState`` guards it.
 ///

@@ -1,3 +1,4 @@
+import BadgeCore
 import Foundation
 
 /// The one-line summary of a recorded push printed when `logDeliveries` is set, such as

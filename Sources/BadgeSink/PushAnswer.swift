@@ -1,3 +1,4 @@
+import BadgeCore
 import Foundation
 
 /// What the sink answers a push with, as decided by ``SinkState/record(provider:token:headers:body:receivedAt:)``.

@@ -1,3 +1,4 @@
+import BadgeCore
 import Foundation
 import Metrics
 import Synchronization

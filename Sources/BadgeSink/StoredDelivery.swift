@@ -1,3 +1,5 @@
+import BadgeCore
+
 /// One recorded push in compact form: plain integers only, its bytes in the ``ByteArena``.
 struct StoredDelivery: Sendable {
     var seq: Int64

@@ -95,7 +95,7 @@ struct ComposeFleet {
         let json = try JSONValue.parse(Array(output.utf8))
         return try (json["deliveries"]?.arrayValue ?? []).map { item in
             guard let seq = item["seq"]?.int64Value, let token = item["token"]?.stringValue,
-                let provider = item["provider"]?.stringValue.flatMap(BadgeSink.PushProvider.init(rawValue:)),
+                let provider = item["provider"]?.stringValue.flatMap(BadgeCore.PushProvider.init(rawValue:)),
                 let status = item["status"]?.int64Value,
                 let receivedAt = item["received_at"]?.stringValue.flatMap(Timestamp.parse)
             else { throw FleetError("unexpected delivery \(item.serializedString().prefix(200))") }
