@@ -131,15 +131,7 @@ struct PostgresTransactor: SQLTransactor {
                 } catch let error as StoreError where error.code == .connectionClosed {
                     throw StoreError(code: .connectionClosedBeforeBegin, message: error.message, transient: true)
                 }
-                do {
-                    let result = try await body(sql)
-                    try await sql.execute("COMMIT")
-                    return result
-                } catch {
-                    // After a failed COMMIT the server has already rolled back; this ROLLBACK then only warns.
-                    try? await sql.execute("ROLLBACK")
-                    throw error
-                }
+                return try await sql.committing(body)
             }
         } catch {
             throw PostgresTransactor.storeError(error)

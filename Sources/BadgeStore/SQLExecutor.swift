@@ -94,6 +94,19 @@ extension SQLExecutor {
     func execute(_ sql: String, _ binds: [SQLValue] = []) async throws {
         _ = try await query(sql, binds)
     }
+
+    /// In a transaction this executor has begun: runs `body`, then commits; on any error rolls back and rethrows.
+    /// (After a failed COMMIT the database has already rolled back; the ROLLBACK then only warns.)
+    func committing<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        do {
+            let result = try await body(self)
+            try await execute("COMMIT")
+            return result
+        } catch {
+            try? await execute("ROLLBACK")
+            throw error
+        }
+    }
 }
 
 /// A database that runs bodies in transactions.

@@ -73,14 +73,7 @@ actor SQLiteTransactor: SQLTransactor {
         do {
             let sql = SQLiteExecutor(connection: try await open())
             try await sql.execute("BEGIN IMMEDIATE")
-            do {
-                let result = try await body(sql)
-                try await sql.execute("COMMIT")
-                return result
-            } catch {
-                try? await sql.execute("ROLLBACK")
-                throw error
-            }
+            return try await sql.committing(body)
         } catch {
             throw SQLiteTransactor.storeError(error)
         }
