@@ -21,12 +21,13 @@ public enum EventDecoder {
                 InvalidEvent(code: "bad_content_type", message: "content type \(shown) is not application/json"))
         }
         guard body.count <= maxBodyBytes else { return .failure(.tooLarge(body.count)) }
-        if let bad = UTF8Validation.firstInvalidOffset(body) {
-            return .failure(InvalidEvent(code: "bad_encoding", message: "body is not valid UTF-8 (byte \(bad))"))
-        }
         let json: JSONValue
         do {
+            // The parser validates the UTF-8 first, once.
             json = try JSONValue.parse(body)
+        } catch  where error.code == "bad_encoding" {
+            return .failure(
+                InvalidEvent(code: "bad_encoding", message: "body is not valid UTF-8 (byte \(error.offset))"))
         } catch {
             return .failure(InvalidEvent(code: "invalid_json", message: "body is not JSON: \(error.message)"))
         }
