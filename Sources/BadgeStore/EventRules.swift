@@ -333,7 +333,9 @@ struct EventRules {
         tokensByUser[event.recipient, default: []].insert(device.token)
         planned.append(push(.badgeOnly, for: event, to: device, user: user))
         // Over the cap: the device registered longest ago goes (it gets no more pushes, like an unregistered one).
-        while let tokens = tokensByUser[event.recipient], tokens.count > maxDevicesPerUser,
+        // One per registration: a user over the cap from before it existed (devices registered before migration 5
+        // all read as registered at 0) loses one device per new registration, never many at once.
+        if let tokens = tokensByUser[event.recipient], tokens.count > maxDevicesPerUser,
             let oldest = tokens.min(by: { (devices[$0]?.registeredAt ?? 0, $0) < (devices[$1]?.registeredAt ?? 0, $1) })
         {
             tokensByUser[event.recipient]?.remove(oldest)

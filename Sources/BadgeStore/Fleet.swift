@@ -38,7 +38,7 @@ public struct ApplyContext: Sendable, Equatable {
     public var partition: Int?
     public var lease: PartitionLease?
     /// The most active devices a user keeps: a registration beyond it deactivates the user's device registered
-    /// longest ago (by its registration's `occurred_at`; ties: the smallest token).
+    /// longest ago (by its registration's `occurred_at`; ties: the smallest token), one per registration.
     public var maxDevicesPerUser: Int
 
     /// The default cap on devices per user.

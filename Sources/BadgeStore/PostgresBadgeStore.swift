@@ -301,7 +301,8 @@ struct PostgresURL {
             }
         }
         // The default: verify-full for a database on another host, prefer on this one (loopback).
-        let mode = sslMode ?? (Self.isLoopback(host) ? "prefer" : "verify-full")
+        // (sslrootcert given alone: verify-full against it.)
+        let mode = sslMode ?? (Self.isLoopback(host) && rootCertificate == nil ? "prefer" : "verify-full")
         if rootCertificate != nil, mode != "verify-ca", mode != "verify-full" {
             throw StoreError.badURL("sslrootcert needs sslmode=verify-ca or verify-full")
         }

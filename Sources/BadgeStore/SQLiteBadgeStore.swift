@@ -1,5 +1,6 @@
 import BadgeCore
 import Logging
+import NIOCore
 import SQLiteNIO
 
 /// The embedded single-node store: one SQLite file in WAL mode with a busy timeout.
@@ -70,11 +71,22 @@ actor SQLiteTransactor: SQLTransactor {
     func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
         await acquire()
         defer { release() }
+        var begun: SQLiteConnection?
         do {
-            let sql = SQLiteExecutor(connection: try await open())
+            let connection = try await open()
+            let sql = SQLiteExecutor(connection: connection)
             try await sql.execute("BEGIN IMMEDIATE")
+            begun = connection
             return try await sql.committing(body)
         } catch {
+            // A cancelled task (an attempt past its timeout, a shutdown past its bound) cannot run the async ROLLBACK
+            // of `committing`: the thread pool refuses work from it. Without this one, the connection would stay
+            // inside the transaction, holding the write lock, and every later BEGIN would fail.
+            if let begun {
+                let rollback: EventLoopFuture<[SQLiteRow]> = begun.query("ROLLBACK", [])
+                _ = try? await rollback.get()
+            }
+            if error is CancellationError { throw error }
             throw SQLiteTransactor.storeError(error)
         }
     }

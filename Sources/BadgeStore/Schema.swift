@@ -169,6 +169,8 @@ enum Schema {
     static func migrate(_ database: any SQLTransactor, prelude: [String] = []) async throws {
         try await database.transaction { sql in
             if sql.dialect == .postgres {
+                // A migration may build indexes over large tables: no statement timeout for it.
+                try await sql.execute("SET LOCAL statement_timeout = 0")
                 try await sql.execute("SELECT pg_advisory_xact_lock($1)", [.int(advisoryLockKey)])
             }
             for statement in prelude {

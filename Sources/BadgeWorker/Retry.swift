@@ -16,13 +16,19 @@ enum Retry {
         _ what: String,
         waitingFor dependency: String? = nil,
         health: WorkerHealth? = nil,
+        attemptTimeout: Duration? = Retry.attemptTimeout,
         logger: Logger,
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         var attempt = 0
         while true {
             do {
-                let value = try await withTimeout(attemptTimeout, what: what, body)
+                let value: T
+                if let attemptTimeout {
+                    value = try await withTimeout(attemptTimeout, what: what, body)
+                } else {
+                    value = try await body()
+                }
                 health?.databaseAnswered()
                 return value
             } catch let error as StoreError where error.transient {

@@ -65,7 +65,10 @@ public struct Worker: Service {
             // nothing is held yet, nothing can be lost.
             do {
                 try await cancelWhenGracefulShutdown {
-                    try await Retry.transient("migrate", waitingFor: "the database", health: health, logger: logger) {
+                    // No attempt timeout: a migration may build indexes over large tables.
+                    try await Retry.transient(
+                        "migrate", waitingFor: "the database", health: health, attemptTimeout: nil, logger: logger
+                    ) {
                         try await store.migrate()
                     }
                 }
@@ -91,6 +94,7 @@ public struct Worker: Service {
                 sessions += 1
                 let outcome = await runSession(connection: connection, dispatcher: dispatcher)
                 health.connected(false)
+                health.held([])
                 await connection.close()
                 if case .failure(let error as TopologyError) = outcome {
                     // Retrying cannot help: the settings or the broker must change.

@@ -139,6 +139,7 @@ struct WorkerSession {
                         }
                         if !ready {
                             ready = true
+                            health?.held(Set(running.keys))
                             logReady(held: configuration.topology.partitions)
                             await onReady?()
                         }
@@ -190,6 +191,7 @@ struct WorkerSession {
                                 metadata: ["worker.partition": "\(lease.partition)", "worker.epoch": "\(lease.epoch)"])
                         }
                     }
+                    health?.held(Set(running.keys))
                     if !ready {
                         ready = true
                         logReady(held: running.count)

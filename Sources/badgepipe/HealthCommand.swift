@@ -18,7 +18,11 @@ struct HealthCommand: AsyncParsableCommand {
         if let url {
             base = url
         } else if let port = Settings.optional(nil, "BADGEPIPE_METRICS_PORT") {
-            base = "http://127.0.0.1:\(port)"
+            // The listener's own address, unless it listens on every address.
+            let host = Settings.value(nil, "BADGEPIPE_METRICS_HOST", default: "127.0.0.1")
+            let reachable = ["0.0.0.0", "::", "[::]", ""].contains(host) ? "127.0.0.1" : host
+            base =
+                "http://\(reachable.contains(":") && !reachable.hasPrefix("[") ? "[\(reachable)]" : reachable):\(port)"
         } else {
             throw ValidationError("--url or BADGEPIPE_METRICS_PORT: which listener to ask")
         }

@@ -174,7 +174,8 @@ struct WorkerCommand: AsyncParsableCommand {
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = .seconds(bound)
-        groupConfiguration.maximumCancellationDuration = .seconds(5)
+        // Above SQLite's 10 s busy timeout, which a statement in progress may still be waiting out.
+        groupConfiguration.maximumCancellationDuration = .seconds(15)
         let group = ServiceGroup(configuration: groupConfiguration)
         do {
             try await group.run()

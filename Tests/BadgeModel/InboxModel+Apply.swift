@@ -157,7 +157,7 @@ extension InboxModel {
             event: event, device: device, kind: .badgeOnly, counts: user.counts,
             badge: policy.badge(for: user.counts, badgeEnabled: user.badgeEnabled),
             badgeVersion: user.badgeVersion, previews: user.previews)
-        while user.devices.count > maxDevicesPerUser {
+        if user.devices.count > maxDevicesPerUser {
             let registered = user.registeredAt
             let oldest = user.devices.keys.min {
                 (registered[$0]?.microsecondsSinceEpoch ?? 0, $0) < (registered[$1]?.microsecondsSinceEpoch ?? 0, $1)

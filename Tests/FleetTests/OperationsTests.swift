@@ -101,7 +101,7 @@ struct OperationsTests {
         #expect(ready.1.contains(#""status":"ok""#))
         #expect(try health("http://127.0.0.1:\(port)").0 == 0)
         let (_, metrics) = try await get("http://127.0.0.1:\(port)/metrics")
-        #expect(metrics.contains("amqp") || metrics.contains("badgepipe"), "\(metrics.prefix(500))")
+        #expect(Self.samples(metrics)["badgepipe_partitions_held"] == 2, "\(metrics.prefix(500))")
     }
 
     /// `/metrics` in the Prometheus text format, as `name{labels}` → value.
