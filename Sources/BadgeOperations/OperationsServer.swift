@@ -46,8 +46,8 @@ public struct OperationsServer: Service {
         router.get("/metrics") { _, _ -> Response in
             Self.metrics(registry)
         }
-        router.get("/healthz") { _, _ -> Response in Self.answer(live()) }
-        router.get("/readyz") { _, _ -> Response in Self.answer(ready()) }
+        router.get("/healthz") { _, _ in Self.answer(live()) }
+        router.get("/readyz") { _, _ in Self.answer(ready()) }
         let (logger, onRunning, host, port) = (logger, onRunning, host, port)
         let app = Application(
             router: router,
@@ -69,17 +69,15 @@ public struct OperationsServer: Service {
             status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
     }
 
-    private static func answer(_ check: Check) -> Response {
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json"
-        let reasons = check.reasons.map { reason in
-            "\""
-                + reason.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-                .filter { $0 != "\n" && $0 != "\r" } + "\""
-        }
-        let body = "{\"status\":\"\(check.ok ? "ok" : "unavailable")\",\"reasons\":[\(reasons.joined(separator: ","))]}"
-        return Response(
-            status: check.ok ? .ok : .serviceUnavailable, headers: headers,
-            body: ResponseBody(byteBuffer: ByteBuffer(string: body)))
+    /// The JSON body of `/healthz` and `/readyz`: `{"status":"ok"|"unavailable","reasons":[…]}`.
+    struct Answer: ResponseEncodable {
+        var status: String
+        var reasons: [String]
+    }
+
+    private static func answer(_ check: Check) -> EditedResponse<Answer> {
+        EditedResponse(
+            status: check.ok ? .ok : .serviceUnavailable,
+            response: Answer(status: check.ok ? "ok" : "unavailable", reasons: check.reasons))
     }
 }
