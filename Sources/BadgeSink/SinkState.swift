@@ -15,6 +15,8 @@ public final class SinkState: Sendable {
         var log: DeliveryLog
         var faults: FaultTable
         var nextSeq = 1
+        /// `badgepipe_sink_pushes_total` by provider and status, made once each.
+        var counters: [String: Counter] = [:]
     }
 
     private let state: Mutex<State>
@@ -58,7 +60,7 @@ public final class SinkState: Sendable {
         let rejection =
             refusal.map { ($0.status, Optional($0.reason)) }
             ?? Self.rejection(provider: provider, token: token, bodySize: body.count)
-        let (seq, status, reason) = self.state.withLock { state -> (Int, Int, String?) in
+        let (seq, status, reason, counter) = self.state.withLock { state -> (Int, Int, String?, Counter) in
             var status = 200
             var reason: String?
             if let rejection {
@@ -86,12 +88,19 @@ public final class SinkState: Sendable {
                 receivedAtMilliseconds: milliseconds,
                 httpVersion: http2 ? .http2 : .http1
             )
-            return (seq, status, reason)
+            let key = "\(provider.rawValue) \(status)"
+            let counter: Counter
+            if let made = state.counters[key] {
+                counter = made
+            } else {
+                counter = Counter(
+                    label: "badgepipe_sink_pushes_total",
+                    dimensions: [("provider", provider.rawValue), ("status", "\(status)")])
+                state.counters[key] = counter
+            }
+            return (seq, status, reason, counter)
         }
-        Counter(
-            label: "badgepipe_sink_pushes_total",
-            dimensions: [("provider", provider.rawValue), ("status", "\(status)")]
-        ).increment()
+        counter.increment()
         return PushAnswer(
             seq: seq,
             provider: provider,

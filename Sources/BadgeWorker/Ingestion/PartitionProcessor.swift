@@ -53,7 +53,7 @@ struct PartitionProcessor: Sendable {
         // A batch of heavy events (notification_read with hundreds of ids each) is applied in several transactions,
         // in order, so that none does unbounded work; the batch is acked once, after the last.
         for range in Self.slices(of: events, maxWeight: configuration.maxTransactionWeight) {
-            let (slice, sliceSources) = (Array(events[range]), Array(sources[range]))
+            let slice = events[range]
             let started = ContinuousClock.now
             do {
                 try await apply(slice)
@@ -62,7 +62,7 @@ struct PartitionProcessor: Sendable {
                 logger.warning(
                     "the database refused a batch's data; looking for the culprit",
                     metadata: ["event.count": "\(slice.count)", "event.error": "\(error)"])
-                try await isolate(slice, sources: sliceSources, refusal: error)
+                try await isolate(Array(slice), sources: Array(sources[range]), refusal: error)
             }
             WorkerMetrics.batchTransaction.record(duration: ContinuousClock.now - started)
             WorkerMetrics.batchSize.record(slice.count)
