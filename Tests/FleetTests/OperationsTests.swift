@@ -19,7 +19,7 @@ struct OperationsTests {
 
     /// Polls `url` until it answers (the listener starts with the worker).
     private func waitFor(_ url: String) async throws -> (Int, String) {
-        for _ in 0..<100 {
+        for _ in 0..<300 {
             if let answer = try? await get(url) { return answer }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -59,7 +59,7 @@ struct OperationsTests {
     }
 
     @Test func withoutABrokerTheWorkerIsAliveButNotReadyAndSaysWhy() async throws {
-        let port = Int.random(in: 20_000...29_999)
+        let port = try freeListenPort()
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
         let process = try worker(amqpURL: "amqp://guest:guest@127.0.0.1:1/%2F", port: port, database: database)
         defer {
@@ -82,7 +82,7 @@ struct OperationsTests {
     }
 
     @Test func withTheBrokerTheWorkerBecomesReadyAndExportsItsCounters() async throws {
-        let port = Int.random(in: 30_000...39_999)
+        let port = try freeListenPort()
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
         let process = try worker(amqpURL: FleetHarness.amqpURL, port: port, database: database)
         defer {
@@ -117,7 +117,7 @@ struct OperationsTests {
     }
 
     @Test func scrapedCountersMatchWhatWasPublishedAndDelivered() async throws {
-        let port = Int.random(in: 40_000...49_999)
+        let port = try freeListenPort()
         let namespace = "ops-\(port)"
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
         try await withInProcessSink(seed: 3) { sinkPort, sinkState in
@@ -207,7 +207,7 @@ struct OperationsTests {
     }
 
     @Test func readinessFollowsTheBrokerAway() async throws {
-        let port = Int.random(in: 50_000...59_999)
+        let port = try freeListenPort()
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
         let amqpURL = FleetHarness.amqpURL + (FleetHarness.amqpURL.contains("?") ? "&" : "?") + "heartbeat=2"
         let process = try worker(amqpURL: amqpURL, port: port, database: database)
@@ -238,7 +238,7 @@ struct OperationsTests {
     }
 
     @Test func theSinkCountsWhatItRecordedOnItsOwnPort() async throws {
-        let port = Int.random(in: 20_000...59_999)
+        let port = try freeListenPort()
         let process = Process()
         process.executableURL = WorkerProcess.executable
         process.arguments = ["sink", "--port", "\(port)"]

@@ -88,7 +88,7 @@ struct ShutdownBoundTests {
         // 1. The provider hangs: events are all written (ingestion never waits for it), pushes wait on it.
         let first = try await worker(
             database: database, namespace: namespace, provider: "http://127.0.0.1:\(silent.port)",
-            metricsPort: Int.random(in: 20_000...29_999),
+            metricsPort: try freeListenPort(),
             extra: ["--shutdown-timeout", "\(bound)", "--provider-timeout", "30000"])
         _ = try await FleetPublisher(url: FleetHarness.amqpURL, exchange: "\(namespace).events", rate: 4000)
             .publish(script.steps)
@@ -119,7 +119,7 @@ struct ShutdownBoundTests {
         try await withInProcessSink(seed: 31) { sinkPort, sinkState in
             let second = try await worker(
                 database: database, namespace: namespace, provider: "http://127.0.0.1:\(sinkPort)",
-                metricsPort: Int.random(in: 30_000...39_999))
+                metricsPort: try freeListenPort())
             defer {
                 second.terminate()
                 second.waitUntilExit()
