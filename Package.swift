@@ -38,13 +38,17 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
+        // Wire formats shared by the worker and the sink: strict JSON, RFC 3339 timestamps, provider names,
+        // push payload keys. No dependencies.
+        .target(name: "BadgeWire"),
         // Pure core: events, counts, badge policy, payloads. No I/O.
-        .target(name: "BadgeCore"),
+        .target(name: "BadgeCore", dependencies: ["BadgeWire"]),
         // Storage adapter: PostgreSQL for fleets, embedded SQLite for one node.
         .target(
             name: "BadgeStore",
             dependencies: [
                 "BadgeCore",
+                "BadgeWire",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -65,6 +69,7 @@ let package = Package(
             name: "BadgeDelivery",
             dependencies: [
                 "BadgeCore",
+                "BadgeWire",
                 "ProviderAuth",
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -77,6 +82,7 @@ let package = Package(
             name: "BadgeSink",
             dependencies: [
                 "BadgeCore",
+                "BadgeWire",
                 "ProviderAuth",
                 "BadgeOperations",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -107,6 +113,7 @@ let package = Package(
                 "BadgeCore",
                 "BadgeStore",
                 "BadgeDelivery",
+                "BadgeWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -120,6 +127,7 @@ let package = Package(
                 "BadgeCore",
                 "BadgeDelivery",
                 "BadgeOperations",
+                "BadgeWire",
                 "ProviderAuth",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -142,7 +150,7 @@ let package = Package(
         ),
         // The reference model: the contract's count rules as a pure function of the published events. Only the
         // tests use it (the store implements the same rules in SQL and is checked against it).
-        .target(name: "BadgeModel", dependencies: ["BadgeCore"], path: "Tests/BadgeModel"),
+        .target(name: "BadgeModel", dependencies: ["BadgeCore", "BadgeWire"], path: "Tests/BadgeModel"),
         // Keys and certificates made at test time (TLS for the sink, APNs .p8, FCM service account). Tests only.
         .target(
             name: "TestCredentials",
@@ -153,15 +161,18 @@ let package = Package(
             path: "Tests/TestCredentials"
         ),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
+        .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire"]),
         .testTarget(
-            name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel"], resources: [.copy("Fixtures")]),
+            name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel", "BadgeWire"],
+            resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel"],
+            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeWire"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeDeliveryTests",
             dependencies: [
-                "BadgeDelivery", "BadgeCore", "ProviderAuth", .product(name: "Crypto", package: "swift-crypto"),
+                "BadgeDelivery", "BadgeCore", "BadgeWire", "ProviderAuth",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
@@ -182,6 +193,7 @@ let package = Package(
                 "BadgeDelivery",
                 "BadgeSink",
                 "BadgeStore",
+                "BadgeWire",
                 "BadgeWorker",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -197,6 +209,7 @@ let package = Package(
                 "BadgeCore",
                 "BadgeModel",
                 "BadgeSink",
+                "BadgeWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// One user's counts, as carried in every push (`counts` in the payload).
 public struct Counts: Sendable, Equatable, Hashable {
     /// Notifications not read.

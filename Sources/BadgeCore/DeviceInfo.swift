@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// The `device` field of `device_registered` / `device_unregistered` events.
 public struct DeviceInfo: Sendable, Equatable, Hashable {
     /// The push token (8–4096 chars of `[A-Za-z0-9_:.-]`).

@@ -1,3 +1,5 @@
+import BadgeWire
+
 extension Event {
     /// The event in contract form, members in schema order. Timestamps are written as UTC RFC 3339
     /// (``Timestamp/rfc3339``); absent optional fields and an empty `notification_ids` are omitted.

@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// One valid event of the contract (see `event.schema.json`).
 ///
 /// Optional fields that do not apply to the type may still be present (the schema allows them); they are

@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// Reads and validates events from message bodies against contract v1 (`event.schema.json`).
 ///
 /// Checks, in order: the content type, the size (at most ``maxBodyBytes``), strict UTF-8, JSON syntax

@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// One push that an event causes to one device, with everything its payload needs.
 ///
 /// ``PushPayloadBuilder/build(_:)`` turns it into the HTTP request for APNs or FCM.

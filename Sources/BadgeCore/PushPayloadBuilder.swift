@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// Builds the APNs or FCM HTTP request for a ``PlannedPush`` (contract section 3).
 ///
 /// APNs: `POST /3/device/{token}` with `apns-topic` (the device's topic or ``defaultAPNsTopic``),

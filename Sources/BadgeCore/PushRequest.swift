@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// One HTTP request to APNs or FCM, ready to send (the sender adds the host and authorization).
 public struct PushRequest: Sendable {
     /// Which service it goes to.

@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// A device that receives a user's pushes, as registered by `device_registered`.
 public struct RegisteredDevice: Sendable, Equatable, Hashable {
     /// The push token.

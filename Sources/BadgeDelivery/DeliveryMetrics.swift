@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Metrics
 
 /// The sender's metrics (see the worker's `WorkerMetrics` for the rest). Label values are bounded.

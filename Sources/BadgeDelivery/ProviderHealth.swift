@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Synchronization
 
 /// Whether a provider currently refuses our credentials or configuration: set by a configuration-error answer,

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Foundation
 
 /// The classification of one provider answer, decided from its status code and JSON error body.

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import BadgeCore
+import BadgeWire
 import Foundation
 import Logging
 import Metrics

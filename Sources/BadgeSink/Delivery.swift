@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Foundation
 
 /// One recorded push, as `GET /deliveries` lists it.

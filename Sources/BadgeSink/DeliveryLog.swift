@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// The recorded pushes: compact records in `seq` order, their bytes in an arena, an index of positions per
 /// token, and the status counters. Not synchronized; ``SinkState`` guards it.

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Foundation
 
 /// The one-line summary of a recorded push printed when `logDeliveries` is set, such as

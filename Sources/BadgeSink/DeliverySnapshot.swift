@@ -1,3 +1,5 @@
+import BadgeWire
+
 /// Selected deliveries taken out of the store, readable and renderable without holding its lock.
 struct DeliverySnapshot: Sendable {
     let records: [StoredDelivery]

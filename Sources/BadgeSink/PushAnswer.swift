@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Foundation
 
 /// What the sink answers a push with, as decided by ``SinkState/record(provider:token:headers:body:receivedAt:)``.

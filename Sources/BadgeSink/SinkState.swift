@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Foundation
 import Metrics
 import Synchronization

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// One recorded push in compact form: plain integers only, its bytes in the ``ByteArena``.
 struct StoredDelivery: Sendable {

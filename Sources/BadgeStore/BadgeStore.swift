@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// Durable state of the pipeline: users' counts, notifications, messages, devices, processed event ids and the
 /// outbox of planned pushes.

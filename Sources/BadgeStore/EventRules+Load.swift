@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 extension EventRules {
     /// Locks the batch's users, records its event ids, and reads every row the batch can change, one statement

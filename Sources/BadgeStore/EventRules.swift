@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// The contract's count rules, applied to the database through an ``SQLExecutor``; the tests check them against
 /// the reference model (`InboxModel` in `Tests/BadgeModel`).

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// Partition leases, the fencing check and the per-device push guard, written once for both backends. The
 /// database's clock is the only clock: workers' clocks never have to agree.

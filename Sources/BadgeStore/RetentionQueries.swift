@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// Retention's statements: each deletes one small batch of old rows, found through an index, in a transaction of
 /// its own (so that it holds its row locks for a moment only and never makes ingestion wait long); and the

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// Many rows handed to one statement as a single bind: a JSON array of row arrays, read back as a table with
 /// typed columns (`json_array_elements` on PostgreSQL, `json_each` on SQLite). This is what keeps a batch's

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// The schema, as numbered migrations applied in order and recorded in `schema_migrations`.
 enum Schema {

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// The outbox's columns and how a ``PlannedPush`` maps to them and back.
 enum OutboxRow {

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeStore
+import BadgeWire
 import Logging
 import Metrics
 import ServiceLifecycle

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// A reproducible stream of events for load tests: each user first registers one device, then a mix of
 /// notifications (follow, amen, comment, mention), chat messages and read-state events.

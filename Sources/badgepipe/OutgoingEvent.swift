@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// An event body with what its AMQP properties need.
 struct OutgoingEvent: Sendable {

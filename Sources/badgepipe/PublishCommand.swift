@@ -1,6 +1,7 @@
 import AMQPClient
 import ArgumentParser
 import BadgeCore
+import BadgeWire
 import BadgeWorker
 import Foundation
 

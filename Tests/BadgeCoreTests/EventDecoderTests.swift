@@ -1,3 +1,4 @@
+import BadgeWire
 import Foundation
 import Testing
 

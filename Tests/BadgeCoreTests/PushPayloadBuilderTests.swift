@@ -1,4 +1,5 @@
 import BadgeModel
+import BadgeWire
 import Testing
 
 @testable import BadgeCore

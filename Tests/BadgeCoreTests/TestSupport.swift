@@ -1,3 +1,4 @@
+import BadgeWire
 import Foundation
 import Testing
 
@@ -66,9 +67,4 @@ func preferences(_ id: String, at seconds: Int64, badgeEnabled: Bool? = nil, pre
     Event(
         id: id, type: .preferencesUpdated, recipient: alice, occurredAt: at(seconds),
         preferences: PreferencesChange(badgeEnabled: badgeEnabled, previews: previews))
-}
-
-/// Parses JSON text in tests.
-func json(_ text: String) throws(JSONParseError) -> JSONValue {
-    try JSONValue.parse(text)
 }

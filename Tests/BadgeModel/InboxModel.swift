@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 
 /// A pure, in-memory reference model of the contract's count rules (sections 1–2).
 ///

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeModel
+import BadgeWire
 import Testing
 
 @testable import BadgeStore

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeSink
+import BadgeWire
 import Foundation
 
 /// A fleet `scripts/compose-test` started with the top-level `docker-compose.yml`, seen from the host: the broker,
@@ -95,7 +96,7 @@ struct ComposeFleet {
         let json = try JSONValue.parse(Array(output.utf8))
         return try (json["deliveries"]?.arrayValue ?? []).map { item in
             guard let seq = item["seq"]?.int64Value, let token = item["token"]?.stringValue,
-                let provider = item["provider"]?.stringValue.flatMap(BadgeCore.PushProvider.init(rawValue:)),
+                let provider = item["provider"]?.stringValue.flatMap(BadgeWire.PushProvider.init(rawValue:)),
                 let status = item["status"]?.int64Value,
                 let receivedAt = item["received_at"]?.stringValue.flatMap(Timestamp.parse)
             else { throw FleetError("unexpected delivery \(item.serializedString().prefix(200))") }

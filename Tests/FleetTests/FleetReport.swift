@@ -1,6 +1,7 @@
 import BadgeCore
 import BadgeModel
 import BadgeSink
+import BadgeWire
 import Foundation
 
 /// What a fleet run delivered, checked against the reference model.

@@ -3,6 +3,7 @@ import BadgeCore
 import BadgeDelivery
 import BadgeSink
 import BadgeStore
+import BadgeWire
 import Logging
 import ServiceLifecycle
 import Testing

@@ -3,6 +3,7 @@ import BadgeCore
 import BadgeDelivery
 import BadgeSink
 import BadgeStore
+import BadgeWire
 import BadgeWorker
 import Foundation
 import Logging

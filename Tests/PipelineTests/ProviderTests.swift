@@ -1,6 +1,7 @@
 import BadgeCore
 import BadgeDelivery
 import BadgeSink
+import BadgeWire
 import Foundation
 import Logging
 import ProviderAuth

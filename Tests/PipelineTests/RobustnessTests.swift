@@ -1,6 +1,7 @@
 import AMQPClient
 import BadgeCore
 import BadgeSink
+import BadgeWire
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Testing
 
 @testable import BadgeWorker

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeStore
+import BadgeWire
 import Logging
 
 /// The delivery stage of one partition: rounds of claim → send → record (``PushDispatcher``), on its own, beside

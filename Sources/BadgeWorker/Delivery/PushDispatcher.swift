@@ -1,6 +1,7 @@
 import BadgeCore
 import BadgeDelivery
 import BadgeStore
+import BadgeWire
 import Logging
 import Metrics
 

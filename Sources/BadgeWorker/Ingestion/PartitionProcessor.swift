@@ -1,6 +1,7 @@
 import AMQPClient
 import BadgeCore
 import BadgeStore
+import BadgeWire
 import Logging
 import Metrics
 

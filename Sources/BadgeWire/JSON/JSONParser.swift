@@ -3,20 +3,29 @@
 /// Rejects: invalid UTF-8, a byte order mark, trailing non-whitespace, duplicate object keys, control
 /// characters in strings, invalid escapes, unpaired UTF-16 surrogates in `\u` escapes, numbers that
 /// overflow a `Double`, and nesting deeper than ``maxDepth`` arrays/objects.
+///
+/// Stricter than Foundation on purpose: `JSONSerialization` and `JSONDecoder` accept duplicate keys (the last
+/// one wins, so two readers of one event could disagree), a byte order mark and UTF-16 or UTF-32 text (they
+/// detect the encoding), and nesting up to 512 levels; they also read every number through `Double` or
+/// `NSNumber`, where this parser keeps 64-bit integers exact. An event that is ambiguous is refused here rather
+/// than read one way by us and another way by a producer.
 struct JSONParser {
     /// The deepest accepted nesting of arrays and objects (the top-level container is depth 1).
     static let maxDepth = 64
 
-    private let bytes: [UInt8]
-    private var index = 0
+    /// The text; valid only inside the closure that lent it (see ``JSONValue/parse(_:)``).
+    let bytes: UnsafeBufferPointer<UInt8>
+    /// The offset of the next byte to read.
+    var index = 0
 
-    init(bytes: [UInt8]) {
+    /// Creates a parser over `bytes`, which must outlive it.
+    init(bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
     }
 
     /// Parses one complete JSON text.
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
-        if let bad = UTF8Validation.firstInvalidOffset(bytes) {
+        if let bad = UTF8Validation.firstInvalidOffset(in: bytes) {
             throw JSONParseError(code: "bad_encoding", message: "invalid UTF-8 at byte \(bad)", offset: bad)
         }
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
@@ -195,7 +204,7 @@ struct JSONParser {
         }
     }
 
-    private mutating func parseHex4() throws(JSONParseError) -> UInt16 {
+    mutating func parseHex4() throws(JSONParseError) -> UInt16 {
         guard index + 4 <= bytes.count else { throw error("unexpected end of input in a \\u escape") }
         var value: UInt16 = 0
         for _ in 0..<4 {
@@ -217,6 +226,19 @@ struct JSONParser {
 
     private mutating func parseNumber() throws(JSONParseError) -> JSONValue {
         let start = index
+        let isInteger = try scanNumber()
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let exact = Int64(text) {
+            return .int(exact)
+        }
+        guard let value = Double(text), value.isFinite else {
+            throw JSONParseError(message: "number out of range at byte \(start)", offset: start)
+        }
+        return .number(value)
+    }
+
+    /// Reads past one number of the JSON grammar; whether it had neither fraction nor exponent.
+    mutating func scanNumber() throws(JSONParseError) -> Bool {
         var isInteger = true
         _ = consume(UInt8(ascii: "-"))
         if consume(UInt8(ascii: "0")) {
@@ -235,17 +257,10 @@ struct JSONParser {
             if !consume(UInt8(ascii: "+")) { _ = consume(UInt8(ascii: "-")) }
             guard skipDigits() > 0 else { throw expected("a digit in the exponent") }
         }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let exact = Int64(text) {
-            return .int(exact)
-        }
-        guard let value = Double(text), value.isFinite else {
-            throw JSONParseError(message: "number out of range at byte \(start)", offset: start)
-        }
-        return .number(value)
+        return isInteger
     }
 
-    private mutating func expectLiteral(_ literal: String) throws(JSONParseError) {
+    mutating func expectLiteral(_ literal: String) throws(JSONParseError) {
         for expectedByte in literal.utf8 {
             guard index < bytes.count, bytes[index] == expectedByte else {
                 guard index < bytes.count else { throw error("unexpected end of input") }
@@ -257,17 +272,17 @@ struct JSONParser {
 
     // MARK: - Helpers
 
-    private func isDigit(_ byte: UInt8) -> Bool {
+    func isDigit(_ byte: UInt8) -> Bool {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
     }
 
-    private mutating func skipDigits() -> Int {
+    mutating func skipDigits() -> Int {
         let start = index
         while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         return index - start
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -276,13 +291,13 @@ struct JSONParser {
         }
     }
 
-    private mutating func consume(_ byte: UInt8) -> Bool {
+    mutating func consume(_ byte: UInt8) -> Bool {
         guard index < bytes.count, bytes[index] == byte else { return false }
         index += 1
         return true
     }
 
-    private func describe(_ byte: UInt8) -> String {
+    func describe(_ byte: UInt8) -> String {
         if byte >= 0x21 && byte < 0x7F {
             return "\"\(Character(Unicode.Scalar(byte)))\""
         }
@@ -290,32 +305,12 @@ struct JSONParser {
         return "byte 0x" + (hex.count < 2 ? "0" + hex : hex)
     }
 
-    private func error(_ what: String) -> JSONParseError {
+    func error(_ what: String) -> JSONParseError {
         JSONParseError(message: "\(what) at byte \(index)", offset: index)
     }
 
-    private func expected(_ what: String) -> JSONParseError {
+    func expected(_ what: String) -> JSONParseError {
         guard index < bytes.count else { return error("expected \(what), found end of input") }
         return error("expected \(what), found \(describe(bytes[index]))")
-    }
-}
-
-extension JSONValue {
-    /// Parses one JSON text from UTF-8 bytes (see ``JSONParser`` rules: strict UTF-8, no duplicate keys,
-    /// no trailing garbage, nesting at most 64 deep).
-    public static func parse(_ bytes: [UInt8]) throws(JSONParseError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes)
-        return try parser.parseDocument()
-    }
-
-    /// Parses one JSON text from a string.
-    public static func parse(_ text: String) throws(JSONParseError) -> JSONValue {
-        try parse(Array(text.utf8))
-    }
-
-    /// `text` as a JSON string literal for one-line messages: escaped, and cut to 64 characters with "…".
-    static func quotedForMessage(_ text: String) -> String {
-        let short = text.count > 64 ? String(text.prefix(64)) + "…" : text
-        return String(decoding: JSONValue.string(short).serialized(), as: UTF8.self)
     }
 }

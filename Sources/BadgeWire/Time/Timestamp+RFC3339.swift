@@ -1,3 +1,4 @@
+/// RFC 3339 parsing and formatting, and the proleptic Gregorian arithmetic they share.
 extension Timestamp {
     static let microsecondsPerSecond: Int64 = 1_000_000
     static let secondsPerDay: Int64 = 86_400
@@ -8,6 +9,11 @@ extension Timestamp {
     /// microseconds. Month and day ranges are checked (leap years included), hours must be below 24,
     /// minutes below 60 and seconds at most 60; a leap second (60) is read as 59. The instant, once
     /// shifted to UTC, must lie in the years 0000–9999. Returns `nil` for anything else.
+    ///
+    /// Stricter than Foundation on purpose: `ISO8601DateFormatter` (and `Date.ISO8601FormatStyle`) also take
+    /// an offset without its colon (`+0100`), which RFC 3339 does not allow, and keep only milliseconds of
+    /// the fraction; this parser refuses the first and keeps microseconds, so that two timestamps of one
+    /// producer compare as the producer meant.
     public static func parse(_ s: String) -> Timestamp? {
         var reader = DigitReader(bytes: Array(s.utf8))
         guard let year = reader.number(digits: 4), reader.skip(UInt8(ascii: "-")),

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import BadgeCore
+@testable import BadgeWire
 
 @Suite("Timestamp")
 struct TimestampTests {
