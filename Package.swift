@@ -161,7 +161,7 @@ let package = Package(
             path: "Tests/TestCredentials"
         ),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
-        .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire"]),
+        .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeCore"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel", "BadgeWire"],
             resources: [.copy("Fixtures")]),

@@ -1,4 +1,3 @@
-import BadgeCore
 import BadgeWire
 import Foundation
 
@@ -10,8 +9,8 @@ enum DeliveryLogLine {
     static func make<Bytes: Collection<UInt8>>(answer: PushAnswer, token: String, body: Bytes) -> String {
         var line = "push seq=\(answer.seq) \(answer.provider.rawValue) \(Self.abbreviate(token))"
         if let payload = Self.payload(of: body, provider: answer.provider) {
-            let aps = payload["aps"] as? [String: Any]
-            if let type = payload["type"] as? String {
+            let aps = payload["aps"]
+            if let type = payload["type"]?.stringValue {
                 line += " type=\(type)"
             }
             if let badge = Self.integer(aps?["badge"]) {
@@ -24,7 +23,7 @@ enum DeliveryLogLine {
             if let reason = answer.reason {
                 line += " reason=\(reason)"
             }
-            if let alert = aps?["alert"] as? [String: Any], let title = alert["title"] as? String {
+            if let title = aps?["alert"]?["title"]?.stringValue {
                 line += " title=\(Self.quoted(title))"
             }
         } else {
@@ -48,31 +47,31 @@ enum DeliveryLogLine {
         return "\(token.prefix(8))…\(token.suffix(4))"
     }
 
-    private static func payload<Bytes: Collection<UInt8>>(of body: Bytes, provider: PushProvider) -> [String: Any]? {
-        guard let root = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else { return nil }
+    /// The APNs payload object of a push body, or nil when the body is not JSON or has none.
+    private static func payload<Bytes: Collection<UInt8>>(of body: Bytes, provider: PushProvider) -> JSONValue? {
+        guard let root = try? JSONValue.parse(Array(body)) else { return nil }
+        let payload: JSONValue?
         switch provider {
         case .apns:
-            return root
+            payload = root
         case .fcm:
-            let message = root["message"] as? [String: Any]
-            let apns = message?["apns"] as? [String: Any]
-            return apns?["payload"] as? [String: Any]
+            payload = root["message"]?["apns"]?["payload"]
         }
+        return payload?.objectMembers == nil ? nil : payload
     }
 
-    private static func integer(_ value: Any?) -> Int? {
-        if let value = value as? Int {
-            return value
+    /// An integer, or a string holding one.
+    private static func integer(_ value: JSONValue?) -> Int? {
+        if let value = value?.int64Value {
+            return Int(value)
         }
-        if let value = value as? String {
+        if let value = value?.stringValue {
             return Int(value)
         }
         return nil
     }
 
     private static func quoted(_ text: String) -> String {
-        var writer = JSONWriter(capacity: text.utf8.count + 2)
-        writer.string(text)
-        return String(decoding: writer.bytes, as: UTF8.self)
+        JSONValue.string(text).serializedString()
     }
 }

@@ -20,7 +20,7 @@ struct DeliverySnapshot: Sendable {
                 bodyIsJSON: record.bodyIsJSON,
                 status: Int(record.status),
                 reason: record.reason == 0 ? nil : self.reasons[Int(record.reason)],
-                receivedAt: Timestamp.date(milliseconds: record.receivedAtMilliseconds),
+                receivedAt: Timestamp(millisecondsSinceEpoch: record.receivedAtMilliseconds).date,
                 httpVersion: record.httpVersion.text
             )
         }
@@ -79,7 +79,7 @@ struct DeliverySnapshot: Sendable {
             writer.string(self.reasons[Int(record.reason)])
         }
         writer.raw(",\"received_at\":\"")
-        Timestamp.write(milliseconds: record.receivedAtMilliseconds, into: &writer.bytes)
+        Timestamp(millisecondsSinceEpoch: record.receivedAtMilliseconds).writeRFC3339Milliseconds(into: &writer.bytes)
         writer.raw(record.httpVersion == .http2 ? "\",\"http_version\":\"2\"}" : "\",\"http_version\":\"1.1\"}")
     }
 

@@ -1,80 +1,37 @@
-import Foundation
+import BadgeWire
 
 extension Fault {
     /// Parses and validates a `POST /faults` body:
     /// `{"token"?: T, "status": 410, "reason"?: "Unregistered", "times"?: N, "rate"?: 0.0–1.0}`.
+    /// A member that is `null` counts as absent; members the contract does not name are ignored.
     /// - Throws: ``SinkError`` with code `invalid_fault` for a body that is not such an object.
     public init<Bytes: Collection<UInt8>>(json: Bytes) throws(SinkError) {
-        let body: FaultBody
-        do {
-            body = try JSONDecoder().decode(FaultBody.self, from: Data(json))
-        } catch let error as SinkError {
-            throw error
-        } catch {
+        guard let body = try? JSONValue.parse(Array(json)), body.objectMembers != nil else {
             throw .invalidFault("the body must be a JSON object like {\"status\": 410, \"reason\": \"Unregistered\"}")
         }
-        try self.init(token: body.token, status: body.status, reason: body.reason, times: body.times, rate: body.rate)
-    }
-
-    /// The fault as a JSON object, as listed by `GET /faults`; `times` is the count still to fire.
-    func writeJSON(into writer: inout JSONWriter) {
-        writer.raw("{\"token\":")
-        writer.optionalString(self.token)
-        writer.raw(",\"status\":")
-        writer.int(self.status)
-        writer.raw(",\"reason\":")
-        writer.string(self.reason)
-        writer.raw(",\"times\":")
-        if let times = self.times {
-            writer.int(times)
-        } else {
-            writer.raw("null")
+        let token = try Self.member(body, "token", "a string") { $0.stringValue }
+        guard let status = try Self.member(body, "status", "an integer", { $0.int64Value.flatMap { Int(exactly: $0) } })
+        else {
+            throw .invalidFault("`status` is required")
         }
-        writer.raw(",\"rate\":")
-        if let rate = self.rate {
-            writer.double(rate)
-        } else {
-            writer.raw("null")
-        }
-        writer.raw("}")
-    }
-}
-
-/// The wire form of a fault, decoded field by field to say which one is wrong.
-private struct FaultBody: Decodable {
-    var token: String?
-    var status: Int
-    var reason: String?
-    var times: Int?
-    var rate: Double?
-
-    private enum CodingKeys: String, CodingKey {
-        case token, status, reason, times, rate
+        let reason = try Self.member(body, "reason", "a string") { $0.stringValue }
+        let times = try Self.member(body, "times", "an integer") { $0.int64Value.flatMap { Int(exactly: $0) } }
+        let rate = try Self.member(body, "rate", "a number") { $0.doubleValue }
+        try self.init(token: token, status: status, reason: reason, times: times, rate: rate)
     }
 
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        self.token = try Self.field(container, .token, "a string") { try $0.decodeIfPresent(String.self, forKey: $1) }
-        let status = try Self.field(container, .status, "an integer") { try $0.decodeIfPresent(Int.self, forKey: $1) }
-        guard let status else {
-            throw SinkError.invalidFault("`status` is required")
-        }
-        self.status = status
-        self.reason = try Self.field(container, .reason, "a string") { try $0.decodeIfPresent(String.self, forKey: $1) }
-        self.times = try Self.field(container, .times, "an integer") { try $0.decodeIfPresent(Int.self, forKey: $1) }
-        self.rate = try Self.field(container, .rate, "a number") { try $0.decodeIfPresent(Double.self, forKey: $1) }
-    }
-
-    private static func field<Value>(
-        _ container: KeyedDecodingContainer<CodingKeys>,
-        _ key: CodingKeys,
+    /// The member `key` of `body` read by `read`; nil when absent or `null`.
+    /// - Throws: `invalid_fault` naming the member and the `expected` kind when `read` cannot read it.
+    private static func member<Value>(
+        _ body: JSONValue,
+        _ key: String,
         _ expected: String,
-        _ decode: (KeyedDecodingContainer<CodingKeys>, CodingKeys) throws -> Value?
-    ) throws -> Value? {
-        do {
-            return try decode(container, key)
-        } catch {
-            throw SinkError.invalidFault("`\(key.rawValue)` must be \(expected)")
+        _ read: (JSONValue) -> Value?
+    ) throws(SinkError) -> Value? {
+        guard let value = body[key], !value.isNull else { return nil }
+        guard let read = read(value) else {
+            throw .invalidFault("`\(key)` must be \(expected)")
         }
+        return read
     }
 }

@@ -37,15 +37,4 @@ public struct SinkError: Error, Sendable, Equatable, CustomStringConvertible {
     static func invalidQuery(_ message: String) -> SinkError {
         SinkError(code: "invalid_query", message: message)
     }
-
-    /// The error serialized as the JSON body of its HTTP answer.
-    var jsonBody: [UInt8] {
-        var writer = JSONWriter()
-        writer.raw("{\"error\":{\"code\":")
-        writer.string(self.code)
-        writer.raw(",\"message\":")
-        writer.string(self.message)
-        writer.raw("}}")
-        return writer.bytes
-    }
 }

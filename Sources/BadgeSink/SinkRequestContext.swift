@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 
 /// The sink's request context: Hummingbird's basic one plus the HTTP version the request came over.
@@ -13,5 +14,12 @@ public struct SinkRequestContext: RequestContext {
         // An HTTP/2 request arrives on a stream channel, the child of its connection's channel, itself the child
         // of the listening channel; an HTTP/1.1 request arrives on the connection's channel.
         isHTTP2 = source.channel.parent?.parent != nil
+    }
+
+    /// Encodes the `Codable` answers with sorted keys, so that, for example, `/stats` lists statuses in order.
+    public var responseEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
     }
 }

@@ -1,3 +1,4 @@
+import BadgeWire
 import Foundation
 import Hummingbird
 
@@ -77,60 +78,36 @@ extension SinkServer {
             let body = try await request.body.collect(upTo: 64 * 1024)
             switch credentials.issueToken(form: String(buffer: body)) {
             case .success(let issued):
-                var writer = JSONWriter(capacity: 128)
-                writer.raw("{\"access_token\":")
-                writer.string(issued.token)
-                writer.raw(",\"expires_in\":")
-                writer.int(issued.lifetime)
-                writer.raw(",\"token_type\":\"Bearer\"}")
-                return Self.json(writer.bytes)
+                let answer = SinkAnswers.IssuedToken(accessToken: issued.token, expiresIn: issued.lifetime)
+                return try answer.response(from: request, context: context)
             case .failure(let error):
-                var writer = JSONWriter(capacity: 128)
-                writer.raw("{\"error\":")
-                writer.string(error.code)
-                writer.raw(",\"error_description\":")
-                writer.string(error.description)
-                writer.raw("}")
-                return Self.json(writer.bytes, status: error.code == "invalid_client" ? 401 : 400)
+                let answer = SinkAnswers.TokenError(error: error.code, errorDescription: error.description)
+                let status: HTTPResponse.Status = error.code == "invalid_client" ? .unauthorized : .badRequest
+                return try EditedResponse(status: status, response: answer).response(from: request, context: context)
             }
         }
 
-        router.delete("/deliveries") { _, _ -> Response in
-            let count = state.clear()
-            return Self.json(Array("{\"deleted\":\(count)}".utf8))
+        router.delete("/deliveries") { _, _ in
+            SinkAnswers.Deleted(deleted: state.clear())
         }
 
-        router.post("/faults") { request, context -> Response in
+        router.post("/faults") { request, context in
             let body = try await request.body.collect(upTo: context.maxUploadSize)
             let fault = try Fault(json: body.readableBytesView)
             state.addFault(fault)
-            var writer = JSONWriter(capacity: 128)
-            writer.raw("{\"fault\":")
-            fault.writeJSON(into: &writer)
-            writer.raw("}")
-            return Self.json(writer.bytes)
+            return SinkAnswers.AddedFault(fault: fault)
         }
 
-        router.get("/faults") { _, _ -> Response in
-            var writer = JSONWriter(capacity: 256)
-            writer.raw("{\"faults\":[")
-            for (index, fault) in state.faults().enumerated() {
-                if index > 0 {
-                    writer.raw(",")
-                }
-                fault.writeJSON(into: &writer)
-            }
-            writer.raw("]}")
-            return Self.json(writer.bytes)
+        router.get("/faults") { _, _ in
+            SinkAnswers.Faults(faults: state.faults())
         }
 
-        router.delete("/faults") { _, _ -> Response in
-            let count = state.clearFaults()
-            return Self.json(Array("{\"deleted\":\(count)}".utf8))
+        router.delete("/faults") { _, _ in
+            SinkAnswers.Deleted(deleted: state.clearFaults())
         }
 
-        router.get("/stats") { _, _ -> Response in
-            Self.json(state.stats().json)
+        router.get("/stats") { _, _ in
+            state.stats()
         }
     }
 
@@ -157,16 +134,7 @@ extension SinkServer {
 
     /// `message.token` of an FCM v1 request body, or "" when the body has none.
     static func fcmToken<Bytes: Collection<UInt8>>(in body: Bytes) -> String {
-        guard let envelope = try? JSONDecoder().decode(FCMEnvelope.self, from: Data(body)) else { return "" }
-        return envelope.message?.token ?? ""
+        guard let root = try? JSONValue.parse(Array(body)) else { return "" }
+        return root["message"]?["token"]?.stringValue ?? ""
     }
-}
-
-/// The part of an FCM v1 request body the sink reads.
-private struct FCMEnvelope: Decodable {
-    struct Message: Decodable {
-        var token: String?
-    }
-
-    var message: Message?
 }

@@ -55,7 +55,7 @@ public final class SinkState: Sendable {
         http2: Bool = false,
         refusal: (status: Int, reason: String)? = nil
     ) -> PushAnswer {
-        let bodyIsJSON = JSONValidator.isValidJSON(body)
+        let bodyIsJSON = JSONValue.isWellFormed(body)
         let (blob, headersLength) = DeliveryBlob.encode(headers: headers, body: body)
         let milliseconds = Timestamp.milliseconds(of: receivedAt)
         let rejection =
@@ -107,7 +107,7 @@ public final class SinkState: Sendable {
             provider: provider,
             status: status,
             reason: reason,
-            receivedAt: Timestamp.date(milliseconds: milliseconds)
+            receivedAt: Timestamp(millisecondsSinceEpoch: milliseconds).date
         )
     }
 

@@ -13,24 +13,4 @@ public struct SinkStats: Sendable, Equatable {
         self.byStatus = byStatus
         self.dropped = dropped
     }
-
-    /// `{"received": N, "by_status": {"200": N, …}, "dropped": N}`, statuses in ascending order.
-    public var json: [UInt8] {
-        var writer = JSONWriter(capacity: 64)
-        writer.raw("{\"received\":")
-        writer.int(self.received)
-        writer.raw(",\"by_status\":{")
-        for (index, status) in self.byStatus.keys.sorted().enumerated() {
-            if index > 0 {
-                writer.raw(",")
-            }
-            writer.string(String(status))
-            writer.raw(":")
-            writer.int(self.byStatus[status] ?? 0)
-        }
-        writer.raw("},\"dropped\":")
-        writer.int(self.dropped)
-        writer.raw("}")
-        return writer.bytes
-    }
 }

@@ -77,6 +77,10 @@ extension JSONParser {
         index += 1
         while index < bytes.count {
             let byte = bytes[index]
+            if byte >= 0x20 && byte < 0x80 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+                index += 1
+                continue
+            }
             switch byte {
             case UInt8(ascii: "\""):
                 index += 1

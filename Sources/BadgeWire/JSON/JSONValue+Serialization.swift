@@ -57,32 +57,49 @@ extension JSONValue {
 
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
-    static func writeString(_ value: String, into out: inout [UInt8]) {
+    /// Appends `value` as a JSON string literal: `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, `\u00XX` for
+    /// other control characters, everything else as raw UTF-8. The one place JSON strings are escaped.
+    public static func writeString(_ value: String, into out: inout [UInt8]) {
+        var value = value
+        value.withUTF8 { Self.writeString(utf8: $0, into: &out) }
+    }
+
+    /// Appends a JSON string literal whose content is `utf8`, which must be valid UTF-8 (escaped as
+    /// ``writeString(_:into:)`` does).
+    public static func writeString<Bytes: Collection<UInt8>>(utf8: Bytes, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in value.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""):
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"):
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0x08:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
-            case 0x0C:
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
-            case 0..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
-            default:
-                out.append(byte)
+        var start = utf8.startIndex
+        var index = start
+        while index != utf8.endIndex {
+            let byte = utf8[index]
+            if byte >= 0x20 && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\") {
+                utf8.formIndex(after: &index)
+                continue
             }
+            out.append(contentsOf: utf8[start..<index])
+            Self.writeEscape(byte, into: &out)
+            utf8.formIndex(after: &index)
+            start = index
         }
+        out.append(contentsOf: utf8[start..<index])
         out.append(UInt8(ascii: "\""))
+    }
+
+    private static func writeEscape(_ byte: UInt8, into out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\\"))
+        switch byte {
+        case 0x0A: out.append(UInt8(ascii: "n"))
+        case 0x0D: out.append(UInt8(ascii: "r"))
+        case 0x09: out.append(UInt8(ascii: "t"))
+        case 0x08: out.append(UInt8(ascii: "b"))
+        case 0x0C: out.append(UInt8(ascii: "f"))
+        case 0..<0x20:
+            out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0x0F)])
+        default:
+            // `"` and `\` are escaped by themselves.
+            out.append(byte)
+        }
     }
 }

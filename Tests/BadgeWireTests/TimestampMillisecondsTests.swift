@@ -2,10 +2,11 @@ import BadgeCore
 import Foundation
 import Testing
 
-@testable import BadgeSink
+@testable import BadgeWire
 
-@Suite("Timestamp")
-struct TimestampTests {
+/// The millisecond form the sink shows as `received_at` (these were the sink's own timestamp tests).
+@Suite("Timestamp in milliseconds")
+struct TimestampMillisecondsTests {
     @Test(
         "formats RFC 3339 UTC with milliseconds",
         arguments: [
@@ -17,16 +18,17 @@ struct TimestampTests {
         ]
     )
     func formats(milliseconds: Int64, expected: String) {
-        #expect(Timestamp.rfc3339(milliseconds: milliseconds) == expected)
+        #expect(Timestamp(millisecondsSinceEpoch: milliseconds).rfc3339Milliseconds == expected)
     }
 
     @Test("agrees with ISO8601DateFormatter")
     func agreesWithFoundation() {
-        let formatter = ISO8601DateFormatter.withFractionalSeconds
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         var generator = SeededGenerator(seed: 5)
         for _ in 0..<2000 {
             let milliseconds = Int64.random(in: 0..<4_102_444_800_000, using: &generator)
-            let text = Timestamp.rfc3339(milliseconds: milliseconds)
+            let text = Timestamp(millisecondsSinceEpoch: milliseconds).rfc3339Milliseconds
             let parsed = formatter.date(from: text)
             let parsedMilliseconds = parsed.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
             #expect(parsedMilliseconds == milliseconds, "\(text)")

@@ -1,9 +1,11 @@
 import Testing
 
-@testable import BadgeSink
+@testable import BadgeWire
 
-@Suite("JSONValidator")
-struct JSONValidatorTests {
+/// The parser's validate-only mode, which the sink uses to decide whether a push body is embedded as is
+/// (these were the sink's `JSONValidator` tests).
+@Suite("Well-formed JSON")
+struct WellFormedJSONTests {
     @Test(
         "accepts well-formed JSON texts",
         arguments: [
@@ -12,7 +14,7 @@ struct JSONValidatorTests {
         ]
     )
     func accepts(_ text: String) {
-        #expect(JSONValidator.isValidJSON(Array(text.utf8)))
+        #expect(JSONValue.isWellFormed(Array(text.utf8)))
     }
 
     @Test(
@@ -23,18 +25,18 @@ struct JSONValidatorTests {
         ]
     )
     func rejects(_ text: String) {
-        #expect(!JSONValidator.isValidJSON(Array(text.utf8)))
+        #expect(!JSONValue.isWellFormed(Array(text.utf8)))
     }
 
     @Test("rejects ill-formed UTF-8 and excessive nesting")
     func rejectsBadBytes() {
-        #expect(!JSONValidator.isValidJSON([0x22, 0xC3, 0x28, 0x22]))
-        #expect(!JSONValidator.isValidJSON([0x22, 0xED, 0xA0, 0x80, 0x22]))
-        #expect(!JSONValidator.isValidJSON([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22]))
-        #expect(!JSONValidator.isValidJSON([0x22, 0xE2, 0x82, 0x22]))
+        #expect(!JSONValue.isWellFormed([0x22, 0xC3, 0x28, 0x22]))
+        #expect(!JSONValue.isWellFormed([0x22, 0xED, 0xA0, 0x80, 0x22]))
+        #expect(!JSONValue.isWellFormed([0x22, 0xF4, 0x90, 0x80, 0x80, 0x22]))
+        #expect(!JSONValue.isWellFormed([0x22, 0xE2, 0x82, 0x22]))
         let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
-        #expect(!JSONValidator.isValidJSON(Array(deep.utf8)))
+        #expect(!JSONValue.isWellFormed(Array(deep.utf8)))
         let fine = String(repeating: "[", count: 100) + String(repeating: "]", count: 100)
-        #expect(JSONValidator.isValidJSON(Array(fine.utf8)))
+        #expect(JSONValue.isWellFormed(Array(fine.utf8)))
     }
 }
