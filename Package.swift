@@ -77,7 +77,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
-        // The mock APNs / FCM sink.
+        // The mock APNs / FCM sink. It reads and writes the wire formats through BadgeWire; BadgeCore only for
+        // SeededGenerator (the faults' draws), nothing else of the core.
         .target(
             name: "BadgeSink",
             dependencies: [

@@ -29,7 +29,7 @@ struct SinkCredentialTests {
                 let authorization = try Self.bearer(credentials)
                 let answer = try await sink.pushAPNs("aa11", headers: [authorization])
                 #expect(answer.status == 200)
-                let delivery = try #require(sink.state.deliveries().first)
+                let delivery = try #require(sink.state.receivedPushes().first)
                 #expect(delivery.httpVersion == (http1Only ? "1.1" : "2"))
                 #expect(delivery.headers["authorization"] == authorization.1)
                 let listed = try await sink.deliveries()
@@ -58,7 +58,7 @@ struct SinkCredentialTests {
             #expect(unknown.json["reason"] as? String == "InvalidProviderToken")
             #expect(try await sink.pushAPNs("aa04", headers: [try Self.bearer(credentials)]).status == 200)
             // Every refused push is recorded with its status and reason.
-            #expect(sink.state.deliveries().map(\.status) == [403, 403, 403, 200])
+            #expect(sink.state.receivedPushes().map(\.status) == [403, 403, 403, 200])
         }
     }
 
@@ -117,10 +117,10 @@ struct SinkCredentialTests {
         for index in 0..<5000 {
             _ = state.record(provider: .apns, token: "t\(index % 7)", headers: [], body: Array("{}".utf8))
         }
-        let kept = state.deliveries()
+        let kept = state.receivedPushes()
         #expect(kept.count == 1000)
         #expect(kept.first?.seq == 4001 && kept.last?.seq == 5000)
-        #expect(state.deliveries(token: "t3").allSatisfy { $0.seq > 4000 && ($0.seq - 1) % 7 == 3 })
+        #expect(state.receivedPushes(token: "t3").allSatisfy { $0.seq > 4000 && ($0.seq - 1) % 7 == 3 })
         #expect(state.stats().dropped == 4000)
     }
 }

@@ -20,7 +20,7 @@ struct SinkStateTests {
         #expect(first.seq == 1 && first.status == 200 && first.reason == nil)
         #expect(second.seq == 2 && second.provider == .fcm)
 
-        let deliveries = state.deliveries()
+        let deliveries = state.receivedPushes()
         try #require(deliveries.count == 2)
         #expect(deliveries[0].headers == ["apns-topic": "com.example", "x-tag": "a, b"])
         #expect(deliveries[0].body == Self.payload)
@@ -28,7 +28,7 @@ struct SinkStateTests {
         #expect(deliveries[1].bodyText == "oops")
         #expect(!deliveries[1].bodyIsJSON)
 
-        let json = try JSONSerialization.jsonObject(with: Data(state.deliveriesJSON())) as? [String: Any]
+        let json = try JSONSerialization.jsonObject(with: Data(state.receivedPushesJSON())) as? [String: Any]
         let list = try #require(json?["deliveries"] as? [[String: Any]])
         #expect(list[1]["payload"] as? String == "oops")
     }
@@ -82,9 +82,9 @@ struct SinkStateTests {
         #expect(state.stats() == SinkStats(received: 3, byStatus: [200: 3]))
         #expect(state.clear() == 3)
         #expect(state.stats() == SinkStats(received: 0, byStatus: [:]))
-        #expect(state.deliveries(token: "t").isEmpty)
+        #expect(state.receivedPushes(token: "t").isEmpty)
         #expect(state.record(provider: .apns, token: "t", headers: [], body: Self.payload).seq == 4)
-        #expect(state.deliveries(token: "t").map(\.seq) == [4])
+        #expect(state.receivedPushes(token: "t").map(\.seq) == [4])
     }
 
     @Test("fault validation")
@@ -110,10 +110,10 @@ struct SinkStateTests {
         #expect(state.count == 1_000_000)
         #expect(state.stats().received == 1_000_000)
         // token-7 got seq 8, 1008, …; after 990,000 that leaves 990,008 … 999,008.
-        let recent = state.deliveries(token: "token-7", after: 990_000)
+        let recent = state.receivedPushes(token: "token-7", after: 990_000)
         #expect(recent.map(\.seq) == (0..<10).map { 990_008 + $0 * 1000 })
         #expect(recent.allSatisfy { $0.token == "token-7" && $0.body == Self.payload })
-        #expect(state.deliveries(after: 999_990).count == 10)
-        #expect(state.deliveries(token: "token-999").count == 1000)
+        #expect(state.receivedPushes(after: 999_990).count == 10)
+        #expect(state.receivedPushes(token: "token-999").count == 1000)
     }
 }

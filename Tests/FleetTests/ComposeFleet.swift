@@ -91,7 +91,7 @@ struct ComposeFleet {
     }
 
     /// Every push the sink recorded, from `GET /deliveries`.
-    func deliveries() async throws -> [Delivery] {
+    func deliveries() async throws -> [ReceivedPush] {
         let output = try await run("curl", ["-sSf", "\(sinkURL)/deliveries"], timeout: .seconds(120))
         let json = try JSONValue.parse(Array(output.utf8))
         return try (json["deliveries"]?.arrayValue ?? []).map { item in
@@ -105,7 +105,7 @@ struct ComposeFleet {
                 for member in members { headers[member.key] = member.value.stringValue }
             }
             let payload = item["payload"] ?? .null
-            return Delivery(
+            return ReceivedPush(
                 seq: Int(seq), provider: provider, token: token, headers: headers, body: payload.serialized(),
                 bodyIsJSON: true, status: Int(status), reason: item["reason"]?.stringValue,
                 receivedAt: Date(timeIntervalSince1970: Double(receivedAt.microsecondsSinceEpoch) / 1_000_000))

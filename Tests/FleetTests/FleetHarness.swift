@@ -102,7 +102,7 @@ struct FleetHarness {
             try await waitUntilQuiet(
                 sink: sinkState, namespace: namespace, databaseURL: databaseURL, timeout: .seconds(180))
             supervisor.cancel()
-            var report = FleetReport.check(steps: script.steps, deliveries: sinkState.deliveries())
+            var report = FleetReport.check(steps: script.steps, deliveries: sinkState.receivedPushes())
             report.republished = republishedCount
             report.queuedAtOutageEnd = outage?.queued
             report.processedAtOutageEnd = outage?.processed

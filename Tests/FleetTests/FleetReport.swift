@@ -37,7 +37,7 @@ struct FleetReport: CustomStringConvertible {
     }
 
     /// Checks the sink's deliveries against the model of `steps` (the order they were published in).
-    static func check(steps: [FleetScript.Step], deliveries: [Delivery]) -> FleetReport {
+    static func check(steps: [FleetScript.Step], deliveries: [ReceivedPush]) -> FleetReport {
         var model = InboxModel(policy: .unseen)
         var expectedAlerts: [String: Int] = [:]  // "event|token"
         for step in steps {

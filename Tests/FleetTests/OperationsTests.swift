@@ -154,7 +154,7 @@ struct OperationsTests {
             } received: {
                 sinkState.count
             }
-            let deliveries = sinkState.deliveries()
+            let deliveries = sinkState.receivedPushes()
             var metrics: [String: Double] = [:]
             // The outbox gauges are sampled every 5 s.
             for _ in 0..<30 {

@@ -129,7 +129,7 @@ struct ShutdownBoundTests {
             } received: {
                 sinkState.count
             }
-            let report = FleetReport.check(steps: script.steps, deliveries: sinkState.deliveries())
+            let report = FleetReport.check(steps: script.steps, deliveries: sinkState.receivedPushes())
             #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
             #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
             #expect(report.duplicateAlerts == 0)

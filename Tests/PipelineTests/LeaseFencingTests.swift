@@ -66,7 +66,7 @@ struct LeaseFencingTests {
             // A takeover from a frozen or dead owner sends it at once, before anything newer (w1 never sent it).
             try await dispatcher(store).drainOutbox(
                 partition: 0, term: LeaseTerm(lease: new, ttl: .seconds(60), confirmed: .now))
-            let delivered = sink.deliveries(token: Self.token)
+            let delivered = sink.receivedPushes(token: Self.token)
             #expect(delivered.count == left.count)
             #expect(delivered.allSatisfy { $0.status == 200 })
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
@@ -86,7 +86,7 @@ struct LeaseFencingTests {
             let term = LeaseTerm(lease: lease, ttl: .seconds(60), confirmed: .now - .seconds(120))
             try await dispatcher(store).drainOutbox(partition: 0, term: term)
             #expect(term.isValid)
-            #expect(sink.deliveries(token: Self.token).count >= 1)
+            #expect(sink.receivedPushes(token: Self.token).count >= 1)
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
         }
     }

@@ -195,7 +195,7 @@ struct Pipeline: Sendable {
 
     /// The accepted pushes to a token, oldest first, as parsed APNs payloads.
     func acceptedPayloads(token: String) -> [JSONValue] {
-        sink.deliveries(token: token).filter { $0.status == 200 }.compactMap { delivery in
+        sink.receivedPushes(token: token).filter { $0.status == 200 }.compactMap { delivery in
             guard let json = try? JSONValue.parse(delivery.body) else { return nil }
             if delivery.provider == .fcm { return json["message"]?["apns"]?["payload"] }
             return json

@@ -72,8 +72,8 @@ struct ProviderTests {
             try await pipeline.publish(Self.follow("u-sand", id: "s-n1"))
             try await pipeline.waitUntilQuiet()
 
-            let prod = production.deliveries()
-            let sand = sandbox.deliveries()
+            let prod = production.receivedPushes()
+            let sand = sandbox.receivedPushes()
             #expect(!prod.isEmpty && prod.allSatisfy { $0.token == prodToken }, "production devices only")
             #expect(!sand.isEmpty && sand.allSatisfy { $0.token == sandboxToken }, "sandbox devices only")
             for delivery in prod + sand {
@@ -120,7 +120,7 @@ struct ProviderTests {
             try await pipeline.publish(Self.register("u-cert", token: token, id: "c-d1"))
             try await pipeline.publish(Self.follow("u-cert", id: "c-n1"))
             try await pipeline.waitUntilQuiet()
-            let deliveries = pipeline.sink.deliveries(token: token)
+            let deliveries = pipeline.sink.receivedPushes(token: token)
             let alerts = pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue }
             #expect(alerts == ["c-n1"], "through the mutual TLS handshake")
             #expect(!deliveries.isEmpty && deliveries.allSatisfy { $0.status == 200 && $0.httpVersion == "2" })
@@ -146,7 +146,7 @@ struct ProviderTests {
                 Issue.record("a push without the client certificate got \(outcome)")
                 return
             }
-            #expect(pipeline.sink.deliveries(token: token).count == deliveries.count)
+            #expect(pipeline.sink.receivedPushes(token: token).count == deliveries.count)
         }
     }
 
@@ -175,7 +175,7 @@ struct ProviderTests {
             try await Task.sleep(for: .milliseconds(2200))
             try await pipeline.publish(Self.follow("u-droid", id: "f-n2", second: 2))
             try await pipeline.waitUntilQuiet()
-            let deliveries = pipeline.sink.deliveries(token: token)
+            let deliveries = pipeline.sink.receivedPushes(token: token)
             #expect(deliveries.count >= 3)
             #expect(deliveries.allSatisfy { $0.status == 200 }, "never sent with a missing or expired token")
             #expect(deliveries.allSatisfy { $0.httpVersion == "2" })
@@ -234,7 +234,7 @@ struct ProviderTests {
             try await pipeline.publish(Self.follow(user, id: "\(reason)-n2", second: 2))
             try await pipeline.waitUntilQuiet()
 
-            let deliveries = pipeline.sink.deliveries(token: token)
+            let deliveries = pipeline.sink.receivedPushes(token: token)
             let refused = deliveries.filter { $0.status != 200 }
             let alerts = pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue }
             let devices = try await pipeline.store.snapshot(user: user).devices.map(\.token)

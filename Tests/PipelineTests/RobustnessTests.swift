@@ -105,7 +105,7 @@ struct RobustnessTests {
             try await pipeline.waitUntilQuiet()
             try await pipeline.publish(Self.follow(user, id: "gone-n2", second: 2))
             try await pipeline.waitUntilQuiet()
-            let dead = pipeline.sink.deliveries(token: Self.token)
+            let dead = pipeline.sink.receivedPushes(token: Self.token)
             #expect(dead.filter { $0.status == 410 }.count == 1)
             #expect(dead.last?.status == 410, "nothing more was sent to the dead token")
             #expect(pipeline.lastBadge(token: other) == 2)
@@ -126,7 +126,7 @@ struct RobustnessTests {
                 try await pipeline.publish(Self.follow(user, id: "flaky-\(index)", second: index))
             }
             try await pipeline.waitUntilQuiet()
-            let deliveries = pipeline.sink.deliveries(token: Self.token)
+            let deliveries = pipeline.sink.receivedPushes(token: Self.token)
             #expect(deliveries.contains { $0.status == 503 }, "the fault fired")
             let alerts = pipeline.acceptedPayloads(token: Self.token).filter { $0["aps"]?["alert"] != nil }
             let ids = alerts.compactMap { $0["event_id"]?.stringValue }

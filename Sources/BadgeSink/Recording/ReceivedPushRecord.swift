@@ -1,8 +1,7 @@
-import BadgeCore
 import BadgeWire
 
 /// One recorded push in compact form: plain integers only, its bytes in the ``ByteArena``.
-struct StoredDelivery: Sendable {
+struct ReceivedPushRecord: Sendable {
     var seq: Int64
     var receivedAtMilliseconds: Int64
     var location: ByteArena.Location

@@ -1,9 +1,8 @@
-import BadgeCore
 import BadgeWire
 import Foundation
 
 /// One recorded push, as `GET /deliveries` lists it.
-public struct Delivery: Sendable, Equatable {
+public struct ReceivedPush: Sendable, Equatable {
     /// The sequence number: from 1, increasing for the sink's whole life, never reused.
     public let seq: Int
     /// The service the push was addressed to.
@@ -25,7 +24,7 @@ public struct Delivery: Sendable, Equatable {
     /// The HTTP version it came over: `"2"` or `"1.1"`.
     public let httpVersion: String
 
-    /// Creates a delivery.
+    /// Creates a received push.
     public init(
         seq: Int,
         provider: PushProvider,

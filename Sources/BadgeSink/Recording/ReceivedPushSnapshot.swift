@@ -1,21 +1,21 @@
 import BadgeWire
 
 /// Selected deliveries taken out of the store, readable and renderable without holding its lock.
-struct DeliverySnapshot: Sendable {
-    let records: [StoredDelivery]
+struct ReceivedPushSnapshot: Sendable {
+    let records: [ReceivedPushRecord]
     let chunks: [[UInt8]]
     let tokens: [String]
     let reasons: [String]
 
-    /// The deliveries as values.
-    var deliveries: [Delivery] {
+    /// The received pushes as values.
+    var receivedPushes: [ReceivedPush] {
         self.records.map { record in
             let (headers, body) = self.bytes(of: record)
-            return Delivery(
+            return ReceivedPush(
                 seq: Int(record.seq),
                 provider: record.provider,
                 token: self.tokens[Int(record.token)],
-                headers: DeliveryBlob.decodeHeaders(headers),
+                headers: ReceivedPushBlob.decodeHeaders(headers),
                 body: Array(body),
                 bodyIsJSON: record.bodyIsJSON,
                 status: Int(record.status),
@@ -44,7 +44,7 @@ struct DeliverySnapshot: Sendable {
         return writer.bytes
     }
 
-    private func write(_ record: StoredDelivery, into writer: inout JSONWriter) {
+    private func write(_ record: ReceivedPushRecord, into writer: inout JSONWriter) {
         let (headers, body) = self.bytes(of: record)
         writer.raw("{\"seq\":")
         writer.int(Int(record.seq))
@@ -55,7 +55,7 @@ struct DeliverySnapshot: Sendable {
         writer.string(self.tokens[Int(record.token)])
         writer.raw(",\"headers\":{")
         var first = true
-        DeliveryBlob.forEachHeader(in: headers) { name, value in
+        ReceivedPushBlob.forEachHeader(in: headers) { name, value in
             if !first {
                 writer.raw(",")
             }
@@ -83,7 +83,7 @@ struct DeliverySnapshot: Sendable {
         writer.raw(record.httpVersion == .http2 ? "\",\"http_version\":\"2\"}" : "\",\"http_version\":\"1.1\"}")
     }
 
-    func bytes(of record: StoredDelivery) -> (headers: ArraySlice<UInt8>, body: ArraySlice<UInt8>) {
+    func bytes(of record: ReceivedPushRecord) -> (headers: ArraySlice<UInt8>, body: ArraySlice<UInt8>) {
         let chunk = self.chunks[Int(record.location.chunk)]
         let start = Int(record.location.offset)
         let bodyStart = start + Int(record.headersLength)

@@ -1,4 +1,3 @@
-import BadgeCore
 import BadgeWire
 import Foundation
 

@@ -2,7 +2,7 @@
 ///
 /// Layout: header count (UInt16 LE); per header its name length (UInt16 LE), the lowercased name, its value
 /// length (UInt32 LE) and the value; then the body bytes as received.
-enum DeliveryBlob {
+enum ReceivedPushBlob {
     /// Encodes `headers` (names lowercased, repeated names joined with ", ") followed by `body`.
     /// - Returns: the blob and the length of its header part.
     static func encode<Bytes: Collection<UInt8>>(

@@ -1,4 +1,3 @@
-import BadgeCore
 import BadgeWire
 import Foundation
 import Metrics
@@ -13,7 +12,7 @@ public final class SinkState: Sendable {
     public static let maximumAPNsPayloadBytes = 4096
 
     private struct State {
-        var log: DeliveryLog
+        var log: ReceivedPushLog
         var faults: FaultTable
         var nextSeq = 1
         /// `badgepipe_sink_pushes_total` by provider and status, made once each.
@@ -28,7 +27,7 @@ public final class SinkState: Sendable {
     ///   - maxDeliveries: The most deliveries kept; the oldest are dropped beyond it.
     public init(randomSeed: UInt64? = nil, maxDeliveries: Int = 1_000_000) {
         let seed = randomSeed ?? UInt64.random(in: .min ... .max)
-        self.state = Mutex(State(log: DeliveryLog(capacity: maxDeliveries), faults: FaultTable(seed: seed)))
+        self.state = Mutex(State(log: ReceivedPushLog(capacity: maxDeliveries), faults: FaultTable(seed: seed)))
     }
 
     /// Records a push and decides its answer.
@@ -56,7 +55,7 @@ public final class SinkState: Sendable {
         refusal: (status: Int, reason: String)? = nil
     ) -> PushAnswer {
         let bodyIsJSON = JSONValue.isWellFormed(body)
-        let (blob, headersLength) = DeliveryBlob.encode(headers: headers, body: body)
+        let (blob, headersLength) = ReceivedPushBlob.encode(headers: headers, body: body)
         let milliseconds = Timestamp.milliseconds(of: receivedAt)
         let rejection =
             refusal.map { ($0.status, Optional($0.reason)) }
@@ -116,13 +115,13 @@ public final class SinkState: Sendable {
     ///   - token: Only this token's; nil for all.
     ///   - after: Only those with a greater `seq`; nil for all.
     ///   - limit: At most this many (the oldest that match); nil for all.
-    public func deliveries(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [Delivery] {
-        self.snapshot(token: token, after: after, limit: limit).deliveries
+    public func receivedPushes(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [ReceivedPush] {
+        self.snapshot(token: token, after: after, limit: limit).receivedPushes
     }
 
     /// The body of `GET /deliveries`: `{"deliveries": [...]}` with the same filters as
-    /// ``deliveries(token:after:limit:)``.
-    public func deliveriesJSON(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [UInt8] {
+    /// ``receivedPushes(token:after:limit:)``.
+    public func receivedPushesJSON(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [UInt8] {
         self.snapshot(token: token, after: after, limit: limit).json
     }
 
@@ -140,9 +139,9 @@ public final class SinkState: Sendable {
     /// - Returns: How many deliveries were forgotten.
     @discardableResult
     public func clear() -> Int {
-        let old = self.state.withLock { state -> DeliveryLog in
+        let old = self.state.withLock { state -> ReceivedPushLog in
             let old = state.log
-            state.log = DeliveryLog(capacity: old.capacity)
+            state.log = ReceivedPushLog(capacity: old.capacity)
             return old
         }
         // The old store is freed here, outside the lock.
@@ -171,7 +170,7 @@ public final class SinkState: Sendable {
         self.state.withLock { $0.log.stats }
     }
 
-    private func snapshot(token: String?, after: Int?, limit: Int?) -> DeliverySnapshot {
+    private func snapshot(token: String?, after: Int?, limit: Int?) -> ReceivedPushSnapshot {
         self.state.withLock { $0.log.snapshot(token: token, after: after, limit: limit) }
     }
 

@@ -21,7 +21,7 @@ extension SinkServer {
                 refusal: credentials.checkAPNs(authorization: request.headers[.authorization])
             )
             if logDeliveries {
-                DeliveryLogLine.print(answer: answer, token: token, body: body.readableBytesView)
+                ReceivedPushLogLine.print(answer: answer, token: token, body: body.readableBytesView)
             }
             var headers = HTTPFields()
             headers[.init("apns-id")!] = request.headers[.init("apns-id")!] ?? UUID().uuidString.lowercased()
@@ -44,7 +44,7 @@ extension SinkServer {
                 refusal: credentials.checkFCM(authorization: request.headers[.authorization])
             )
             if logDeliveries {
-                DeliveryLogLine.print(answer: answer, token: token, body: body.readableBytesView)
+                ReceivedPushLogLine.print(answer: answer, token: token, body: body.readableBytesView)
             }
             return Self.json(answer.fcmBody(project: project), status: answer.status)
         }
@@ -70,7 +70,7 @@ extension SinkServer {
                 }
                 limit = number
             }
-            return Self.json(state.deliveriesJSON(token: token, after: after, limit: limit))
+            return Self.json(state.receivedPushesJSON(token: token, after: after, limit: limit))
         }
 
         // An OAuth2 token endpoint (RFC 7523 JWT bearer grant) standing in for Google's, for FCM tests.

@@ -1,4 +1,3 @@
-import BadgeCore
 import BadgeWire
 
 /// The recorded pushes: compact records in `seq` order, their bytes in an arena, an index of positions per
@@ -7,10 +6,10 @@ import BadgeWire
 /// At most `capacity` deliveries are kept: beyond it the oldest are dropped at once (hidden below `start`), and
 /// their storage is reclaimed by a compaction once a quarter of the capacity has been dropped, so that a push
 /// costs amortised constant time.
-struct DeliveryLog {
+struct ReceivedPushLog {
     /// The most deliveries kept.
     let capacity: Int
-    private(set) var records: [StoredDelivery] = []
+    private(set) var records: [ReceivedPushRecord] = []
     /// Records below this index were dropped.
     private var start = 0
     /// Deliveries dropped since the log was created.
@@ -41,14 +40,14 @@ struct DeliveryLog {
         status: Int,
         reason: String?,
         receivedAtMilliseconds: Int64,
-        httpVersion: StoredDelivery.HTTPVersion = .http1
+        httpVersion: ReceivedPushRecord.HTTPVersion = .http1
     ) {
         let tokenID = self.intern(token: token)
         let reasonID = reason.map { self.intern(reason: $0) } ?? 0
         let location = self.arena.append(blob)
         let position = UInt32(self.records.count)
         self.records.append(
-            StoredDelivery(
+            ReceivedPushRecord(
                 seq: Int64(seq),
                 receivedAtMilliseconds: receivedAtMilliseconds,
                 location: location,
@@ -82,7 +81,7 @@ struct DeliveryLog {
 
     /// Rebuilds the storage without the dropped records.
     private mutating func compact() {
-        var fresh = DeliveryLog(capacity: self.capacity)
+        var fresh = ReceivedPushLog(capacity: self.capacity)
         let snapshot = self.snapshot(token: nil, after: nil, limit: nil)
         for record in snapshot.records {
             let (headers, body) = snapshot.bytes(of: record)
@@ -100,13 +99,13 @@ struct DeliveryLog {
 
     /// A copy of the first `limit` (all when nil) kept records of `token` (every token when nil) with a `seq`
     /// greater than `after`, oldest first, and what is needed to read them after the lock is released.
-    func snapshot(token: String?, after: Int?, limit: Int?) -> DeliverySnapshot {
+    func snapshot(token: String?, after: Int?, limit: Int?) -> ReceivedPushSnapshot {
         let after = Int64(clamping: after ?? Int.min)
         let limit = max(0, limit ?? Int.max)
-        var selected: [StoredDelivery]
+        var selected: [ReceivedPushRecord]
         if let token {
             guard let tokenID = self.tokenIDs[token] else {
-                return DeliverySnapshot(records: [], chunks: [], tokens: [], reasons: [])
+                return ReceivedPushSnapshot(records: [], chunks: [], tokens: [], reasons: [])
             }
             let positions = self.positionsByToken[Int(tokenID)]
             let first = Self.partitionPoint(count: positions.count) {
@@ -123,7 +122,7 @@ struct DeliveryLog {
             let end = first + min(limit, self.records.count - first)
             selected = first == 0 && end == self.records.count ? self.records : Array(self.records[first..<end])
         }
-        return DeliverySnapshot(
+        return ReceivedPushSnapshot(
             records: selected,
             chunks: self.arena.chunks,
             tokens: self.tokens,

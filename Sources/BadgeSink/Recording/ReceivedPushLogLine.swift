@@ -3,7 +3,7 @@ import Foundation
 
 /// The one-line summary of a recorded push printed when `logDeliveries` is set, such as
 /// `push seq=3 apns aaaa0000…0000 type=follow badge=1 version=2 status=200 title="New follower"`.
-enum DeliveryLogLine {
+enum ReceivedPushLogLine {
     /// The summary of a push: type, badge, `badge_version` and alert title are read from the APNs payload,
     /// or from FCM's `message.apns.payload`; those missing are left out.
     static func make<Bytes: Collection<UInt8>>(answer: PushAnswer, token: String, body: Bytes) -> String {
