@@ -219,6 +219,8 @@ let package = Package(
             name: "BadgeSinkTests",
             dependencies: [
                 "BadgeSink",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 "ProviderAuth",
                 "TestCredentials",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -25,7 +25,8 @@ struct SinkCredentialTests {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }
         for http1Only in [false, true] {
-            try await SinkHarness.withSink(configuration: Self.secured(credentials), http1Only: http1Only) { sink in
+            try await SocketSinkHarness.withSink(configuration: Self.secured(credentials), http1Only: http1Only) {
+                sink in
                 let authorization = try Self.bearer(credentials)
                 let answer = try await sink.pushAPNs("aa11", headers: [authorization])
                 #expect(answer.status == 200)
@@ -41,7 +42,7 @@ struct SinkCredentialTests {
     @Test func apnsTokensAreCheckedAsAppleChecksThem() async throws {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }
-        try await SinkHarness.withSink(configuration: Self.secured(credentials)) { sink in
+        try await SocketSinkHarness.withSink(configuration: Self.secured(credentials)) { sink in
             let missing = try await sink.pushAPNs("aa01")
             #expect(missing.status == 403)
             #expect(missing.json["reason"] as? String == "MissingProviderToken")
@@ -65,7 +66,7 @@ struct SinkCredentialTests {
     @Test func fcmSendsNeedAnAccessTokenFromTheTokenEndpoint() async throws {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }
-        try await SinkHarness.withSink(configuration: Self.secured(credentials, tokenLifetime: 1)) { sink in
+        try await SocketSinkHarness.withSink(configuration: Self.secured(credentials, tokenLifetime: 1)) { sink in
             let payload = #"{"message":{"token":"fcm-1","data":{"badge":"1"}}}"#
             let path = "/v1/projects/\(credentials.fcmProject)/messages:send"
             let anonymous = try await sink.send("POST", path, json: payload)

@@ -52,12 +52,25 @@ public struct SinkServer: Service {
 
     /// Serves until graceful shutdown (or cancellation).
     public func run() async throws {
+        try await self.makeApplication().run()
+    }
+
+    /// The router: the push endpoints, the inspection API, the token endpoint and, with a registry, `/metrics`.
+    /// Tests serve it in process (HummingbirdTesting's `.router` mode) without a socket.
+    public func makeRouter() -> Router<SinkRequestContext> {
         let router = Router(context: SinkRequestContext.self)
         if let metrics {
             router.add(middleware: MetricsMiddleware())
             router.get("/metrics") { _, _ -> Response in OperationsServer.metrics(metrics) }
         }
         self.addRoutes(to: router)
+        return router
+    }
+
+    /// The application ``run()`` serves: ``makeRouter()`` on the configured address, over TLS with HTTP/2 and
+    /// HTTP/1.1 by ALPN when a certificate is configured, else plain HTTP/1.1.
+    public func makeApplication() throws -> Application<RouterResponder<SinkRequestContext>> {
+        let router = self.makeRouter()
         let configuredPort = self.configuration.port
         let onRunning = self.onRunning
         let logger = self.logger
@@ -78,7 +91,7 @@ public struct SinkServer: Service {
             },
             logger: logger
         )
-        try await app.run()
+        return app
     }
 
     private static func tlsConfiguration(_ configuration: SinkConfiguration) throws -> TLSConfiguration? {
