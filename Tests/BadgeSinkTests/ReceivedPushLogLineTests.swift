@@ -4,7 +4,7 @@ import Testing
 @testable import BadgeSink
 
 @Suite("ReceivedPushLogLine")
-struct DeliveryLogLineTests {
+struct ReceivedPushLogLineTests {
     static let token = "aaaa0000111122223333444455556666777788889999aaaabbbbccccdddd0000"
 
     @Test("summarises an APNs alert")

@@ -69,44 +69,46 @@ public struct PushPayloadBuilder: Sendable {
     /// "notification_id" (notifications),"conversation_id" (message, message_request_accepted),
     /// "badge_version","counts"}`. Badge-only: `{"aps":{"badge"},"type","badge_version","counts"}`.
     public func apnsPayload(_ push: PlannedPush, alert text: AlertText) -> JSONValue {
+        typealias Key = APNsPayloadKey
         var aps: [(key: String, value: JSONValue)] = []
         var members: [(key: String, value: JSONValue)] = []
         switch push.kind {
         case .alert(let event):
-            aps.append((key: "alert", value: ["title": .string(text.title), "body": .string(text.body)]))
-            aps.append((key: "badge", value: .int(Int64(push.badge))))
-            aps.append((key: "sound", value: "default"))
-            if let thread = Self.threadID(for: event) { aps.append((key: "thread-id", value: .string(thread))) }
-            members.append((key: "aps", value: .object(aps)))
-            members.append((key: "type", value: .string(event.type.rawValue)))
-            members.append((key: "event_id", value: .string(event.id)))
+            aps.append((key: Key.alert, value: [Key.title: .string(text.title), Key.body: .string(text.body)]))
+            aps.append((key: Key.badge, value: .int(Int64(push.badge))))
+            aps.append((key: Key.sound, value: "default"))
+            if let thread = Self.threadID(for: event) { aps.append((key: Key.threadID, value: .string(thread))) }
+            members.append((key: Key.aps, value: .object(aps)))
+            members.append((key: Key.type, value: .string(event.type.rawValue)))
+            members.append((key: Key.eventID, value: .string(event.id)))
             if event.type.createsNotification {
-                members.append((key: "notification_id", value: .string(event.id)))
+                members.append((key: Key.notificationID, value: .string(event.id)))
             }
             if let conversation = event.conversationID, event.type == .message || event.type == .messageRequestAccepted
             {
-                members.append((key: "conversation_id", value: .string(conversation)))
+                members.append((key: Key.conversationID, value: .string(conversation)))
             }
         case .badgeOnly:
-            aps.append((key: "badge", value: .int(Int64(push.badge))))
-            members.append((key: "aps", value: .object(aps)))
-            members.append((key: "type", value: .string(push.eventType.rawValue)))
+            aps.append((key: Key.badge, value: .int(Int64(push.badge))))
+            members.append((key: Key.aps, value: .object(aps)))
+            members.append((key: Key.type, value: .string(push.eventType.rawValue)))
         }
-        members.append((key: "badge_version", value: .int(push.badgeVersion)))
-        members.append((key: "counts", value: push.counts.jsonObject()))
+        members.append((key: Key.badgeVersion, value: .int(push.badgeVersion)))
+        members.append((key: Key.counts, value: push.counts.jsonObject()))
         return .object(members)
     }
 
     /// The FCM HTTP v1 body of `push`: `{"message":{"token","apns":{"payload"},"android":{"notification":
     /// {"title","body" (alerts),"notification_count"}},"data":{…string values…}}}`.
     public func fcmBody(_ push: PlannedPush, alert text: AlertText) -> JSONValue {
+        typealias Key = FCMMessageKey
         var notification: [(key: String, value: JSONValue)] = []
         var data: [(key: String, value: JSONValue)] = [(key: "type", value: .string(push.eventType.rawValue))]
         if push.kind.isAlert {
-            notification.append((key: "title", value: .string(text.title)))
-            notification.append((key: "body", value: .string(text.body)))
+            notification.append((key: APNsPayloadKey.title, value: .string(text.title)))
+            notification.append((key: APNsPayloadKey.body, value: .string(text.body)))
         }
-        notification.append((key: "notification_count", value: .int(Int64(push.badge))))
+        notification.append((key: Key.notificationCount, value: .int(Int64(push.badge))))
         data.append((key: "badge", value: .string(String(push.badge))))
         data.append((key: "badge_version", value: .string(String(push.badgeVersion))))
         data.append((key: "unread_notifications", value: .string(String(push.counts.unreadNotifications))))
@@ -116,12 +118,12 @@ public struct PushPayloadBuilder: Sendable {
             data.append((key: "event_id", value: .string(push.eventID)))
         }
         let message: JSONValue = [
-            "token": .string(push.token),
-            "apns": ["payload": apnsPayload(push, alert: text)],
-            "android": ["notification": .object(notification)],
-            "data": .object(data),
+            Key.token: .string(push.token),
+            Key.apns: [Key.payload: apnsPayload(push, alert: text)],
+            Key.android: [Key.notification: .object(notification)],
+            Key.data: .object(data),
         ]
-        return ["message": message]
+        return [Key.message: message]
     }
 
     // MARK: - Requests

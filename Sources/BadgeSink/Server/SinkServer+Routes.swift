@@ -134,7 +134,6 @@ extension SinkServer {
 
     /// `message.token` of an FCM v1 request body, or "" when the body has none.
     static func fcmToken<Bytes: Collection<UInt8>>(in body: Bytes) -> String {
-        guard let root = try? JSONValue.parse(Array(body)) else { return "" }
-        return root["message"]?["token"]?.stringValue ?? ""
+        PushPayloadSummary.fcmToken(in: body) ?? ""
     }
 }
