@@ -12,17 +12,10 @@ extension SinkServer {
         router.post("/3/device/{token}") { request, context -> Response in
             let token = context.parameters.get("token") ?? ""
             let body = try await request.body.collect(upTo: context.maxUploadSize)
-            let answer = state.record(
-                provider: .apns,
-                token: token,
-                headers: Self.headerList(request.headers),
-                body: body.readableBytesView,
-                http2: context.isHTTP2,
-                refusal: credentials.checkAPNs(authorization: request.headers[.authorization])
-            )
-            if logDeliveries {
-                ReceivedPushLogLine.print(answer: answer, token: token, body: body.readableBytesView)
-            }
+            let refusal = credentials.checkAPNs(authorization: request.headers[.authorization])
+            let answer = Self.receive(
+                .apns, token: token, body: body, request: request, context: context, refusal: refusal, into: state,
+                log: logDeliveries)
             var headers = HTTPFields()
             headers[.init("apns-id")!] = request.headers[.init("apns-id")!] ?? UUID().uuidString.lowercased()
             guard !answer.isSuccess else {
@@ -35,17 +28,10 @@ extension SinkServer {
             let project = context.parameters.get("project") ?? ""
             let body = try await request.body.collect(upTo: context.maxUploadSize)
             let token = Self.fcmToken(in: body.readableBytesView)
-            let answer = state.record(
-                provider: .fcm,
-                token: token,
-                headers: Self.headerList(request.headers),
-                body: body.readableBytesView,
-                http2: context.isHTTP2,
-                refusal: credentials.checkFCM(authorization: request.headers[.authorization])
-            )
-            if logDeliveries {
-                ReceivedPushLogLine.print(answer: answer, token: token, body: body.readableBytesView)
-            }
+            let refusal = credentials.checkFCM(authorization: request.headers[.authorization])
+            let answer = Self.receive(
+                .fcm, token: token, body: body, request: request, context: context, refusal: refusal, into: state,
+                log: logDeliveries)
             return Self.json(answer.fcmBody(project: project), status: answer.status)
         }
 
@@ -109,6 +95,32 @@ extension SinkServer {
         router.get("/stats") { _, _ in
             state.stats()
         }
+    }
+
+    /// Records a push received on either endpoint in `state`, prints its log line when `log` is set, and
+    /// returns the answer to send.
+    static func receive(
+        _ provider: PushProvider,
+        token: String,
+        body: ByteBuffer,
+        request: Request,
+        context: SinkRequestContext,
+        refusal: (status: Int, reason: String)?,
+        into state: SinkState,
+        log: Bool
+    ) -> PushAnswer {
+        let answer = state.record(
+            provider: provider,
+            token: token,
+            headers: Self.headerList(request.headers),
+            body: body.readableBytesView,
+            http2: context.isHTTP2,
+            refusal: refusal
+        )
+        if log {
+            ReceivedPushLogLine.print(answer: answer, token: token, body: body.readableBytesView)
+        }
+        return answer
     }
 
     /// A JSON response.
