@@ -29,11 +29,14 @@ let package = Package(
             pkgConfig: "librabbitmq",
             providers: [.apt(["librabbitmq-dev"])]
         ),
+        // Shared primitives with no dependencies: the one backoff formula, the close signal, the time limit.
+        .target(name: "BadgeSupport"),
         // The only module that imports C; exposes no C types.
         .target(
             name: "AMQPClient",
             dependencies: [
                 "CRabbitMQ",
+                "BadgeSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -45,6 +48,7 @@ let package = Package(
             name: "BadgeStore",
             dependencies: [
                 "BadgeCore",
+                "BadgeSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -105,6 +109,7 @@ let package = Package(
             dependencies: [
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeSupport",
                 "BadgeStore",
                 "BadgeDelivery",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -152,11 +157,12 @@ let package = Package(
             ],
             path: "Tests/TestCredentials"
         ),
+        .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel"], resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel"],
+            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeDeliveryTests",
