@@ -41,8 +41,8 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
-        // Pure core: events, counts, badge policy, payloads. No I/O.
-        .target(name: "BadgeCore"),
+        // Pure core: events, counts, badge policy, payloads. No I/O. (swift-crypto for the SHA-1 of push ids.)
+        .target(name: "BadgeCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Storage adapter: PostgreSQL for fleets, embedded SQLite for one node.
         .target(
             name: "BadgeStore",
