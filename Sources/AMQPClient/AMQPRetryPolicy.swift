@@ -5,31 +5,16 @@ import BadgeSupport
 /// `min(maxDelay, initialDelay × multiplier^(n−1))`; with the default `jitter` of 1 it is uniform between zero
 /// and that ceiling ("full jitter"), so a fleet does not reconnect in lockstep.
 public struct AMQPRetryPolicy: Sendable, Hashable {
-    /// The formula's settings.
-    var backoff: Backoff
+    /// The ceiling of the wait before the second attempt.
+    public var initialDelay: Duration
+    /// Upper bound of any wait.
+    public var maxDelay: Duration
+    /// Growth of the ceiling per attempt.
+    public var multiplier: Double
+    /// Fraction of each wait that is random (0...1): 1 is full jitter, 0 waits the whole ceiling.
+    public var jitter: Double
     /// Give up after this many attempts; nil retries until cancelled.
     public var maxAttempts: Int?
-
-    /// The ceiling of the wait before the second attempt.
-    public var initialDelay: Duration {
-        get { backoff.initial }
-        set { backoff.initial = newValue }
-    }
-    /// Upper bound of any wait.
-    public var maxDelay: Duration {
-        get { backoff.maximum }
-        set { backoff.maximum = newValue }
-    }
-    /// Growth of the ceiling per attempt.
-    public var multiplier: Double {
-        get { backoff.multiplier }
-        set { backoff.multiplier = newValue }
-    }
-    /// Fraction of each wait that is random (0...1): 1 is full jitter, 0 waits the whole ceiling.
-    public var jitter: Double {
-        get { backoff.jitter }
-        set { backoff.jitter = newValue }
-    }
 
     /// Creates a policy; the defaults wait up to 100 ms after the first failure, doubling up to 5 s, with full
     /// jitter, and retry until cancelled.
@@ -40,8 +25,16 @@ public struct AMQPRetryPolicy: Sendable, Hashable {
         jitter: Double = 1,
         maxAttempts: Int? = nil
     ) {
-        self.backoff = Backoff(initial: initialDelay, maximum: maxDelay, multiplier: multiplier, jitter: jitter)
+        self.initialDelay = initialDelay
+        self.maxDelay = maxDelay
+        self.multiplier = multiplier
+        self.jitter = jitter
         self.maxAttempts = maxAttempts
+    }
+
+    /// The waits as the project's one backoff formula.
+    var backoff: Backoff {
+        Backoff(initial: initialDelay, maximum: maxDelay, multiplier: multiplier, jitter: jitter)
     }
 
     /// The wait after `attempt` failures (1-based) for a `random` draw from 0...1, jitter included.

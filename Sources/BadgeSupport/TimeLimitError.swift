@@ -1,19 +1,9 @@
 /// What ``withTimeLimit(_:_:)`` throws when its body took too long.
 public struct TimeLimitError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A typed, machine-readable error code.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
+    /// A typed, machine-readable error code; its raw value is the name logs show.
+    public enum Code: String, Sendable, Hashable {
         /// The body ran past its limit and was cancelled.
-        public static let exceeded = Code("time_limit_exceeded")
+        case exceeded = "time_limit_exceeded"
     }
 
     /// The error's code.
@@ -27,5 +17,5 @@ public struct TimeLimitError: Error, Sendable, Hashable, CustomStringConvertible
         self.limit = limit
     }
 
-    public var description: String { "\(code): took longer than \(limit)" }
+    public var description: String { "\(code.rawValue): took longer than \(limit)" }
 }
