@@ -29,11 +29,14 @@ let package = Package(
             pkgConfig: "librabbitmq",
             providers: [.apt(["librabbitmq-dev"])]
         ),
+        // Shared primitives with no dependencies: the one backoff formula, the close signal, the time limit.
+        .target(name: "BadgeSupport"),
         // The only module that imports C; exposes no C types.
         .target(
             name: "AMQPClient",
             dependencies: [
                 "CRabbitMQ",
+                "BadgeSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -41,13 +44,17 @@ let package = Package(
         // Wire formats shared by the worker and the sink: strict JSON, RFC 3339 timestamps, provider names,
         // push payload keys. No dependencies.
         .target(name: "BadgeWire"),
-        // Pure core: events, counts, badge policy, payloads. No I/O.
-        .target(name: "BadgeCore", dependencies: ["BadgeWire"]),
+        // Pure core: events, counts, badge policy, payloads. No I/O. (swift-crypto for the SHA-1 of push ids.)
+        .target(
+            name: "BadgeCore",
+            dependencies: ["BadgeWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Storage adapter: PostgreSQL for fleets, embedded SQLite for one node.
         .target(
             name: "BadgeStore",
             dependencies: [
                 "BadgeCore",
+                "BadgeSupport",
                 "BadgeWire",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
@@ -112,6 +119,7 @@ let package = Package(
             dependencies: [
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeSupport",
                 "BadgeStore",
                 "BadgeDelivery",
                 "BadgeWire",
@@ -161,13 +169,15 @@ let package = Package(
             ],
             path: "Tests/TestCredentials"
         ),
+        .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
         .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeCore"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel", "BadgeWire"],
             resources: [.copy("Fixtures")]),
         .testTarget(
-            name: "BadgeStoreTests", dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeWire"],
+            name: "BadgeStoreTests",
+            dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport", "BadgeWire"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeDeliveryTests",

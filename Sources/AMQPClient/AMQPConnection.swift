@@ -1,3 +1,4 @@
+import BadgeSupport
 import Foundation
 import Logging
 
@@ -24,14 +25,14 @@ public final class AMQPConnection: Sendable {
     public let events: AsyncStream<AMQPConnectionEvent>
 
     let mailbox: Mailbox
-    private let signal: CloseSignal
+    private let signal: CloseSignal<AMQPError?>
 
     private init(
         configuration: AMQPConfiguration,
         heartbeatSeconds: Int,
         events: AsyncStream<AMQPConnectionEvent>,
         mailbox: Mailbox,
-        signal: CloseSignal
+        signal: CloseSignal<AMQPError?>
     ) {
         self.configuration = configuration
         self.heartbeatSeconds = heartbeatSeconds
@@ -51,7 +52,7 @@ public final class AMQPConnection: Sendable {
         logger: Logger = Logger(label: "amqp")
     ) async throws -> AMQPConnection {
         let mailbox = try Mailbox()
-        let signal = CloseSignal()
+        let signal = CloseSignal<AMQPError?>()
         let (events, eventsContinuation) = AsyncStream<AMQPConnectionEvent>.makeStream()
         let loop = ConnectionLoop(
             configuration: configuration, mailbox: mailbox, signal: signal, events: eventsContinuation, logger: logger)

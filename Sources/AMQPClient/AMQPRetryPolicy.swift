@@ -1,21 +1,28 @@
-/// Exponential backoff with jitter for reconnecting.
+import BadgeSupport
+
+/// Exponential backoff with jitter for reconnecting: the project's one backoff formula (`Backoff` in
+/// BadgeSupport) and a bound on the attempts. The wait after the `n`-th failed attempt is drawn below
+/// `min(maxDelay, initialDelay × multiplier^(n−1))`; with the default `jitter` of 1 it is uniform between zero
+/// and that ceiling ("full jitter"), so a fleet does not reconnect in lockstep.
 public struct AMQPRetryPolicy: Sendable, Hashable {
-    /// Wait before the second attempt.
+    /// The ceiling of the wait before the second attempt.
     public var initialDelay: Duration
     /// Upper bound of any wait.
     public var maxDelay: Duration
-    /// Growth per attempt.
+    /// Growth of the ceiling per attempt.
     public var multiplier: Double
-    /// Fraction of each wait that is random (0...1), so a fleet does not reconnect in lockstep.
+    /// Fraction of each wait that is random (0...1): 1 is full jitter, 0 waits the whole ceiling.
     public var jitter: Double
     /// Give up after this many attempts; nil retries until cancelled.
     public var maxAttempts: Int?
 
+    /// Creates a policy; the defaults wait up to 100 ms after the first failure, doubling up to 5 s, with full
+    /// jitter, and retry until cancelled.
     public init(
         initialDelay: Duration = .milliseconds(100),
         maxDelay: Duration = .seconds(5),
         multiplier: Double = 2,
-        jitter: Double = 0.3,
+        jitter: Double = 1,
         maxAttempts: Int? = nil
     ) {
         self.initialDelay = initialDelay
@@ -25,19 +32,13 @@ public struct AMQPRetryPolicy: Sendable, Hashable {
         self.maxAttempts = maxAttempts
     }
 
-    /// The wait after `attempt` failures (1-based), jitter included.
+    /// The waits as the project's one backoff formula.
+    var backoff: Backoff {
+        Backoff(initial: initialDelay, maximum: maxDelay, multiplier: multiplier, jitter: jitter)
+    }
+
+    /// The wait after `attempt` failures (1-based) for a `random` draw from 0...1, jitter included.
     public func delay(afterAttempt attempt: Int, random: Double = Double.random(in: 0...1)) -> Duration {
-        let initial = Double(initialDelay.milliseconds)
-        let cap = Double(maxDelay.milliseconds)
-        let exponent = Double(max(0, attempt - 1))
-        let base = min(cap, initial * pow(multiplier, exponent))
-        let jittered = base * (1 - jitter) + base * jitter * random
-        return .milliseconds(Int64(jittered.rounded()))
+        backoff.delay(attempt: attempt, unit: random)
     }
 }
-
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif

@@ -1,22 +1,3 @@
-/// Fires once, when a store is closed; ``wait()`` returns then (or when the waiting task is cancelled).
-final class CloseSignal: Sendable {
-    private let stream: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream.makeStream(of: Void.self)
-    }
-
-    /// Waits until ``fire()`` or cancellation. Call from one task at a time.
-    func wait() async {
-        for await _ in stream {}
-    }
-
-    func fire() {
-        continuation.finish()
-    }
-}
-
 /// Test hooks of a store.
 final class StoreHooks: Sendable {
     private let storage = LockedValue<(@Sendable (Int, any SQLExecutor) async throws -> Void)?>(nil)

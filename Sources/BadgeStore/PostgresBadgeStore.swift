@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 import Foundation
 import Logging
 import NIOSSL
@@ -34,7 +35,7 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
 
     /// The shared SQL rules run here.
     public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: leaseDatabase, hooks: hooks) }
-    private let closeSignal = CloseSignal()
+    private let closeSignal = CloseSignal<Void>()
 
     /// Creates a store over `configuration`. `schema`, when given, becomes the connections' `search_path` and
     /// is created by ``migrate()`` if missing.
@@ -79,7 +80,7 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
         await withDiscardingTaskGroup { group in
             group.addTask { await self.client.run() }
             group.addTask { await self.leaseClient.run() }
-            await closeSignal.wait()
+            _ = await closeSignal.waitUnlessCancelled()
             group.cancelAll()
         }
     }
@@ -91,7 +92,7 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
 
     /// Stops the connection pool: ``run()`` returns and later operations fail.
     public func close() async throws {
-        closeSignal.fire()
+        closeSignal.resolve()
     }
 }
 

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 import Logging
 import NIOCore
 import SQLiteNIO
@@ -18,7 +19,7 @@ public final class SQLiteBadgeStore: SQLBackedBadgeStore {
 
     /// The shared SQL rules run here.
     public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: database, hooks: hooks) }
-    private let closeSignal = CloseSignal()
+    private let closeSignal = CloseSignal<Void>()
 
     /// Creates a store on the file at `path` (created if missing), or on a private in-memory database when
     /// `path` is `nil` or `":memory:"`.
@@ -32,7 +33,7 @@ public final class SQLiteBadgeStore: SQLBackedBadgeStore {
 
     /// Waits until ``close()`` or until the calling task is cancelled.
     public func run() async {
-        await closeSignal.wait()
+        _ = await closeSignal.waitUnlessCancelled()
     }
 
     public func migrate() async throws {
@@ -41,7 +42,7 @@ public final class SQLiteBadgeStore: SQLBackedBadgeStore {
 
     /// Closes the connection; ``run()`` returns and later operations fail.
     public func close() async throws {
-        closeSignal.fire()
+        closeSignal.resolve()
         try await database.close()
     }
 }

@@ -1,9 +1,13 @@
 import BadgeStore
+import BadgeSupport
 import Logging
 
 /// Retrying in place: a transient failure (database restarting, lock conflict) is tried again with capped
 /// exponential backoff, holding the deliveries unacked, instead of requeueing them behind later events.
 enum Retry {
+    /// The waits between attempts: full jitter below a ceiling of 50 ms doubling up to 2 s.
+    static let backoff = Backoff(initial: .milliseconds(50), maximum: .seconds(2))
+
     /// How long one attempt may take before it is cancelled and retried. It helps only a call that honours
     /// cancellation; one that does not (see `PostgresExecutor.queryIfOpen` for the case we met) is left to the
     /// watchdog.
@@ -25,7 +29,13 @@ enum Retry {
             do {
                 let value: T
                 if let attemptTimeout {
-                    value = try await withTimeout(attemptTimeout, what: what, body)
+                    do {
+                        value = try await withTimeLimit(attemptTimeout, body)
+                    } catch let timeout as TimeLimitError {
+                        // Running out of time is transient: the attempt is retried like a lost connection.
+                        throw StoreError(
+                            code: .timeout, message: "\(what) took longer than \(timeout.limit)", transient: true)
+                    }
                 } else {
                     value = try await body()
                 }
@@ -35,35 +45,14 @@ enum Retry {
                 health?.databaseFailed("\(what): \(error.message)")
                 WorkerMetrics.databaseErrors(error).increment()
                 attempt += 1
-                let delayMilliseconds = min(2000, 25 << min(attempt, 7))
                 logger.warning(
                     dependency.map { "waiting for \($0), retrying" } ?? "transient failure, retrying in place",
                     metadata: [
                         "worker.operation": "\(what)", "worker.attempt": "\(attempt)",
                         "worker.error": "\(error.message)",
                     ])
-                try await Task.sleep(for: .milliseconds(delayMilliseconds))
+                try await Task.sleep(for: backoff.delay(attempt: attempt))
             }
-        }
-    }
-
-    /// Runs `body`, cancelling it and throwing a transient `StoreError` when it takes longer than `limit`.
-    static func withTimeout<T: Sendable>(
-        _ limit: Duration,
-        what: String,
-        _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw StoreError(code: .timeout, message: "\(what) took longer than \(limit)", transient: true)
-            }
-            return value
         }
     }
 }

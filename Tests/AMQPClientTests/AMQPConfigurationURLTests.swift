@@ -37,6 +37,15 @@ struct AMQPConfigurationURLTests {
         #expect(configuration.password == "p:ss")
     }
 
+    @Test func reservedCharactersInUserInfoMustBeEncoded() throws {
+        #expect(try AMQPConfiguration(url: "amqp://u:p%40ss%2F@h").password == "p@ss/")
+        for url in ["amqp://u:p@ss@h/", "amqp://h/?heartbeat=%ff", "amqp:h", "amqp://h/v#top"] {
+            #expect(throws: AMQPError.self, "\(url)") { try AMQPConfiguration(url: url) }
+        }
+        // An empty pair in the query is skipped, as before.
+        #expect(try AMQPConfiguration(url: "amqp://h/?heartbeat=5&&frame_max=8192").frameMax == 8192)
+    }
+
     @Test func tlsAndOptions() throws {
         let configuration = try AMQPConfiguration(
             url: "amqps://h/v?cacertfile=/etc/ca.pem&verify=verify_none&connection_timeout=2500&frame_max=8192")

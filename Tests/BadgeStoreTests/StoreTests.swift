@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeModel
+import BadgeSupport
 import Foundation
 import Testing
 
@@ -220,7 +221,7 @@ struct StoreTests {
                 return nil
             }
             defer { group.cancelAll() }
-            let ssl = try await withDeadline(limit) {
+            let ssl = try await withTimeLimit(limit) {
                 try await store.database.transaction { sql in
                     try await sql.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", [])
                 }

@@ -28,21 +28,6 @@ let testPostgresCA =
     ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent(".services/postgres-tls/ca.crt").path
 
-/// Runs `body`, throwing `TimedOut` when it takes longer than `limit`.
-struct TimedOut: Error {}
-func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            return nil
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw TimedOut() }
-        return value
-    }
-}
-
 /// Errors only: PostgresNIO warns when a query races the client's `run()` task starting.
 let testLogger: Logger = {
     var logger = Logger(label: "badgestore-tests")

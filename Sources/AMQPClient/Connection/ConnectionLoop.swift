@@ -1,3 +1,4 @@
+import BadgeSupport
 import CRabbitMQ
 import Logging
 import Metrics
@@ -32,7 +33,7 @@ final class ConnectionLoop: @unchecked Sendable {
 
     let configuration: AMQPConfiguration
     let mailbox: Mailbox
-    let signal: CloseSignal
+    let signal: CloseSignal<AMQPError?>
     let events: AsyncStream<AMQPConnectionEvent>.Continuation
     var logger: Logger
 
@@ -53,7 +54,7 @@ final class ConnectionLoop: @unchecked Sendable {
     init(
         configuration: AMQPConfiguration,
         mailbox: Mailbox,
-        signal: CloseSignal,
+        signal: CloseSignal<AMQPError?>,
         events: AsyncStream<AMQPConnectionEvent>.Continuation,
         logger: Logger
     ) {
