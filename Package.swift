@@ -84,12 +84,12 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
-        // The mock APNs / FCM sink. It reads and writes the wire formats through BadgeWire; BadgeCore only for
-        // SeededGenerator (the faults' draws), nothing else of the core.
+        // The mock APNs / FCM sink. It reads and writes the wire formats through BadgeWire and draws its faults
+        // with BadgeSupport's SeededGenerator; nothing of the core.
         .target(
             name: "BadgeSink",
             dependencies: [
-                "BadgeCore",
+                "BadgeSupport",
                 "BadgeWire",
                 "ProviderAuth",
                 "BadgeOperations",
@@ -134,6 +134,7 @@ let package = Package(
             dependencies: [
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeSupport",
                 "BadgeDelivery",
                 "BadgeOperations",
                 "BadgeWire",
@@ -171,7 +172,7 @@ let package = Package(
         ),
         .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
-        .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeCore"]),
+        .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeSupport"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel", "BadgeWire"],
             resources: [.copy("Fixtures")]),
@@ -218,6 +219,7 @@ let package = Package(
                 "badgepipe",
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeSupport",
                 "BadgeModel",
                 "BadgeSink",
                 "BadgeWire",

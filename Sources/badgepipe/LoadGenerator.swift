@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 import BadgeWire
 
 /// A reproducible stream of events for load tests: each user first registers one device, then a mix of

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeModel
+import BadgeSupport
 import BadgeWire
 import Testing
 

@@ -1,4 +1,4 @@
-import BadgeCore
+import BadgeSupport
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeModel
+import BadgeSupport
 import BadgeWire
 
 /// A seeded, reproducible event script for fleet tests: users with 1–3 devices each, then a few thousand events of

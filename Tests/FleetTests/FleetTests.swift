@@ -1,6 +1,7 @@
 import BadgeCore
 import BadgeModel
 import BadgeSink
+import BadgeSupport
 import Foundation
 import Testing
 

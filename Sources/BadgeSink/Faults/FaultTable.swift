@@ -1,4 +1,4 @@
-import BadgeCore
+import BadgeSupport
 
 /// The active faults, in insertion order, and the random source for their rates.
 struct FaultTable {
