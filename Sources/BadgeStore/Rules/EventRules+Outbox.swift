@@ -1,0 +1,36 @@
+import BadgeCore
+
+extension EventRules {
+    /// Writes `planned` to the outbox in one statement and returns their ids (increasing in planning order).
+    func insertOutbox() async throws -> [Int64] {
+        guard !planned.isEmpty else { return [] }
+        var set = OutboxRow.rowSet()
+        for push in planned {
+            set.append(
+                OutboxRow.values(
+                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition,
+                    createdAt: createdAt))
+        }
+        let returned = try await sql.query(
+            "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM "
+                + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE true ORDER BY ord RETURNING id, event_id, token",
+            [set.bind])
+        var byKey: [String: Int64] = [:]
+        for row in returned {
+            guard row.count == 3, let id = row[0].int64, let eventID = row[1].string, let token = row[2].string
+            else { throw StoreError.corrupt("bad outbox RETURNING row") }
+            byKey[eventID + " " + token] = id
+        }
+        var ids: [Int64] = []
+        ids.reserveCapacity(planned.count)
+        for push in planned {
+            guard let id = byKey[push.eventID + " " + push.token] else {
+                throw StoreError.corrupt("outbox id missing for a push")
+            }
+            // Both databases number the rows of an ordered INSERT … SELECT in order; the outbox order relies on it.
+            guard id > (ids.last ?? .min) else { throw StoreError.corrupt("outbox ids out of planning order") }
+            ids.append(id)
+        }
+        return ids
+    }
+}
