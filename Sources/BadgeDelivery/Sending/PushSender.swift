@@ -9,7 +9,7 @@ import NIOHTTP1
 /// Sends pushes to APNs and FCM v1 (or a sink standing in for them) over HTTP, one attempt per call.
 ///
 /// `send` never sleeps and never retries a provider's answer: it returns the classified outcome of one attempt
-/// (``DeliveryOutcome``), and the caller schedules any retry (the worker keeps each push's next attempt in its
+/// (``PushOutcome``), and the caller schedules any retry (the worker keeps each push's next attempt in its
 /// outbox, so a slow or failing provider holds up nobody else). Concurrency is the caller's.
 public struct PushSender: Sendable {
     private let configuration: DeliveryConfiguration
@@ -56,7 +56,7 @@ public struct PushSender: Sendable {
     /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`. A credential
     /// the provider calls expired (APNs `ExpiredProviderToken`, FCM 401) is renewed once and the push sent again
     /// at once; refused again, it is a configuration error.
-    public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> DeliveryOutcome {
+    public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> PushOutcome {
         var renewed = false
         while true {
             try Task.checkCancellation()

@@ -24,7 +24,7 @@ struct WorkerSession {
     /// A partition being consumed.
     private struct Running {
         var term: LeaseTerm?
-        var buffer: DeliveryBuffer
+        var buffer: MessageBuffer
         var doorbell: Doorbell
     }
 
@@ -52,7 +52,7 @@ struct WorkerSession {
                     let channel = try await connection.openChannel()
                     try await channel.qos(prefetchCount: configuration.prefetch)
                     let consumer = try await channel.consume(queue: configuration.topology.queueName(partition))
-                    let buffer = DeliveryBuffer()
+                    let buffer = MessageBuffer()
                     let doorbell = Doorbell()
                     running[partition] = Running(term: term, buffer: buffer, doorbell: doorbell)
                     let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
@@ -68,7 +68,7 @@ struct WorkerSession {
                         idlePoll: configuration.deliveryIdlePoll)
                     group.addTask {
                         do {
-                            for try await delivery in consumer { buffer.append(delivery) }
+                            for try await message in consumer { buffer.append(message) }
                             buffer.finish(nil)
                         } catch {
                             buffer.finish(error)
@@ -108,7 +108,7 @@ struct WorkerSession {
                         } else if let failure {
                             registry.fail(failure)
                         }
-                        // Unprocessed deliveries go back to the queue in order (no basic.cancel).
+                        // Unprocessed messages go back to the queue in order (no basic.cancel).
                         try? await channel.close()
                         registry.stopped(partition)
                         // Release it at once: the manager loop runs its next lease round now.

@@ -1,11 +1,11 @@
 import AMQPClient
 import Synchronization
 
-/// Collects one consumer's deliveries so that a batch can take everything that arrived while the previous batch
+/// Collects one consumer's messages so that a batch can take everything that arrived while the previous batch
 /// was being processed: natural batching, bounded by the channel's prefetch.
-final class DeliveryBuffer: Sendable {
+final class MessageBuffer: Sendable {
     private struct State {
-        var deliveries: [AMQPDelivery] = []
+        var messages: [AMQPDelivery] = []
         var finished: (any Error)?? = nil
         var waiter: CheckedContinuation<Void, Never>?
     }
@@ -14,17 +14,17 @@ final class DeliveryBuffer: Sendable {
 
     init() {}
 
-    /// Adds a delivery (consumer side).
-    func append(_ delivery: AMQPDelivery) {
+    /// Adds a message (consumer side).
+    func append(_ message: AMQPDelivery) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.deliveries.append(delivery)
+            state.messages.append(message)
             defer { state.waiter = nil }
             return state.waiter
         }
         waiter?.resume()
     }
 
-    /// No more deliveries will come; `error` is nil for a clean end.
+    /// No more messages will come; `error` is nil for a clean end.
     func finish(_ error: (any Error)?) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             if state.finished == nil { state.finished = .some(error) }
@@ -34,7 +34,7 @@ final class DeliveryBuffer: Sendable {
         waiter?.resume()
     }
 
-    /// Waits for at least one delivery and takes up to `limit`; returns nil once finished (throws its error, if
+    /// Waits for at least one message and takes up to `limit`; returns nil once finished (throws its error, if
     /// any).
     func take(limit: Int) async throws -> [AMQPDelivery]? {
         while true {
@@ -45,10 +45,10 @@ final class DeliveryBuffer: Sendable {
             }
             let step = state.withLock { state -> Step in
                 if let finished = state.finished { return .end(finished) }
-                if !state.deliveries.isEmpty {
-                    let count = min(limit, state.deliveries.count)
-                    let batch = Array(state.deliveries.prefix(count))
-                    state.deliveries.removeFirst(count)
+                if !state.messages.isEmpty {
+                    let count = min(limit, state.messages.count)
+                    let batch = Array(state.messages.prefix(count))
+                    state.messages.removeFirst(count)
                     return .batch(batch)
                 }
                 return .wait
@@ -61,7 +61,7 @@ final class DeliveryBuffer: Sendable {
             case .wait:
                 await withCheckedContinuation { continuation in
                     let resumeNow = state.withLock { state -> Bool in
-                        if state.finished != nil || !state.deliveries.isEmpty { return true }
+                        if state.finished != nil || !state.messages.isEmpty { return true }
                         state.waiter = continuation
                         return false
                     }

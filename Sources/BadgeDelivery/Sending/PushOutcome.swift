@@ -1,5 +1,5 @@
 /// How one attempt to send a push ended.
-public enum DeliveryOutcome: Sendable, Equatable {
+public enum PushOutcome: Sendable, Equatable {
     /// The provider accepted the push.
     case accepted
     /// The provider says the token is unregistered or invalid: deactivate it, send nothing more to it.
