@@ -70,7 +70,8 @@ enum DeliveryQueries {
                 + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forNoKeyUpdate,
             [tokens.bind])
         {
-            guard row.count == 3, let token = row[0].string, let user = row[1].string, let version = row[2].int64
+            guard let token = try row["token"].string, let user = try row["user_id"].string,
+                let version = try row["pushed_version"].int64
             else { throw StoreError.corrupt("bad devices row") }
             stored[token] = PushGuard.Device(user: user, pushedVersion: version)
         }
@@ -86,17 +87,19 @@ enum DeliveryQueries {
         if !rebuilds.isEmpty {
             var set = SQLRowSet([("user_id", .text), ("k", .int)])
             for (user, count) in rebuilds.sorted(by: { $0.key < $1.key }) { set.append([.text(user), .int(count)]) }
-            let columns = EventRules.UserRow.columns.split(separator: ",").map {
-                "users." + $0.drop(while: { $0 == " " })
+            // Qualified (the FROM list has a set with columns of the same names) and named back to the plain names.
+            let columns = EventRules.UserRow.columns.split(separator: ",").map { column in
+                let name = column.drop(while: { $0 == " " })
+                return "users.\(name) AS \(name)"
             }
             for row in try await sql.query(
                 "UPDATE users SET badge_version = users.badge_version + s.k FROM "
                     + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE users.user_id = s.user_id "
-                    + "RETURNING users.user_id, \(columns.joined(separator: ", "))",
+                    + "RETURNING users.user_id AS user_id, \(columns.joined(separator: ", "))",
                 [set.bind])
             {
-                guard let user = row.first?.string else { throw StoreError.corrupt("users row without id") }
-                var state = try EventRules.UserRow(cells: row, offset: 1)
+                guard let user = try row["user_id"].string else { throw StoreError.corrupt("users row without id") }
+                var state = try EventRules.UserRow(row: row)
                 state.badgeVersion -= rebuilds[user] ?? 0
                 current[user] = state
             }

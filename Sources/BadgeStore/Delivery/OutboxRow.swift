@@ -34,17 +34,20 @@ enum OutboxRow {
         ]
     }
 
-    /// Rebuilds a push from the cells of ``selectColumns``.
-    static func decode(_ cells: [SQLValue]) throws -> OutboxPush {
-        guard cells.count == 21, let id = cells[0].int64, let recipient = cells[1].string,
-            let eventID = cells[2].string, let eventType = cells[3].string.flatMap(EventType.init(rawValue:)),
-            let token = cells[4].string, let provider = cells[5].string.flatMap(PushProvider.init(rawValue:)),
-            let kindName = cells[8].string, let unreadNotifications = cells[10].int64,
-            let unseenNotifications = cells[11].int64, let unreadMessages = cells[12].int64,
-            let badge = cells[13].int64, let badgeVersion = cells[14].int64, let previews = cells[15].bool
+    /// Rebuilds a push from the columns named in ``selectColumns``.
+    static func decode(_ row: SQLRow) throws -> OutboxPush {
+        guard let id = try row["id"].int64, let recipient = try row["user_id"].string,
+            let eventID = try row["event_id"].string,
+            let eventType = try row["event_type"].string.flatMap(EventType.init(rawValue:)),
+            let token = try row["token"].string,
+            let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:)),
+            let kindName = try row["kind"].string, let unreadNotifications = try row["unread_notifications"].int64,
+            let unseenNotifications = try row["unseen_notifications"].int64,
+            let unreadMessages = try row["unread_messages"].int64, let badge = try row["badge"].int64,
+            let badgeVersion = try row["badge_version"].int64, let previews = try row["previews"].bool
         else { throw StoreError.corrupt("bad outbox row") }
         let environment: APNsEnvironment?
-        if let name = cells[7].string {
+        if let name = try row["environment"].string {
             guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
             environment = value
         } else {
@@ -55,21 +58,24 @@ enum OutboxRow {
         case "badge":
             kind = .badgeOnly
         case "alert":
-            guard let text = cells[9].string else { throw StoreError.corrupt("alert outbox row \(id) without event") }
+            guard let text = try row["event_json"].string else {
+                throw StoreError.corrupt("alert outbox row \(id) without event")
+            }
             kind = .alert(try decodeEvent(text, outboxID: id))
         default:
             throw StoreError.corrupt("bad outbox kind \(kindName)")
         }
         let push = PlannedPush(
             recipient: recipient, eventID: eventID, eventType: eventType, token: token, provider: provider,
-            topic: cells[6].string, environment: environment, kind: kind,
+            topic: try row["topic"].string, environment: environment, kind: kind,
             counts: Counts(
                 unreadNotifications: Int(unreadNotifications), unseenNotifications: Int(unseenNotifications),
                 unreadMessages: Int(unreadMessages)),
             badge: Int(badge), badgeVersion: badgeVersion, previews: previews)
         return OutboxPush(
-            id: id, push: push, claimedEpoch: cells[18].int64, attempts: Int(cells[19].int64 ?? 0),
-            createdAt: cells[17].int64 ?? 0, nextAttemptAt: cells[20].int64 ?? 0)
+            id: id, push: push, claimedEpoch: try row["claimed_epoch"].int64,
+            attempts: Int(try row["attempts"].int64 ?? 0), createdAt: try row["created_at"].int64 ?? 0,
+            nextAttemptAt: try row["next_attempt_at"].int64 ?? 0)
     }
 
     private static func decodeEvent(_ text: String, outboxID: Int64) throws -> Event {

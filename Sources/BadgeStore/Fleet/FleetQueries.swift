@@ -39,8 +39,8 @@ enum FleetQueries {
                 [.int(ttl * 20)])
             let live =
                 try await sql.query(
-                    "SELECT COUNT(*) FROM fleet_workers WHERE last_seen >= \(now) - $1", [.int(ttl)]
-                ).first?.first?.int64 ?? 1
+                    "SELECT COUNT(*) AS live FROM fleet_workers WHERE last_seen >= \(now) - $1", [.int(ttl)]
+                ).first?["live"].int64 ?? 1
             for partition in releasing.sorted() {
                 try await sql.execute(
                     "UPDATE partition_leases SET owner = NULL, expires_at = 0 WHERE partition_id = $1 AND owner = $2",
@@ -59,7 +59,7 @@ enum FleetQueries {
                     "SELECT partition_id FROM partition_leases WHERE expires_at <= \(now)"
                         + (takeExpired ? "" : " AND owner IS NULL") + " ORDER BY partition_id"
                         + sql.dialect.forUpdateSkipLocked, []
-                ).compactMap { $0.first?.int64 }.map(Int.init)
+                ).compactMap { try $0["partition_id"].int64 }.map(Int.init)
                     // A lease renewed above can look expired again by now if the renewal waited on row locks for
                     // longer than the TTL: it is held, not free.
                     .filter { partition in !held.contains { $0.partition == partition } }
@@ -97,9 +97,9 @@ enum FleetQueries {
         }
     }
 
-    private static func lease(_ worker: String) -> ([SQLValue]) -> PartitionLease? {
+    private static func lease(_ worker: String) -> (SQLRow) throws -> PartitionLease? {
         { row in
-            guard row.count == 2, let partition = row[0].int64, let epoch = row[1].int64 else { return nil }
+            guard let partition = try row["partition_id"].int64, let epoch = try row["epoch"].int64 else { return nil }
             return PartitionLease(partition: Int(partition), epoch: epoch, worker: worker)
         }
     }
@@ -136,8 +136,8 @@ enum FleetQueries {
             "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
                 + "RETURNING \(EventRules.UserRow.columns)",
             [.text(push.recipient)])
-        guard let cells = bumped.first else { return nil }
-        return try EventRules.UserRow(cells: cells).current(push, policy: policy)
+        guard let row = bumped.first else { return nil }
+        return try EventRules.UserRow(row: row).current(push, policy: policy)
     }
 
     /// Plans a badge refresh for the device of `push` (see ``BadgeStore/refreshBadge(after:partition:policy:)``).

@@ -8,7 +8,7 @@ struct PostgresExecutor: SQLExecutor {
 
     var dialect: SQLDialect { .postgres }
 
-    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [[SQLValue]] {
+    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
         var bindings = PostgresBindings(capacity: binds.count)
         for value in binds {
             switch value {
@@ -18,9 +18,12 @@ struct PostgresExecutor: SQLExecutor {
             case .bool(let value): bindings.append(value)
             }
         }
-        let rows = try await Self.queryIfOpen(
+        let result = try await Self.queryIfOpen(
             PostgresQuery(unsafeSQL: sql, binds: bindings), on: connection, logger: logger)
-        return try rows.map { row in try row.map(Self.value) }
+        guard let first = result.rows.first else { return [] }
+        // Every row of a result has the same columns: their names are looked up once.
+        let columns = SQLColumns(first.map(\.columnName))
+        return try result.rows.map { row in SQLRow(columns: columns, values: try row.map(Self.value)) }
     }
 
     private static func value(_ cell: PostgresCell) throws -> SQLValue {

@@ -67,8 +67,8 @@ extension EventRules {
                 + "RETURNING user_id, \(UserRow.columns)",
             [set.bind])
         for row in rows {
-            guard let id = row.first?.string else { throw StoreError.corrupt("users row without id") }
-            let user = try UserRow(cells: row, offset: 1)
+            guard let id = try row["user_id"].string else { throw StoreError.corrupt("users row without id") }
+            let user = try UserRow(row: row)
             users[id] = user
             loadedUsers[id] = user
         }
@@ -88,7 +88,7 @@ extension EventRules {
                 + "WHERE true ORDER BY id ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
             [set.bind])
         for row in rows {
-            guard let id = row.first?.string else { throw StoreError.corrupt("bad processed_events row") }
+            guard let id = try row["event_id"].string else { throw StoreError.corrupt("bad processed_events row") }
             fresh.insert(id)
         }
     }
@@ -107,9 +107,11 @@ extension EventRules {
             binds.append(pairs.bind)
             let source = pairs.table("s", bind: binds.count, dialect: sql.dialect)
             branches.append(
-                "SELECT 'n', \(columns) FROM notifications n JOIN \(source) ON n.user_id = s.user_id AND n.id = s.id")
+                "SELECT 'n' AS kind, \(columns) FROM notifications n JOIN \(source) "
+                    + "ON n.user_id = s.user_id AND n.id = s.id")
             branches.append(
-                "SELECT 't', t.user_id, t.notification_id, NULL, NULL, NULL FROM read_tombstones t JOIN \(source) "
+                "SELECT 't' AS kind, t.user_id, t.notification_id AS id, NULL AS occurred_at, NULL AS read, "
+                    + "NULL AS seen FROM read_tombstones t JOIN \(source) "
                     + "ON t.user_id = s.user_id AND t.notification_id = s.id")
         }
         if !readAllUntil.isEmpty || !openedUntil.isEmpty {
@@ -123,20 +125,25 @@ extension EventRules {
                     "s", bind: binds.count, dialect: sql.dialect, table: "notifications", as: "n", columns: columns,
                     on: "n.user_id = s.user_id AND " + condition)
             }
-            branches.append("SELECT 'n', \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
             branches.append(
-                "SELECT 'n', \(columns) FROM \(each("NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened"))")
+                "SELECT 'n' AS kind, \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
+            branches.append(
+                "SELECT 'n' AS kind, \(columns) FROM "
+                    + each("NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened"))
         }
         guard !branches.isEmpty else { return }
         for row in try await sql.query(branches.joined(separator: " UNION ALL "), binds) {
-            guard row.count == 6, let kind = row[0].string, let user = row[1].string, let id = row[2].string else {
+            guard let kind = try row["kind"].string, let user = try row["user_id"].string, let id = try row["id"].string
+            else {
                 throw StoreError.corrupt("bad notifications row")
             }
             if kind == "t" {
                 tombstones[user, default: []].insert(id)
                 continue
             }
-            guard let occurredAt = row[3].int64, let read = row[4].bool, let seen = row[5].bool else {
+            guard let occurredAt = try row["occurred_at"].int64, let read = try row["read"].bool,
+                let seen = try row["seen"].bool
+            else {
                 throw StoreError.corrupt("bad notifications row")
             }
             notifications[user, default: [:]][id] = NotificationRow(
@@ -153,7 +160,7 @@ extension EventRules {
                     + "ON m.user_id = s.user_id AND m.event_id = s.id",
                 [pairs.bind])
             for row in rows {
-                guard row.count == 2, let user = row[0].string, let id = row[1].string else {
+                guard let user = try row["user_id"].string, let id = try row["event_id"].string else {
                     throw StoreError.corrupt("bad messages row")
                 }
                 storedMessages.insert(UserItem(user: user, item: id))
@@ -169,8 +176,8 @@ extension EventRules {
                 + "AND m.occurred_at <= s.read_until")
         let rows = try await sql.query("SELECT \(columns) FROM \(source)", [conversations.bind])
         for row in rows {
-            guard row.count == 4, let user = row[0].string, let conversation = row[1].string,
-                let id = row[2].string, let occurredAt = row[3].int64
+            guard let user = try row["user_id"].string, let conversation = try row["conversation_id"].string,
+                let id = try row["event_id"].string, let occurredAt = try row["occurred_at"].int64
             else { throw StoreError.corrupt("bad messages row") }
             messages[UserItem(user: user, item: conversation), default: [:]][id] = MessageRow(
                 occurredAt: occurredAt, read: false, isNew: false)
@@ -187,8 +194,8 @@ extension EventRules {
                 + "ON w.user_id = s.user_id AND w.conversation_id = s.conversation_id",
             [set.bind])
         for row in rows {
-            guard row.count == 3, let user = row[0].string, let conversation = row[1].string,
-                let until = row[2].int64
+            guard let user = try row["user_id"].string, let conversation = try row["conversation_id"].string,
+                let until = try row["read_until"].int64
             else { throw StoreError.corrupt("bad conversation_watermarks row") }
             watermarks[UserItem(user: user, item: conversation)] = until
         }
@@ -200,7 +207,7 @@ extension EventRules {
     /// the rows of the tokens its device events name (locked for update).
     private mutating func loadDevices(users: Set<String>, tokens: Set<String>) async throws {
         let columns = "token, user_id, provider, topic, environment, active, registered_at"
-        var rows: [[SQLValue]] = []
+        var rows: [SQLRow] = []
         if !tokens.isEmpty {
             var set = SQLRowSet([("token", .text)])
             for token in tokens.sorted() { set.append([.text(token)]) }
@@ -219,12 +226,12 @@ extension EventRules {
                 [set.bind])
         }
         for row in rows {
-            guard row.count == 7, let token = row[0].string, let user = row[1].string,
-                let provider = row[2].string.flatMap(PushProvider.init(rawValue:)), let active = row[5].bool,
-                let registeredAt = row[6].int64
+            guard let token = try row["token"].string, let user = try row["user_id"].string,
+                let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:)),
+                let active = try row["active"].bool, let registeredAt = try row["registered_at"].int64
             else { throw StoreError.corrupt("bad devices row") }
             var environment: APNsEnvironment?
-            if let name = row[4].string {
+            if let name = try row["environment"].string {
                 guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
                 environment = value
             }
@@ -232,7 +239,7 @@ extension EventRules {
             devices[token] = DeviceRow(
                 user: user,
                 device: RegisteredDevice(
-                    token: token, provider: provider, topic: row[3].string, environment: environment),
+                    token: token, provider: provider, topic: try row["topic"].string, environment: environment),
                 active: active, registeredAt: registeredAt, stored: true)
             if active { tokensByUser[user, default: []].insert(token) }
         }

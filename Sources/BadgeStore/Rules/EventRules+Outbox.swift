@@ -17,7 +17,8 @@ extension EventRules {
             [set.bind])
         var byKey: [String: Int64] = [:]
         for row in returned {
-            guard row.count == 3, let id = row[0].int64, let eventID = row[1].string, let token = row[2].string
+            guard let id = try row["id"].int64, let eventID = try row["event_id"].string,
+                let token = try row["token"].string
             else { throw StoreError.corrupt("bad outbox RETURNING row") }
             byKey[eventID + " " + token] = id
         }

@@ -22,12 +22,13 @@ extension EventRules {
             "unread_notifications, unseen_notifications, unread_messages, badge_version, badge_enabled, previews, "
             + "read_all_until, opened_until"
 
-        /// Reads the row from the cells of ``columns``, starting at `offset`.
-        init(cells: [SQLValue], offset: Int = 0) throws {
-            guard cells.count >= offset + 8,
-                let unreadNotifications = cells[offset].int64, let unseenNotifications = cells[offset + 1].int64,
-                let unreadMessages = cells[offset + 2].int64, let badgeVersion = cells[offset + 3].int64,
-                let badgeEnabled = cells[offset + 4].bool, let previews = cells[offset + 5].bool
+        /// Reads the row from the columns named in ``columns``.
+        init(row: SQLRow) throws {
+            guard let unreadNotifications = try row["unread_notifications"].int64,
+                let unseenNotifications = try row["unseen_notifications"].int64,
+                let unreadMessages = try row["unread_messages"].int64,
+                let badgeVersion = try row["badge_version"].int64,
+                let badgeEnabled = try row["badge_enabled"].bool, let previews = try row["previews"].bool
             else { throw StoreError.corrupt("bad users row") }
             self.unreadNotifications = unreadNotifications
             self.unseenNotifications = unseenNotifications
@@ -35,8 +36,8 @@ extension EventRules {
             self.badgeVersion = badgeVersion
             self.badgeEnabled = badgeEnabled
             self.previews = previews
-            self.readAllUntil = cells[offset + 6].int64
-            self.openedUntil = cells[offset + 7].int64
+            self.readAllUntil = try row["read_all_until"].int64
+            self.openedUntil = try row["opened_until"].int64
         }
 
         init() {}

@@ -3,8 +3,8 @@
 protocol SQLExecutor: Sendable {
     var dialect: SQLDialect { get }
 
-    /// Runs one statement and returns its rows (cells in select-list order).
-    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [[SQLValue]]
+    /// Runs one statement and returns its rows, read by column name.
+    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow]
 }
 
 extension SQLExecutor {

@@ -180,7 +180,7 @@ enum Schema {
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
             )
             let applied = Set(
-                try await sql.query("SELECT version FROM schema_migrations", []).compactMap { $0[0].int64 })
+                try await sql.query("SELECT version FROM schema_migrations", []).compactMap { try $0["version"].int64 })
             for migration in migrations where !applied.contains(migration.version) {
                 for statement in migration.statements(sql.dialect) {
                     try await sql.execute(statement)

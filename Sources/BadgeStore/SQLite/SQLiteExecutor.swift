@@ -7,7 +7,7 @@ struct SQLiteExecutor: SQLExecutor {
 
     var dialect: SQLDialect { .sqlite }
 
-    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [[SQLValue]] {
+    func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
         let data: [SQLiteData] = binds.map { value in
             switch value {
             case .null: return .null
@@ -17,16 +17,21 @@ struct SQLiteExecutor: SQLExecutor {
             }
         }
         let rows = try await connection.query(Self.numberedPlaceholders(sql), data)
+        guard let first = rows.first else { return [] }
+        // Every row of a result has the same columns: their names are looked up once.
+        let columns = SQLColumns(first.columns.map(\.name))
         return rows.map { row in
-            row.columns.map { column in
-                switch column.data {
-                case .integer(let value): return .int(Int64(value))
-                case .float(let value): return .int(Int64(value))
-                case .text(let value): return .text(value)
-                case .blob(let buffer): return .text(String(decoding: buffer.readableBytesView, as: UTF8.self))
-                case .null: return .null
-                }
-            }
+            SQLRow(
+                columns: columns,
+                values: row.columns.map { column in
+                    switch column.data {
+                    case .integer(let value): return .int(Int64(value))
+                    case .float(let value): return .int(Int64(value))
+                    case .text(let value): return .text(value)
+                    case .blob(let buffer): return .text(String(decoding: buffer.readableBytesView, as: UTF8.self))
+                    case .null: return .null
+                    }
+                })
         }
     }
 

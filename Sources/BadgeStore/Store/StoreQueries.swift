@@ -15,15 +15,16 @@ enum StoreQueries {
                 + (lock ? sql.dialect.forKeyShare : ""),
             [.text(user)])
         return try rows.map { row in
-            guard row.count == 4, let token = row[0].string,
-                let provider = row[1].string.flatMap(PushProvider.init(rawValue:))
+            guard let token = try row["token"].string,
+                let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:))
             else { throw StoreError.corrupt("bad devices row") }
             var environment: APNsEnvironment?
-            if let name = row[3].string {
+            if let name = try row["environment"].string {
                 guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
                 environment = value
             }
-            return RegisteredDevice(token: token, provider: provider, topic: row[2].string, environment: environment)
+            return RegisteredDevice(
+                token: token, provider: provider, topic: try row["topic"].string, environment: environment)
         }
         // Same order as InboxModel (Swift string order), independent of the database's collation.
         .sorted { $0.token < $1.token }
@@ -68,17 +69,18 @@ enum StoreQueries {
         let rows = try await database.transaction { sql in
             try await sql.query(
                 """
-                SELECT partition_id, count(*), min(created_at) FROM outbox WHERE partition_id IN (\(list))
+                SELECT partition_id, count(*) AS depth, min(created_at) AS oldest_created_at FROM outbox
+                WHERE partition_id IN (\(list))
                 GROUP BY partition_id
                 """, [])
         }
         var found: [Int: OutboxBacklog] = [:]
         for row in rows {
-            guard let partition = row[0].int64, let depth = row[1].int64 else {
-                throw StoreError.corrupt("outbox backlog row \(row)")
+            guard let partition = try row["partition_id"].int64, let depth = try row["depth"].int64 else {
+                throw StoreError.corrupt("outbox backlog row \(row.values)")
             }
             found[Int(partition)] = OutboxBacklog(
-                partition: Int(partition), depth: Int(depth), oldestCreatedAt: row[2].int64)
+                partition: Int(partition), depth: Int(depth), oldestCreatedAt: try row["oldest_created_at"].int64)
         }
         return Set(partitions).sorted().map {
             found[$0] ?? OutboxBacklog(partition: $0, depth: 0, oldestCreatedAt: nil)
@@ -102,7 +104,7 @@ enum StoreQueries {
             let row = try await sql.query(
                 "SELECT \(EventRules.UserRow.columns) FROM users WHERE user_id = $1", [.text(user)]
             ).first
-            let state = try row.map { try EventRules.UserRow(cells: $0) } ?? EventRules.UserRow()
+            let state = try row.map { try EventRules.UserRow(row: $0) } ?? EventRules.UserRow()
             return UserSnapshot(
                 user: user, counts: state.counts, badgeVersion: state.badgeVersion, badgeEnabled: state.badgeEnabled,
                 previews: state.previews, readAllUntil: state.readAllUntil.map(Timestamp.init(microsecondsSinceEpoch:)),
