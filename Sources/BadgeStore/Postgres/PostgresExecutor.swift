@@ -21,7 +21,7 @@ struct PostgresExecutor: SQLExecutor {
         let result = try await Self.queryIfOpen(
             PostgresQuery(unsafeSQL: sql, binds: bindings), on: connection, logger: logger)
         guard let first = result.rows.first else { return [] }
-        // Every row of a result has the same columns: their names are looked up once.
+        // Every row of a result has the same columns: their names are read once.
         let columns = SQLColumns(first.map(\.columnName))
         return try result.rows.map { row in SQLRow(columns: columns, values: try row.map(Self.value)) }
     }

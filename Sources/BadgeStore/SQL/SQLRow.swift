@@ -1,9 +1,8 @@
 /// One row of a statement's result, read by column name: the select list's names (`SELECT token, …`, the
 /// column's own name for `t.token`) or their `AS` aliases (`SELECT count(*) AS depth`).
 ///
-/// The names are looked up once per result (``SQLColumns``) and shared by its rows, so reading a cell costs one
-/// hash lookup. A name the statement does not return is a mistake in the code, not in the data: it throws
-/// ``StoreError/Code/missingColumn``.
+/// The names are read once per result (``SQLColumns``) and shared by its rows. A name the statement does not
+/// return is a mistake in the code, not in the data: it throws ``StoreError/Code/missingColumn``.
 struct SQLRow: Sendable {
     /// The result's column names, shared by its rows.
     let columns: SQLColumns

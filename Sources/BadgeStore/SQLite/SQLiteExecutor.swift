@@ -18,7 +18,7 @@ struct SQLiteExecutor: SQLExecutor {
         }
         let rows = try await connection.query(Self.numberedPlaceholders(sql), data)
         guard let first = rows.first else { return [] }
-        // Every row of a result has the same columns: their names are looked up once.
+        // Every row of a result has the same columns: their names are read once.
         let columns = SQLColumns(first.columns.map(\.name))
         return rows.map { row in
             SQLRow(
