@@ -144,7 +144,7 @@ enum DeliveryQueries {
             }
             claimed.append(ClaimedPush(outbox: row, push: push))
         }
-        try await FleetQueries.deleteOutboxRows(dropped, sql: sql)
+        try await deleteOutboxRows(dropped, sql: sql)
         if !marked.isEmpty {
             try await sql.execute(
                 """
@@ -173,7 +173,7 @@ enum DeliveryQueries {
     /// Writes `record` inside the caller's transaction.
     static func write(_ record: DeliveryRecord, sql: any SQLExecutor) async throws {
         guard !record.isEmpty else { return }
-        try await FleetQueries.deleteOutboxRows(record.sent + record.failed, sql: sql)
+        try await deleteOutboxRows(record.sent + record.failed, sql: sql)
         if !record.retries.isEmpty {
             var set = SQLRowSet([("id", .int), ("next_attempt_at", .int)])
             for retry in record.retries.sorted(by: { $0.id < $1.id }) {
@@ -216,6 +216,16 @@ enum DeliveryQueries {
             "UPDATE devices SET pushed_version = s.pushed_version FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
                 + "WHERE devices.token = s.token AND devices.user_id = s.user_id"
                 + (onlyLowering ? " AND devices.pushed_version > s.pushed_version" : ""),
+            [set.bind])
+    }
+
+    /// Deletes outbox rows (sent, dropped or failed pushes), in one statement.
+    static func deleteOutboxRows(_ ids: [Int64], sql: any SQLExecutor) async throws {
+        guard !ids.isEmpty else { return }
+        var set = SQLRowSet([("id", .int)])
+        for id in ids.sorted() { set.append([.int(id)]) }
+        try await sql.execute(
+            "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
             [set.bind])
     }
 }

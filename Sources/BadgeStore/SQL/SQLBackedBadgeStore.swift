@@ -56,7 +56,7 @@ extension SQLBackedBadgeStore {
     public func claimPush(
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
     ) async throws -> PlannedPush? {
-        try await FleetQueries.claimPush(
+        try await DeliveryQueries.claimPush(
             outbox, policy: policy, recordingSent: sent, lease: lease, database: sqlBackend.database)
     }
 
@@ -74,7 +74,7 @@ extension SQLBackedBadgeStore {
     }
 
     public func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
-        try await FleetQueries.refreshBadge(
+        try await DeliveryQueries.refreshBadge(
             after: push, partition: partition, policy: policy, database: sqlBackend.database)
     }
 

@@ -89,7 +89,7 @@ enum StoreQueries {
 
     static func markSent(_ ids: [Int64], database: any SQLTransactor) async throws {
         guard !ids.isEmpty else { return }
-        try await database.transaction { sql in try await FleetQueries.deleteOutboxRows(ids, sql: sql) }
+        try await database.transaction { sql in try await DeliveryQueries.deleteOutboxRows(ids, sql: sql) }
     }
 
     static func deactivateDevice(token: String, database: any SQLTransactor) async throws {
