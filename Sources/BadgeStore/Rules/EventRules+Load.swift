@@ -226,21 +226,14 @@ extension EventRules {
                 [set.bind])
         }
         for row in rows {
-            guard let token = try row["token"].string, let user = try row["user_id"].string,
-                let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:)),
-                let active = try row["active"].bool, let registeredAt = try row["registered_at"].int64
+            let device = try RegisteredDevice(row: row)
+            guard let user = try row["user_id"].string, let active = try row["active"].bool,
+                let registeredAt = try row["registered_at"].int64
             else { throw StoreError.corrupt("bad devices row") }
-            var environment: APNsEnvironment?
-            if let name = try row["environment"].string {
-                guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
-                environment = value
-            }
+            let token = device.token
             guard devices[token] == nil else { continue }
             devices[token] = DeviceRow(
-                user: user,
-                device: RegisteredDevice(
-                    token: token, provider: provider, topic: try row["topic"].string, environment: environment),
-                active: active, registeredAt: registeredAt, stored: true)
+                user: user, device: device, active: active, registeredAt: registeredAt, stored: true)
             if active { tokensByUser[user, default: []].insert(token) }
         }
     }

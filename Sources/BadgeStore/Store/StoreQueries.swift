@@ -14,20 +14,9 @@ enum StoreQueries {
             "SELECT token, provider, topic, environment FROM devices WHERE user_id = $1 AND active"
                 + (lock ? sql.dialect.forKeyShare : ""),
             [.text(user)])
-        return try rows.map { row in
-            guard let token = try row["token"].string,
-                let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:))
-            else { throw StoreError.corrupt("bad devices row") }
-            var environment: APNsEnvironment?
-            if let name = try row["environment"].string {
-                guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
-                environment = value
-            }
-            return RegisteredDevice(
-                token: token, provider: provider, topic: try row["topic"].string, environment: environment)
-        }
-        // Same order as InboxModel (Swift string order), independent of the database's collation.
-        .sorted { $0.token < $1.token }
+        return try rows.map(RegisteredDevice.init(row:))
+            // Same order as InboxModel (Swift string order), independent of the database's collation.
+            .sorted { $0.token < $1.token }
     }
 
     static func apply(
