@@ -1,20 +1,11 @@
 import BadgeCore
 
-/// A store whose operations are the shared SQL rules (``EventRules``, ``StoreQueries``, ``FleetQueries``) run on
-/// the transactors of its ``sqlBackend``: both built-in stores. Only `run()`, `migrate()` and `close()` differ
-/// between backends; everything else is written once, here.
+/// A store whose operations are the shared SQL rules (``EventRules``, ``StoreQueries``, ``FleetQueries``,
+/// ``DeliveryQueries``) run on the transactors of its ``sqlBackend``: both built-in stores. Only `run()`,
+/// `migrate()` and `close()` differ between backends; everything else is written once, here.
 public protocol SQLBackedBadgeStore: BadgeStore {
     /// Where the shared rules run.
     var sqlBackend: SQLBackend { get }
-}
-
-/// The database connections of an SQL-backed store, opaque outside this module.
-public struct SQLBackend: Sendable {
-    /// Events, outbox and claims.
-    let database: any SQLTransactor
-    /// Lease rounds (a pool of their own on PostgreSQL, so that renewals never queue behind bulk work).
-    let leases: any SQLTransactor
-    let hooks: StoreHooks
 }
 
 extension SQLBackedBadgeStore {
