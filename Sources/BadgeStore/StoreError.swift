@@ -24,6 +24,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let closed = Code("closed")
         /// A stored row could not be read back.
         public static let corruptData = Code("corrupt_data")
+        /// A statement's result has no column of the name the code reads (a statement and its reader disagree).
+        public static let missingColumn = Code("missing_column")
         /// The database URL is not usable.
         public static let badDatabaseURL = Code("bad_database_url")
         /// The connection failed or was lost.

@@ -19,7 +19,7 @@ public struct WorkerConfiguration: Sendable {
     public var fcmProject: String
     /// The broker topology (partition count must match across the deployment).
     public var topology: Topology
-    /// Unacked deliveries per partition consumer.
+    /// Unacked messages per partition consumer.
     public var prefetch: UInt16
     /// Most events in one database transaction.
     public var batchSize: Int

@@ -20,9 +20,9 @@ struct CancellationTests {
             _ = await cancelled.result
             // The next transaction begins (none was left open on the connection) and sees no trace of the first.
             let rows = try await database.transaction { sql in
-                try await sql.query("SELECT count(*) FROM users WHERE user_id = 'u-cancelled'", [])
+                try await sql.query("SELECT count(*) AS n FROM users WHERE user_id = 'u-cancelled'", [])
             }
-            #expect(rows.first?.first?.int64 == 0)
+            #expect(try rows.first?["n"].int64 == 0)
         }
     }
 }

@@ -8,11 +8,11 @@ import Testing
 /// Retention deletes exactly what is read (or recorded) and old, and keeps everything a count depends on.
 @Suite("Retention")
 struct RetentionTests {
-    /// The ids of one table's rows, sorted.
+    /// The ids of one table's rows (column `id` of `query`), sorted.
     private func ids(_ store: any BadgeStore, _ query: String) async throws -> [String] {
         let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
         return try await database.transaction { sql in
-            try await sql.query(query, []).compactMap { $0.first?.string }.sorted()
+            try await sql.query(query, []).compactMap { try $0["id"].string }.sorted()
         }
     }
 
@@ -53,9 +53,9 @@ struct RetentionTests {
             #expect(before.counts.unreadNotifications == 1)
             #expect(before.counts.unreadMessages == 1)
             let notifications = "SELECT id FROM notifications"
-            let messages = "SELECT event_id FROM messages"
-            let tombstones = "SELECT notification_id FROM read_tombstones"
-            let processed = "SELECT event_id FROM processed_events"
+            let messages = "SELECT event_id AS id FROM messages"
+            let tombstones = "SELECT notification_id AS id FROM read_tombstones"
+            let processed = "SELECT event_id AS id FROM processed_events"
             #expect(try await ids(store, tombstones) == ["ghost"])
 
             // Events are 2026-11-21, recorded now: a cutoff at(50) finds the read notifications and messages that

@@ -227,7 +227,7 @@ struct StoreTests {
                 }
             }
             try await store.close()
-            return ssl.first?.first?.bool == true
+            return try ssl.first?["ssl"].bool == true
         }
     }
 
@@ -386,6 +386,8 @@ func migrationVersions(_ store: any BadgeStore) async throws -> [Int64] {
         return []
     }
     return try await database.transaction { sql in
-        try await sql.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap { $0[0].int64 }
+        try await sql.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap {
+            try $0["version"].int64
+        }
     }
 }

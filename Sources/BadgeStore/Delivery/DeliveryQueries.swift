@@ -70,7 +70,8 @@ enum DeliveryQueries {
                 + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forNoKeyUpdate,
             [tokens.bind])
         {
-            guard row.count == 3, let token = row[0].string, let user = row[1].string, let version = row[2].int64
+            guard let token = try row["token"].string, let user = try row["user_id"].string,
+                let version = try row["pushed_version"].int64
             else { throw StoreError.corrupt("bad devices row") }
             stored[token] = PushGuard.Device(user: user, pushedVersion: version)
         }
@@ -86,17 +87,19 @@ enum DeliveryQueries {
         if !rebuilds.isEmpty {
             var set = SQLRowSet([("user_id", .text), ("k", .int)])
             for (user, count) in rebuilds.sorted(by: { $0.key < $1.key }) { set.append([.text(user), .int(count)]) }
-            let columns = EventRules.UserRow.columns.split(separator: ",").map {
-                "users." + $0.drop(while: { $0 == " " })
+            // Qualified (the FROM list has a set with columns of the same names) and named back to the plain names.
+            let columns = EventRules.UserRow.columns.split(separator: ",").map { column in
+                let name = column.drop(while: { $0 == " " })
+                return "users.\(name) AS \(name)"
             }
             for row in try await sql.query(
                 "UPDATE users SET badge_version = users.badge_version + s.k FROM "
                     + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE users.user_id = s.user_id "
-                    + "RETURNING users.user_id, \(columns.joined(separator: ", "))",
+                    + "RETURNING users.user_id AS user_id, \(columns.joined(separator: ", "))",
                 [set.bind])
             {
-                guard let user = row.first?.string else { throw StoreError.corrupt("users row without id") }
-                var state = try EventRules.UserRow(cells: row, offset: 1)
+                guard let user = try row["user_id"].string else { throw StoreError.corrupt("users row without id") }
+                var state = try EventRules.UserRow(row: row)
                 state.badgeVersion -= rebuilds[user] ?? 0
                 current[user] = state
             }
@@ -141,7 +144,7 @@ enum DeliveryQueries {
             }
             claimed.append(ClaimedPush(outbox: row, push: push))
         }
-        try await FleetQueries.deleteOutboxRows(dropped, sql: sql)
+        try await deleteOutboxRows(dropped, sql: sql)
         if !marked.isEmpty {
             try await sql.execute(
                 """
@@ -170,7 +173,7 @@ enum DeliveryQueries {
     /// Writes `record` inside the caller's transaction.
     static func write(_ record: DeliveryRecord, sql: any SQLExecutor) async throws {
         guard !record.isEmpty else { return }
-        try await FleetQueries.deleteOutboxRows(record.sent + record.failed, sql: sql)
+        try await deleteOutboxRows(record.sent + record.failed, sql: sql)
         if !record.retries.isEmpty {
             var set = SQLRowSet([("id", .int), ("next_attempt_at", .int)])
             for retry in record.retries.sorted(by: { $0.id < $1.id }) {
@@ -213,6 +216,16 @@ enum DeliveryQueries {
             "UPDATE devices SET pushed_version = s.pushed_version FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
                 + "WHERE devices.token = s.token AND devices.user_id = s.user_id"
                 + (onlyLowering ? " AND devices.pushed_version > s.pushed_version" : ""),
+            [set.bind])
+    }
+
+    /// Deletes outbox rows (sent, dropped or failed pushes), in one statement.
+    static func deleteOutboxRows(_ ids: [Int64], sql: any SQLExecutor) async throws {
+        guard !ids.isEmpty else { return }
+        var set = SQLRowSet([("id", .int)])
+        for id in ids.sorted() { set.append([.int(id)]) }
+        try await sql.execute(
+            "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
             [set.bind])
     }
 }

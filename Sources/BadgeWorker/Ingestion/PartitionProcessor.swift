@@ -5,7 +5,7 @@ import BadgeWire
 import Logging
 import Metrics
 
-/// The ingestion stage of one partition queue: batches of deliveries → decode → park invalid ones → one
+/// The ingestion stage of one partition queue: batches of messages → decode → park invalid ones → one
 /// transaction → one multiple-ack → ring the partition's delivery loop. It never waits for a provider.
 ///
 /// A batch the database refuses because of the data of some of its events (a value PostgreSQL or SQLite cannot
@@ -15,7 +15,7 @@ import Metrics
 struct PartitionProcessor: Sendable {
     let channel: AMQPChannel
     let deadLetters: AMQPChannel
-    let buffer: DeliveryBuffer
+    let buffer: MessageBuffer
     let store: any BadgeStore
     /// Rung after each commit: the partition's delivery loop has new pushes to send.
     let doorbell: Doorbell
@@ -42,13 +42,13 @@ struct PartitionProcessor: Sendable {
         var events: [Event] = []
         var sources: [AMQPDelivery] = []
         events.reserveCapacity(batch.count)
-        for delivery in batch {
-            switch EventDecoder.decode(body: delivery.body, contentType: delivery.properties.contentType) {
+        for message in batch {
+            switch EventDecoder.decode(body: message.body, contentType: message.properties.contentType) {
             case .success(let event):
                 events.append(event)
-                sources.append(delivery)
+                sources.append(message)
             case .failure(let invalid):
-                try await park(delivery, reason: "\(invalid.code): \(invalid.message)", class: invalid.code)
+                try await park(message, reason: "\(invalid.code): \(invalid.message)", class: invalid.code)
             }
         }
         // A batch of heavy events (notification_read with hundreds of ids each) is applied in several transactions,
@@ -141,19 +141,19 @@ struct PartitionProcessor: Sendable {
 
     /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.
     /// `reasonClass` is the metric's bounded label (a decoder code, or `refused_by_database`).
-    private func park(_ delivery: AMQPDelivery, reason: String, class reasonClass: String) async throws {
-        var properties = delivery.properties
+    private func park(_ message: AMQPDelivery, reason: String, class reasonClass: String) async throws {
+        var properties = message.properties
         var headers = properties.headers ?? [:]
         headers[Topology.errorHeader] = .string(String(reason.prefix(1000)).replacingNewlines())
-        headers["x-badgepipe-original-routing-key"] = .string(delivery.routingKey)
+        headers["x-badgepipe-original-routing-key"] = .string(message.routingKey)
         properties.headers = headers
         try await deadLetters.publish(
-            delivery.body, exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
+            message.body, exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
             properties: properties)
         WorkerMetrics.eventsParked(reason: reasonClass).increment()
         logger.warning(
             "invalid event parked",
-            metadata: ["event.message_id": "\(delivery.properties.messageID ?? "-")", "event.error": "\(reason)"])
+            metadata: ["event.message_id": "\(message.properties.messageID ?? "-")", "event.error": "\(reason)"])
     }
 }
 

@@ -1,0 +1,224 @@
+import AsyncHTTPClient
+import BadgeCore
+import BadgeWire
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import NIOHTTP1
+
+/// Sends pushes to APNs and FCM v1 (or a sink standing in for them) over HTTP, one attempt per call.
+///
+/// `send` never sleeps and never retries a provider's answer: it returns the classified outcome of one attempt
+/// (``PushOutcome``), and the caller schedules any retry (the worker keeps each push's next attempt in its
+/// outbox, so a slow or failing provider holds up nobody else). Concurrency is the caller's.
+public struct PushSender: Sendable {
+    private let configuration: DeliveryConfiguration
+    private let clients: ProviderClients
+    private let apnsAuthenticator: APNsAuthenticator?
+    private let fcmTokens: FCMAccessTokens?
+    private let logger: Logger
+    private let sent = Counter(label: "badgepipe_pushes_sent_total")
+    private let failedAttempts = Counter(label: "badgepipe_push_attempts_failed_total")
+    private let vetoed = Counter(label: "badgepipe_push_attempts_vetoed_total")
+    /// Pushes a provider found too large: impossible by construction (bodies are fitted to 4 KB), so counted apart.
+    private let payloadTooLarge = Counter(label: "badgepipe_pushes_payload_too_large_total")
+    private let credentialRenewals = Counter(label: "badgepipe_provider_credential_renewals_total")
+    /// Answers that say our credentials or configuration are wrong (the pushes are kept): what makes a worker
+    /// unhealthy.
+    private let configurationErrors = Counter(label: "badgepipe_provider_configuration_errors_total")
+
+    /// Which providers refuse our configuration now (read by the worker's `/readyz`).
+    public let health: ProviderHealth
+
+    /// Creates a sender on `clients` (the caller owns and shuts them down), with the credentials of
+    /// `configuration`.
+    public init(
+        configuration: DeliveryConfiguration, clients: ProviderClients, health: ProviderHealth = ProviderHealth(),
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.clients = clients
+        self.health = health
+        self.logger = logger
+        if case .token(let key) = configuration.apnsCredentials {
+            apnsAuthenticator = APNsAuthenticator(key: key)
+        } else {
+            apnsAuthenticator = nil
+        }
+        fcmTokens = configuration.fcmCredentials.map {
+            FCMAccessTokens(account: $0, client: clients.fcm[0], timeout: TimeAmount(configuration.requestTimeout))
+        }
+    }
+
+    /// Makes one attempt to send `push`; throws only `CancellationError`, or what `fence.prepare()` throws.
+    ///
+    /// With a `fence`, the attempt is prepared by it and checked at the last moment before the body is written
+    /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`. A credential
+    /// the provider calls expired (APNs `ExpiredProviderToken`, FCM 401) is renewed once and the push sent again
+    /// at once; refused again, it is a configuration error.
+    public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> PushOutcome {
+        var renewed = false
+        while true {
+            try Task.checkCancellation()
+            try await fence?.prepare()
+            let credential: String?
+            do {
+                credential = try await self.credential(for: push.provider)
+            } catch let error as CredentialError {
+                failedAttempts.increment()
+                if !error.retryable {
+                    configurationErrors.increment()
+                    health.configurationError(push.provider, reason: error.message)
+                }
+                return error.retryable
+                    ? .retry(reason: error.message, retryAfter: nil)
+                    : .configurationError(status: 0, reason: error.message)
+            }
+            let body = fence.map { FencedBody(bytes: push.body, fence: $0) }
+            let response: ProviderResponse
+            do {
+                response = try await sendOnce(push, body: body, credential: credential)
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                if let body, body.wasVetoed {
+                    vetoed.increment()
+                    logger.debug(
+                        "push attempt vetoed by its fence", metadata: ["push.token": "\(push.token.prefix(8))"])
+                    continue
+                }
+                failedAttempts.increment()
+                DeliveryMetrics.attempts(push.provider, status: nil).increment()
+                if let refusal = Self.refusal(error) {
+                    // The request cannot be built: the same push would be refused every time.
+                    return .rejected(status: 0, reason: refusal)
+                }
+                return .retry(reason: "\(error)", retryAfter: nil)
+            }
+            switch response {
+            case .accepted:
+                sent.increment()
+                health.accepted(push.provider)
+                return .accepted
+            case .deadToken(let reason):
+                return .deadToken(status: 410, reason: reason)
+            case .rejected(let reason):
+                return .rejected(status: 400, reason: reason)
+            case .payloadTooLarge(let reason):
+                payloadTooLarge.increment()
+                return .rejected(status: 413, reason: reason)
+            case .credentialExpired(let reason):
+                failedAttempts.increment()
+                if !renewed, let credential, try await renew(push.provider, refused: credential) {
+                    renewed = true
+                    continue
+                }
+                configurationErrors.increment()
+                health.configurationError(push.provider, reason: reason)
+                return .configurationError(status: push.provider == .apns ? 403 : 401, reason: reason)
+            case .configurationError(let reason):
+                failedAttempts.increment()
+                configurationErrors.increment()
+                health.configurationError(push.provider, reason: reason)
+                return .configurationError(status: 403, reason: reason)
+            case .retry(let reason, let retryAfterSeconds):
+                failedAttempts.increment()
+                let retryAfter = retryAfterSeconds.flatMap { $0 > 0 ? Duration.seconds($0) : nil }
+                return .retry(reason: reason, retryAfter: retryAfter.map { min($0, configuration.maxRetryAfter) })
+            }
+        }
+    }
+
+    /// The bearer token for `provider`'s next request, or nil when it is sent without one.
+    private func credential(for provider: PushProvider) async throws -> String? {
+        switch provider {
+        case .apns:
+            guard let apnsAuthenticator else { return nil }
+            do {
+                return try apnsAuthenticator.token()
+            } catch {
+                throw CredentialError(message: "cannot sign an APNs provider token: \(error)", retryable: false)
+            }
+        case .fcm:
+            return try await fcmTokens?.token()
+        }
+    }
+
+    /// Renews a credential the provider called expired; returns whether the push should be sent again now.
+    private func renew(_ provider: PushProvider, refused: String) async throws -> Bool {
+        switch provider {
+        case .apns:
+            guard let apnsAuthenticator, (try? apnsAuthenticator.renew(afterExpired: refused)) != nil else {
+                return false
+            }
+        case .fcm:
+            guard let fcmTokens else { return false }
+            await fcmTokens.invalidate(refused)
+        }
+        credentialRenewals.increment()
+        logger.warning(
+            "the provider called our credential expired; renewed it and sending again",
+            metadata: ["push.provider": "\(provider.rawValue)"])
+        return true
+    }
+
+    /// The base URL a push goes to: APNs by the device's environment, or FCM.
+    func baseURL(for push: PushRequest) -> String {
+        switch push.provider {
+        case .apns: push.environment == .sandbox ? configuration.apnsSandboxBaseURL : configuration.apnsBaseURL
+        case .fcm: configuration.fcmBaseURL
+        }
+    }
+
+    /// The reason when the HTTP client refused to build the request (a header value or URL it does not accept);
+    /// nil for errors of the exchange itself (connection, timeout), which a later attempt may not meet.
+    static func refusal(_ error: any Error) -> String? {
+        guard let error = error as? HTTPClientError else { return nil }
+        if error == .invalidURL || error == .emptyHost || error == .emptyScheme || error == .missingSocketPath {
+            return "the HTTP client refused the request: \(error)"
+        }
+        // Errors with an associated value are compared by name.
+        let text = String(describing: error)
+        let refusals = [
+            "invalidHeaderFieldNames", "invalidHeaderFieldValues", "unsupportedScheme", "bodyLengthMismatch",
+        ]
+        guard refusals.contains(where: { text.contains($0) }) else { return nil }
+        return "the HTTP client refused the request: \(text)"
+    }
+
+    private func sendOnce(
+        _ push: PushRequest, body: FencedBody?, credential: String?
+    ) async throws
+        -> ProviderResponse
+    {
+        var request = HTTPClientRequest(url: baseURL(for: push) + push.path)
+        request.method = .POST
+        for (name, value) in push.headers { request.headers.add(name: name, value: value) }
+        if request.headers["content-type"].isEmpty {
+            request.headers.add(name: "content-type", value: "application/json")
+        }
+        if let credential { request.headers.replaceOrAdd(name: "authorization", value: "bearer \(credential)") }
+        if push.provider == .apns, request.headers["apns-expiration"].isEmpty {
+            // APNs keeps trying an offline device for as long as a push may wait in the outbox (a newer badge-only
+            // push replaces an older one through its collapse id).
+            let seconds = configuration.maxPushAge.components.seconds
+            request.headers.add(
+                name: "apns-expiration", value: String(Int64(Date().timeIntervalSince1970) + max(seconds, 1)))
+        }
+        if let body {
+            request.body = .stream(body, length: .known(Int64(push.body.count)))
+        } else {
+            request.body = .bytes(ByteBuffer(bytes: push.body))
+        }
+        // A device's pushes share one client (one HTTP/2 connection per host): spread over devices, not requests.
+        let pool = push.provider == .apns ? clients.apns : clients.fcm
+        let client = pool[pool.count == 1 ? 0 : Int(UInt(bitPattern: push.token.hashValue) % UInt(pool.count))]
+        let response = try await client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
+        DeliveryMetrics.attempts(push.provider, status: Int(response.status.code)).increment()
+        let body = try await response.body.collect(upTo: 64 * 1024)
+        return ProviderResponse.classify(
+            provider: push.provider, status: Int(response.status.code), body: Array(buffer: body),
+            retryAfter: response.headers.first(name: "retry-after"))
+    }
+}

@@ -1,0 +1,105 @@
+import BadgeCore
+
+/// Partition leases, written once for both backends (the fencing check is in `Fencing/FleetQueries+LeaseCheck.swift`,
+/// claims in ``DeliveryQueries``). The database's clock is the only clock: workers' clocks never have to agree.
+enum FleetQueries {
+    static func now(_ dialect: SQLDialect) -> String {
+        switch dialect {
+        case .postgres: return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
+        case .sqlite: return "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+        }
+    }
+
+    /// One lease round for `worker` (see
+    /// ``BadgeStore/leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
+    static func round(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool,
+        database: any SQLTransactor
+    ) async throws -> LeaseRound {
+        try await database.transaction { sql in
+            let now = Self.now(sql.dialect)
+            let ttl = ttlMilliseconds * 1000
+            // Rows for partitions that have none yet. The NOT EXISTS keeps the usual round from attempting an insert
+            // at all: a conflicting insert would wait for whoever is renewing that row.
+            let values = (0..<partitions).map { "(\($0))" }.joined(separator: ", ")
+            try await sql.execute(
+                "INSERT INTO partition_leases (partition_id) SELECT v.column1 FROM (VALUES \(values)) AS v "
+                    + "WHERE NOT EXISTS (SELECT 1 FROM partition_leases l WHERE l.partition_id = v.column1) "
+                    + "ON CONFLICT (partition_id) DO NOTHING")
+            try await sql.execute(
+                "INSERT INTO fleet_workers (worker_id, last_seen) VALUES ($1, \(now)) "
+                    + "ON CONFLICT (worker_id) DO UPDATE SET last_seen = excluded.last_seen",
+                [.text(worker)])
+            // Stale workers go; rows another round is deleting right now are skipped (two rounds deleting the
+            // same rows in different orders deadlocked).
+            try await sql.execute(
+                "DELETE FROM fleet_workers WHERE worker_id IN (SELECT worker_id FROM fleet_workers WHERE last_seen < "
+                    + "\(now) - $1" + sql.dialect.forUpdateSkipLocked + ")",
+                [.int(ttl * 20)])
+            let live =
+                try await sql.query(
+                    "SELECT COUNT(*) AS live FROM fleet_workers WHERE last_seen >= \(now) - $1", [.int(ttl)]
+                ).first?["live"].int64 ?? 1
+            for partition in releasing.sorted() {
+                try await sql.execute(
+                    "UPDATE partition_leases SET owner = NULL, expires_at = 0 WHERE partition_id = $1 AND owner = $2",
+                    [.int(Int64(partition)), .text(worker)])
+            }
+            var held = try await sql.query(
+                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE owner = $2 AND expires_at > \(now) "
+                    + "RETURNING partition_id, epoch",
+                [.int(ttl), .text(worker)]
+            ).compactMap(lease(worker))
+            let target = (partitions + Int(max(1, live)) - 1) / Int(max(1, live))
+            if held.count < target {
+                // Free partitions, starting from a place that depends on the worker so that workers starting
+                // together do not all reach for the same ones.
+                let free = try await sql.query(
+                    "SELECT partition_id FROM partition_leases WHERE expires_at <= \(now)"
+                        + (takeExpired ? "" : " AND owner IS NULL") + " ORDER BY partition_id"
+                        + sql.dialect.forUpdateSkipLocked, []
+                ).compactMap { try $0["partition_id"].int64 }.map(Int.init)
+                    // A lease renewed above can look expired again by now if the renewal waited on row locks for
+                    // longer than the TTL: it is held, not free.
+                    .filter { partition in !held.contains { $0.partition == partition } }
+                let start = Int(
+                    UInt(bitPattern: worker.utf8.reduce(5381) { ($0 &* 33) &+ Int($1) }) % UInt(max(1, free.count)))
+                let rotated = Array(free[start...] + free[..<start]).prefix(target - held.count)
+                for partition in rotated {
+                    let taken = try await sql.query(
+                        "UPDATE partition_leases SET owner = $1, epoch = epoch + 1, expires_at = \(now) + $2 "
+                            + "WHERE partition_id = $3 AND expires_at <= \(now)"
+                            + (takeExpired ? "" : " AND owner IS NULL") + " RETURNING partition_id, epoch",
+                        [.text(worker), .int(ttl), .int(Int64(partition))]
+                    ).compactMap(lease(worker))
+                    held.append(contentsOf: taken)
+                }
+            }
+            return LeaseRound(
+                leases: held.sorted { $0.partition < $1.partition }, liveWorkers: Int(live), target: target)
+        }
+    }
+
+    /// Renews `lease` alone (see ``BadgeStore/renewLease(_:ttlMilliseconds:)``).
+    static func renew(
+        _ lease: PartitionLease, ttlMilliseconds: Int64, database: any SQLTransactor
+    ) async throws
+        -> Bool
+    {
+        try await database.transaction { sql in
+            let now = Self.now(sql.dialect)
+            return try await !sql.query(
+                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE partition_id = $2 AND owner = $3 "
+                    + "AND epoch = $4 AND expires_at > \(now) RETURNING partition_id",
+                [.int(ttlMilliseconds * 1000), .int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)]
+            ).isEmpty
+        }
+    }
+
+    private static func lease(_ worker: String) -> (SQLRow) throws -> PartitionLease? {
+        { row in
+            guard let partition = try row["partition_id"].int64, let epoch = try row["epoch"].int64 else { return nil }
+            return PartitionLease(partition: Int(partition), epoch: epoch, worker: worker)
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import BadgeCore
+import BadgeSupport
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL store, for fleets: several workers may write to one database at once.
+///
+/// One user's events serialise on a row lock of the user's `users` row (`SELECT … FOR UPDATE`, taken for
+/// all of a batch's users in user-id order, so batches do not deadlock each other); serialization failures,
+/// deadlocks and lost connections come out as transient ``StoreError``s, after which the batch had no effect
+/// and can be retried.
+///
+/// Lifecycle: the store owns a `PostgresClient` (a connection pool) that only works while ``run()`` runs.
+/// ```swift
+/// let store = try PostgresBadgeStore(url: "postgres://user:pass@127.0.0.1:5432/db", logger: logger)
+/// try await withThrowingTaskGroup(of: Void.self) { group in
+///     group.addTask { await store.run() }
+///     try await store.migrate()
+///     // … apply, pendingPushes, markSent …
+///     try await store.close()  // makes run() return
+/// }
+/// ```
+public final class PostgresBadgeStore: SQLBackedBadgeStore {
+    let client: PostgresClient
+    let database: PostgresTransactor
+    /// Lease rounds run on a pool of their own: renewing a lease must never wait in line behind a worker's bulk
+    /// of claims and batches (when it did, under load, leases expired while their owners were healthy).
+    let leaseClient: PostgresClient
+    let leaseDatabase: PostgresTransactor
+    /// The schema that holds the tables (`search_path`), or `nil` for the server's default (`public`).
+    public let schema: String?
+    let hooks = StoreHooks()
+
+    /// The shared SQL rules run here.
+    public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: leaseDatabase, hooks: hooks) }
+    private let closeSignal = CloseSignal<Void>()
+
+    /// Creates a store over `configuration`. `schema`, when given, becomes the connections' `search_path` and
+    /// is created by ``migrate()`` if missing.
+    public init(configuration: PostgresClient.Configuration, schema: String? = nil, logger: Logger) {
+        var configuration = configuration
+        if let schema {
+            configuration.options.additionalStartupParameters.append(("search_path", schema))
+        }
+        self.schema = schema
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.database = PostgresTransactor(client: client, logger: logger)
+        var leaseConfiguration = configuration
+        leaseConfiguration.options.minimumConnections = 0
+        leaseConfiguration.options.maximumConnections = 2
+        self.leaseClient = PostgresClient(configuration: leaseConfiguration, backgroundLogger: logger)
+        self.leaseDatabase = PostgresTransactor(client: leaseClient, logger: logger)
+    }
+
+    /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
+    /// parameters: `sslmode` (libpq's modes, see ``PostgresURL``: `verify-full` by default, `prefer` on loopback),
+    /// `sslrootcert` (a PEM file of trusted roots), `schema` (see
+    /// ``init(configuration:schema:logger:)``), `max_connections` (default 20), `idle_in_transaction_timeout_ms`
+    /// (default 2000; 0 turns it off), `statement_timeout_ms` (default 9000; 0 turns it off).
+    ///
+    /// The statement timeout makes the server give up a statement that ran (or waited for a lock) that long, just
+    /// before the worker gives up waiting for it (`Retry.attemptTimeout`, 10 s) and tries again: without it, the
+    /// abandoned statement would go on running on the server, holding its row locks, and the retry would queue
+    /// behind it (seen as claims timing out one after another after a PostgreSQL restart on a loaded machine).
+    ///
+    /// The idle-in-transaction timeout makes the server end a session that sat inside a transaction without
+    /// sending anything for that long. A worker never pauses inside a transaction (no I/O but the statements
+    /// themselves), so only a frozen or hung worker hits it; without it, a worker frozen mid-transaction would hold
+    /// its row locks for as long as it stays frozen, and block the partition's new owner (and, through the lease
+    /// row, that owner's lease renewals) all that time.
+    public convenience init(url: String, logger: Logger) throws {
+        let parsed = try PostgresURL(url)
+        self.init(configuration: parsed.configuration, schema: parsed.schema, logger: logger)
+    }
+
+    /// Runs the connection pool until ``close()`` or until the calling task is cancelled.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.client.run() }
+            group.addTask { await self.leaseClient.run() }
+            _ = await closeSignal.waitUnlessCancelled()
+            group.cancelAll()
+        }
+    }
+
+    public func migrate() async throws {
+        let prelude = schema.map { ["CREATE SCHEMA IF NOT EXISTS \(quoteIdentifier($0))"] } ?? []
+        try await Schema.migrate(database, prelude: prelude)
+    }
+
+    /// Stops the connection pool: ``run()`` returns and later operations fail.
+    public func close() async throws {
+        closeSignal.resolve()
+    }
+}
+
+/// `"name"` with inner quotes doubled.
+func quoteIdentifier(_ name: String) -> String {
+    "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}

@@ -1,0 +1,41 @@
+import Logging
+import PostgresNIO
+
+/// Runs transactions on connections leased from a `PostgresClient`.
+struct PostgresTransactor: SQLTransactor {
+    let client: PostgresClient
+    let logger: Logger
+
+    var dialect: SQLDialect { .postgres }
+
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        // The pool may lease a connection that closed a moment ago (it learns of closes asynchronously). Nothing
+        // was sent on it, so the transaction simply starts again on another one.
+        var attempt = 1
+        while true {
+            do {
+                return try await attemptTransaction(body)
+            } catch let error as StoreError where error.code == .connectionClosedBeforeBegin && attempt < 5 {
+                attempt += 1
+            }
+        }
+    }
+
+    private func attemptTransaction<T: Sendable>(
+        _ body: @Sendable (any SQLExecutor) async throws -> T
+    ) async throws -> T {
+        do {
+            return try await client.withConnection { connection in
+                let sql = PostgresExecutor(connection: connection, logger: logger)
+                do {
+                    try await sql.execute("BEGIN")
+                } catch let error as StoreError where error.code == .connectionClosed {
+                    throw StoreError(code: .connectionClosedBeforeBegin, message: error.message, transient: true)
+                }
+                return try await sql.committing(body)
+            }
+        } catch {
+            throw PostgresTransactor.storeError(error)
+        }
+    }
+}

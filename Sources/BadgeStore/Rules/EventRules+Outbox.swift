@@ -1,0 +1,37 @@
+import BadgeCore
+
+extension EventRules {
+    /// Writes `planned` to the outbox in one statement and returns their ids (increasing in planning order).
+    func insertOutbox() async throws -> [Int64] {
+        guard !planned.isEmpty else { return [] }
+        var set = OutboxRow.rowSet()
+        for push in planned {
+            set.append(
+                OutboxRow.values(
+                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition,
+                    createdAt: createdAt))
+        }
+        let returned = try await sql.query(
+            "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM "
+                + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE true ORDER BY ord RETURNING id, event_id, token",
+            [set.bind])
+        var byKey: [String: Int64] = [:]
+        for row in returned {
+            guard let id = try row["id"].int64, let eventID = try row["event_id"].string,
+                let token = try row["token"].string
+            else { throw StoreError.corrupt("bad outbox RETURNING row") }
+            byKey[eventID + " " + token] = id
+        }
+        var ids: [Int64] = []
+        ids.reserveCapacity(planned.count)
+        for push in planned {
+            guard let id = byKey[push.eventID + " " + push.token] else {
+                throw StoreError.corrupt("outbox id missing for a push")
+            }
+            // Both databases number the rows of an ordered INSERT … SELECT in order; the outbox order relies on it.
+            guard id > (ids.last ?? .min) else { throw StoreError.corrupt("outbox ids out of planning order") }
+            ids.append(id)
+        }
+        return ids
+    }
+}

@@ -1,0 +1,171 @@
+import BadgeCore
+
+extension EventRules {
+    /// Writes what the batch changed, one statement per table and kind of change, and the outbox in planning
+    /// order; returns the outbox ids (increasing in planning order).
+    mutating func write() async throws -> [Int64] {
+        try await writeNotifications()
+        try await writeTombstones()
+        try await writeMessages()
+        try await writeWatermarks()
+        try await writeDevices()
+        try await writeUsers()
+        return try await insertOutbox()
+    }
+
+    private func run(_ statement: (String) -> String, _ set: SQLRowSet) async throws {
+        guard !set.isEmpty else { return }
+        try await sql.execute(statement(set.table("s", bind: 1, dialect: sql.dialect)), [set.bind])
+    }
+
+    private func writeNotifications() async throws {
+        var inserted = SQLRowSet(
+            [("user_id", .text), ("id", .text), ("occurred_at", .int), ("read", .bool), ("seen", .bool)])
+        var updated = SQLRowSet([("user_id", .text), ("id", .text), ("read", .bool), ("seen", .bool)])
+        for (user, rows) in notifications.sorted(by: { $0.key < $1.key }) {
+            for (id, row) in rows.sorted(by: { $0.key < $1.key }) {
+                if row.isNew {
+                    inserted.append([.text(user), .text(id), .int(row.occurredAt), .bool(row.read), .bool(row.seen)])
+                } else if row.changed {
+                    updated.append([.text(user), .text(id), .bool(row.read), .bool(row.seen)])
+                }
+            }
+        }
+        try await run(
+            {
+                "INSERT INTO notifications (user_id, id, occurred_at, read, seen) "
+                    + "SELECT user_id, id, occurred_at, read, seen FROM \($0) WHERE true "
+                    + "ON CONFLICT (user_id, id) DO NOTHING"
+            }, inserted)
+        try await run(
+            {
+                "UPDATE notifications SET read = s.read, seen = s.seen FROM \($0) "
+                    + "WHERE notifications.user_id = s.user_id AND notifications.id = s.id"
+            }, updated)
+    }
+
+    private func writeTombstones() async throws {
+        var removed = SQLRowSet([("user_id", .text), ("id", .text)])
+        for key in tombstonesRemoved.sorted(by: Self.userItemOrder) {
+            removed.append([.text(key.user), .text(key.item)])
+        }
+        var added = SQLRowSet([("user_id", .text), ("id", .text), ("at", .int)])
+        for key in tombstonesAdded.sorted(by: Self.userItemOrder) {
+            added.append([.text(key.user), .text(key.item), .int(createdAt)])
+        }
+        try await run(
+            {
+                "DELETE FROM read_tombstones WHERE (user_id, notification_id) IN (SELECT user_id, id FROM \($0))"
+            }, removed)
+        try await run(
+            {
+                "INSERT INTO read_tombstones (user_id, notification_id, created_at) SELECT user_id, id, at FROM \($0) "
+                    + "WHERE true "
+                    + "ON CONFLICT (user_id, notification_id) DO NOTHING"
+            }, added)
+    }
+
+    private func writeMessages() async throws {
+        var inserted = SQLRowSet(
+            [
+                ("user_id", .text), ("event_id", .text), ("conversation_id", .text), ("occurred_at", .int),
+                ("read", .bool),
+            ])
+        var updated = SQLRowSet([("user_id", .text), ("event_id", .text)])
+        for (key, rows) in messages.sorted(by: { Self.userItemOrder($0.key, $1.key) }) {
+            for (id, row) in rows.sorted(by: { $0.key < $1.key }) {
+                if row.isNew {
+                    inserted.append(
+                        [.text(key.user), .text(id), .text(key.item), .int(row.occurredAt), .bool(row.read)])
+                } else if row.changed {
+                    updated.append([.text(key.user), .text(id)])
+                }
+            }
+        }
+        try await run(
+            {
+                "INSERT INTO messages (user_id, event_id, conversation_id, occurred_at, read) "
+                    + "SELECT user_id, event_id, conversation_id, occurred_at, read FROM \($0) WHERE true "
+                    + "ON CONFLICT (user_id, event_id) DO NOTHING"
+            }, inserted)
+        try await run(
+            {
+                "UPDATE messages SET read = TRUE FROM \($0) "
+                    + "WHERE messages.user_id = s.user_id AND messages.event_id = s.event_id"
+            }, updated)
+    }
+
+    private func writeWatermarks() async throws {
+        var set = SQLRowSet([("user_id", .text), ("conversation_id", .text), ("read_until", .int)])
+        for key in changedWatermarks.sorted(by: Self.userItemOrder) {
+            guard let until = watermarks[key] else { continue }
+            set.append([.text(key.user), .text(key.item), .int(until)])
+        }
+        try await run(
+            {
+                "INSERT INTO conversation_watermarks (user_id, conversation_id, read_until) "
+                    + "SELECT user_id, conversation_id, read_until FROM \($0) WHERE true "
+                    + "ON CONFLICT (user_id, conversation_id) DO UPDATE SET read_until = excluded.read_until "
+                    + "WHERE conversation_watermarks.read_until < excluded.read_until"
+            }, set)
+    }
+
+    /// Upserts every device the batch touched with its final state. A token that moved to another user starts
+    /// its `pushed_version` again (-1); otherwise the stored one is kept: rows that keep it carry the marker -2,
+    /// which never reaches the table (such rows exist, so they always take the `DO UPDATE` path).
+    private func writeDevices() async throws {
+        var set = SQLRowSet(
+            [
+                ("token", .text), ("user_id", .text), ("provider", .text), ("topic", .text), ("environment", .text),
+                ("active", .bool), ("pushed_version", .int), ("registered_at", .int),
+            ])
+        for (token, row) in devices.sorted(by: { $0.key < $1.key }) where row.touched {
+            set.append([
+                .text(token), .text(row.user), .text(row.device.provider.rawValue), .text(row.device.topic),
+                .text(row.device.environment?.rawValue), .bool(row.active), .int(row.stored && !row.moved ? -2 : -1),
+                .int(row.registeredAt),
+            ])
+        }
+        try await run(
+            {
+                "INSERT INTO devices (token, user_id, provider, topic, environment, active, pushed_version, "
+                    + "registered_at) SELECT token, user_id, provider, topic, environment, active, pushed_version, "
+                    + "registered_at FROM \($0) "
+                    + "WHERE true ORDER BY token ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, "
+                    + "provider = excluded.provider, topic = excluded.topic, environment = excluded.environment, "
+                    + "active = excluded.active, registered_at = excluded.registered_at, "
+                    + "pushed_version = CASE WHEN excluded.pushed_version = -2 "
+                    + "THEN devices.pushed_version ELSE -1 END"
+            }, set)
+    }
+
+    private func writeUsers() async throws {
+        var set = SQLRowSet(
+            [
+                ("user_id", .text), ("unread_notifications", .int), ("unseen_notifications", .int),
+                ("unread_messages", .int), ("badge_version", .int), ("badge_enabled", .bool), ("previews", .bool),
+                ("read_all_until", .int), ("opened_until", .int),
+            ])
+        for (id, user) in users.sorted(by: { $0.key < $1.key }) where loadedUsers[id] != user {
+            set.append([
+                .text(id), .int(user.unreadNotifications), .int(user.unseenNotifications), .int(user.unreadMessages),
+                .int(user.badgeVersion), .bool(user.badgeEnabled), .bool(user.previews), .int(user.readAllUntil),
+                .int(user.openedUntil),
+            ])
+        }
+        try await run(
+            {
+                """
+                UPDATE users SET unread_notifications = s.unread_notifications,
+                    unseen_notifications = s.unseen_notifications, unread_messages = s.unread_messages,
+                    badge_version = s.badge_version, badge_enabled = s.badge_enabled, previews = s.previews,
+                    read_all_until = s.read_all_until, opened_until = s.opened_until
+                FROM \($0) WHERE users.user_id = s.user_id
+                """
+            }, set)
+    }
+
+    static func userItemOrder(_ lhs: UserItem, _ rhs: UserItem) -> Bool {
+        (lhs.user, lhs.item) < (rhs.user, rhs.item)
+    }
+}

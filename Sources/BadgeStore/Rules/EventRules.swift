@@ -1,0 +1,89 @@
+import BadgeCore
+import BadgeWire
+
+/// The contract's count rules, applied to the database through an ``SQLExecutor``; the tests check them against
+/// the reference model (`InboxModel` in `Tests/BadgeModel`).
+///
+/// Written once for both backends, set-based: a batch costs a constant number of statements whatever its size.
+/// 1. **Load** (``load(_:)``): record the batch's event ids, create and lock its users' rows (in user-id order, so
+///    concurrent batches wait for each other instead of deadlocking), and read, one statement per kind, exactly
+///    the rows the batch can change: the notifications and messages its read-state events would turn read or
+///    seen, the tombstones, watermarks and devices it touches.
+/// 2. **Apply** in memory, event by event, in order: the same rules as the model, so each push carries the counts
+///    and `badge_version` right after its event.
+/// 3. **Write** (``write()``): one statement per table for everything that changed, and the outbox in planning
+///    order.
+///
+/// Every loaded row changes state in the batch (a notification changes state at most twice in its life), so the
+/// cost of an event does not grow with the number of stored or unread notifications. The counters live in the
+/// `users` row and are maintained, never recounted.
+struct EventRules {
+    let sql: any SQLExecutor
+    let policy: BadgePolicy
+    /// The partition queue the batch came from, recorded on its outbox rows.
+    let partition: Int?
+    /// See ``ApplyContext/maxDevicesPerUser``.
+    let maxDevicesPerUser: Int
+    /// Runs before each event with its index in the batch (a test hook for injecting failures).
+    let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
+
+    var users: [String: UserRow] = [:]
+    var loadedUsers: [String: UserRow] = [:]
+    /// Event ids of the batch that were not processed before; an id leaves the set at its first use.
+    var fresh: Set<String> = []
+    /// Per user, the notifications loaded or stored by the batch, by id. An id absent here is not stored, or
+    /// stored in a state the batch cannot change (see ``load(_:)``).
+    var notifications: [String: [String: NotificationRow]] = [:]
+    /// Per user, the read tombstones of the batch's notification ids: loaded, or added by the batch.
+    var tombstones: [String: Set<String>] = [:]
+    var tombstonesAdded: Set<UserItem> = []
+    var tombstonesRemoved: Set<UserItem> = []
+    var messages: [UserItem: [String: MessageRow]] = [:]
+    /// Message ids (per user) already stored before the batch.
+    var storedMessages: Set<UserItem> = []
+    var watermarks: [UserItem: Int64] = [:]
+    var changedWatermarks: Set<UserItem> = []
+    var devices: [String: DeviceRow] = [:]
+    /// Active tokens per user.
+    var tokensByUser: [String: Set<String>] = [:]
+    /// The batch's pushes in planning order, written to the outbox at the end of the batch.
+    var planned: [PlannedPush] = []
+    /// The serialised event of each alert in `planned`, by event id.
+    var eventJSON: [String: String] = [:]
+    /// When the batch's pushes are planned (their outbox `created_at`), by this process's clock.
+    let createdAt = Timestamp.now().microsecondsSinceEpoch
+
+    init(
+        sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
+        maxDevicesPerUser: Int = ApplyContext.defaultMaxDevicesPerUser,
+        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil
+    ) {
+        self.sql = sql
+        self.policy = policy
+        self.partition = partition
+        self.maxDevicesPerUser = maxDevicesPerUser
+        self.beforeEvent = beforeEvent
+    }
+
+    // MARK: - Batch
+
+    /// Applies `events` in order; the caller owns the transaction.
+    mutating func apply(_ events: [Event]) async throws -> [AppliedEvent] {
+        try await load(events)
+        // Per event: whether it is a duplicate and the range of its pushes in `planned`.
+        var outcomes: [(duplicate: Bool, pushes: Range<Int>)] = []
+        outcomes.reserveCapacity(events.count)
+        for (index, event) in events.enumerated() {
+            if let beforeEvent { try await beforeEvent(index, sql) }
+            let start = planned.count
+            let duplicate = try apply(event)
+            outcomes.append((duplicate, start..<planned.count))
+        }
+        let ids = try await write()
+        return zip(events, outcomes).map { event, outcome in
+            AppliedEvent(
+                event: event, duplicate: outcome.duplicate,
+                pushes: outcome.pushes.map { OutboxPush(id: ids[$0], push: planned[$0], createdAt: createdAt) })
+        }
+    }
+}

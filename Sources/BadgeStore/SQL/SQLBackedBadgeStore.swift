@@ -1,0 +1,83 @@
+import BadgeCore
+
+/// A store whose operations are the shared SQL rules (``EventRules``, ``StoreQueries``, ``FleetQueries``,
+/// ``DeliveryQueries``) run on the transactors of its ``sqlBackend``: both built-in stores. Only `run()`,
+/// `migrate()` and `close()` differ between backends; everything else is written once, here.
+public protocol SQLBackedBadgeStore: BadgeStore {
+    /// Where the shared rules run.
+    var sqlBackend: SQLBackend { get }
+}
+
+extension SQLBackedBadgeStore {
+    public func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
+        try await StoreQueries.apply(
+            events, policy: policy, context: context, database: sqlBackend.database,
+            beforeEvent: sqlBackend.hooks.beforeEvent)
+    }
+
+    public func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int {
+        try await RetentionQueries.purge(kind, olderThan: cutoff, limit: limit, database: sqlBackend.database)
+    }
+
+    public func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool {
+        try await RetentionQueries.maintenanceLease(
+            name, worker: worker, ttlMilliseconds: ttlMilliseconds, database: sqlBackend.leases)
+    }
+
+    public func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog] {
+        try await StoreQueries.outboxBacklog(partitions: partitions, database: sqlBackend.database)
+    }
+
+    public func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
+        try await StoreQueries.pendingPushes(limit: limit, partition: partition, database: sqlBackend.database)
+    }
+
+    public func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool
+    ) async throws -> LeaseRound {
+        try await FleetQueries.round(
+            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
+            takeExpired: takeExpired, database: sqlBackend.leases)
+    }
+
+    public func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool {
+        try await FleetQueries.renew(lease, ttlMilliseconds: ttlMilliseconds, database: sqlBackend.leases)
+    }
+
+    public func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
+    ) async throws -> PlannedPush? {
+        try await DeliveryQueries.claimPush(
+            outbox, policy: policy, recordingSent: sent, lease: lease, database: sqlBackend.database)
+    }
+
+    public func claimPushes(
+        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        skipClaimedBefore: Int64?, recording: DeliveryRecord
+    ) async throws -> [ClaimedPush] {
+        try await DeliveryQueries.claimDue(
+            partition: partition, limit: limit, now: now, policy: policy, lease: lease,
+            skipClaimedBefore: skipClaimedBefore, recording: recording, database: sqlBackend.database)
+    }
+
+    public func recordDeliveries(_ record: DeliveryRecord) async throws {
+        try await DeliveryQueries.record(record, database: sqlBackend.database)
+    }
+
+    public func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
+        try await DeliveryQueries.refreshBadge(
+            after: push, partition: partition, policy: policy, database: sqlBackend.database)
+    }
+
+    public func markSent(_ outboxIDs: [Int64]) async throws {
+        try await StoreQueries.markSent(outboxIDs, database: sqlBackend.database)
+    }
+
+    public func deactivateDevice(token: String) async throws {
+        try await StoreQueries.deactivateDevice(token: token, database: sqlBackend.database)
+    }
+
+    public func snapshot(user: String) async throws -> UserSnapshot {
+        try await StoreQueries.snapshot(user: user, database: sqlBackend.database)
+    }
+}

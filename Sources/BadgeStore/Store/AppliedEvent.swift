@@ -1,0 +1,18 @@
+import BadgeCore
+
+/// What ``BadgeStore/apply(_:policy:context:)`` did with one event.
+public struct AppliedEvent: Sendable, Equatable {
+    /// The event.
+    public var event: Event
+    /// Whether the event id had been applied before (then it had no effect).
+    public var duplicate: Bool
+    /// The pushes the event caused, as written to the outbox, in planning order.
+    public var pushes: [OutboxPush]
+
+    /// Creates a result.
+    public init(event: Event, duplicate: Bool, pushes: [OutboxPush]) {
+        self.event = event
+        self.duplicate = duplicate
+        self.pushes = pushes
+    }
+}

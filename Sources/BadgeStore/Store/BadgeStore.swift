@@ -1,0 +1,149 @@
+import BadgeCore
+import BadgeWire
+
+/// Durable state of the pipeline: users' counts, notifications, messages, devices, processed event ids and the
+/// outbox of planned pushes.
+///
+/// A store behaves exactly like the reference model (`InboxModel` in `Tests/BadgeModel`): the same events give the
+/// same pushes (in the same order), counts, badges and badge versions. Counters are maintained incrementally; the
+/// cost of an event does not grow with the number of stored or unread notifications.
+///
+/// Lifecycle: create a store (``BadgeStoreFactory/make(url:logger:)``), start ``run()`` in a task you own (for
+/// example a child of a task group), call ``migrate()`` once, use it, then call ``close()``; `run()` returns
+/// after `close()` or when its task is cancelled.
+public protocol BadgeStore: Sendable {
+    /// Runs the store's background work (the PostgreSQL connection pool) until ``close()`` is called or the
+    /// calling task is cancelled. Start it in a task of its own before using a PostgreSQL store; an SQLite
+    /// store works without it (its `run()` only waits).
+    func run() async
+
+    /// Applies the schema migrations that are not applied yet. Idempotent; safe when several workers start at
+    /// once.
+    func migrate() async throws
+
+    /// Applies `events` in order in one database transaction (all or nothing), writes the pushes they cause
+    /// to the outbox (tagged with `context.partition`), and returns what each event did. With `context.lease`, the
+    /// transaction first checks that the lease is still held and fails with `lease_lost` (not transient) if not.
+    func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent]
+
+    /// Outbox pushes not yet marked sent, oldest (lowest id, planning order) first; only those of `partition`
+    /// when it is given.
+    func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush]
+
+    /// One round of partition leasing for `worker` (call it every fraction of `ttlMilliseconds`): records the
+    /// worker as alive, gives up the partitions in `releasing`, renews what it holds, and takes free partitions up
+    /// to its fair share: released or never leased ones and, with `takeExpired`, ones whose owner let the lease
+    /// expire.
+    ///
+    /// A worker passes `takeExpired: false` for a while after its own rounds could not reach the database: after
+    /// a database outage every lease looks expired, but their owners are alive and still have to record what they
+    /// sent before they hand their partitions over (by releasing them); taking an expired lease at once would
+    /// re-send those pushes.
+    func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool
+    ) async throws -> LeaseRound
+
+    /// Renews one lease on its own, between lease rounds: pushes out its expiry to `ttlMilliseconds` from now and
+    /// returns true if `lease` is still held and unexpired; returns false (and changes nothing) if it is not.
+    ///
+    /// A worker calls it when its own record of the lease's expiry ran out (a slow lease round, a freeze) before
+    /// it sends anything more under the lease.
+    func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool
+
+    /// The push guard, called just before an outbox push is sent; returns what to send, or nil to drop it.
+    ///
+    /// `sent` are outbox rows of pushes sent since the previous call; they are recorded as sent in the same
+    /// transaction (one round trip per push). With `lease` (the partition the push is sent for), the claim fails with
+    /// `lease_lost` once the lease is no longer held, so a worker that lost a partition sends nothing more of it.
+    /// A push whose row is already gone was sent by someone else (a
+    /// partition's new owner while this worker was frozen) and is dropped. The `badge_version` of what reaches one
+    /// device never decreases: a push older than one already sent there is dropped when it is badge-only (a newer
+    /// push superseded it) and, when it is an alert, rebuilt with the user's current counts and badge (under
+    /// `policy`) at a fresh, higher `badge_version`; it keeps its event, so its `apns-id` stays the same. A push to
+    /// a token that moved to another user is dropped.
+    func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
+    ) async throws -> PlannedPush?
+
+    /// The delivery stage's claim: up to `limit` pushes of `partition` (all when nil) whose next attempt is due at
+    /// `now` (microseconds since the epoch), oldest first, in one transaction: with `lease`, fails with `lease_lost`
+    /// unless it is still held; a device's pushes are taken in order (a row waiting for a retry holds back the
+    /// later rows of its token); the push guard (see ``claimPush(_:policy:recordingSent:lease:)``) drops stale
+    /// badge-only pushes and rebuilds stale alerts, and a badge-only push followed by a later one to the same
+    /// device is dropped as superseded. Claimed rows are marked with the lease's epoch. With `skipClaimedBefore`,
+    /// rows an earlier owner claimed under an older epoch are left for it to record.
+    ///
+    /// `recording` (the previous round's outcomes) is recorded first, in the same transaction, which saves a
+    /// transaction per round; when the claim fails (`lease_lost`, say) nothing of it is recorded, and the caller
+    /// records it with ``recordDeliveries(_:)``.
+    func claimPushes(
+        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        skipClaimedBefore: Int64?, recording: DeliveryRecord
+    ) async throws -> [ClaimedPush]
+
+    /// Records a delivery round's outcomes in one transaction (see ``DeliveryRecord``).
+    func recordDeliveries(_ record: DeliveryRecord) async throws
+
+    /// Plans a badge-only push of the user's current badge, at a fresh `badge_version` (the user's version is
+    /// bumped), to the device `push` went to, in the outbox of `partition`; returns false (and plans nothing) when
+    /// the token no longer belongs to that user or is inactive.
+    ///
+    /// A fleet worker calls it when a push it sent finished only after its term on the partition's lease ended
+    /// (it was frozen with the request on its way): that push may have reached the device after newer ones from
+    /// the partition's new owner. The owner sends the refresh after them, so the device ends on the current badge.
+    func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool
+
+    /// Removes sent pushes from the outbox.
+    func markSent(_ outboxIDs: [Int64]) async throws
+
+    /// Stops all pushes to a token that the provider reported dead, and drops its pending outbox rows.
+    func deactivateDevice(token: String) async throws
+
+    /// The stored state of one user (zero counts and default preferences for an unknown user).
+    func snapshot(user: String) async throws -> UserSnapshot
+
+    /// How many pushes wait in the outbox of each of `partitions`, and since when (for metrics). One statement.
+    func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog]
+
+    /// Deletes up to `limit` rows of `kind` older than `cutoff` (microseconds since the epoch) in one short
+    /// transaction; returns how many it deleted.
+    func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int
+
+    /// Takes or renews the maintenance lease `name` for `worker` (free, expired, or already its own) for
+    /// `ttlMilliseconds`; returns whether `worker` holds it now.
+    func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool
+
+    /// Closes the store: releases connections and makes ``run()`` return.
+    func close() async throws
+}
+
+extension BadgeStore {
+    /// A lease round that may take expired leases (see
+    /// ``leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
+    public func leaseRound(
+        worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>
+    ) async throws -> LeaseRound {
+        try await leaseRound(
+            worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
+            takeExpired: true)
+    }
+
+    /// The push guard outside any lease (a single node, tests).
+    public func claimPush(
+        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]
+    ) async throws
+        -> PlannedPush?
+    {
+        try await claimPush(outbox, policy: policy, recordingSent: sent, lease: nil)
+    }
+
+    /// Applies events outside any partition or lease (a single node, tests).
+    public func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
+        try await apply(events, policy: policy, context: .none)
+    }
+
+    /// Every pending outbox push, whatever its partition.
+    public func pendingPushes(limit: Int) async throws -> [OutboxPush] {
+        try await pendingPushes(limit: limit, partition: nil)
+    }
+}

@@ -1,0 +1,32 @@
+import BadgeCore
+
+/// One row of the outbox: a planned push and its outbox id (increasing in planning order).
+public struct OutboxPush: Sendable, Equatable {
+    /// The outbox id.
+    public var id: Int64
+    /// The push.
+    public var push: PlannedPush
+    /// In a fleet, the lease epoch under which a worker last claimed the push for sending (it may have sent it
+    /// and not recorded it yet); nil while nobody claimed it.
+    public var claimedEpoch: Int64?
+    /// Attempts that ended in a provider answer to try again later (throttling, server errors, timeouts).
+    public var attempts: Int
+    /// When the push was planned, in microseconds since the epoch (by the planning process's clock; 0 for rows
+    /// planned before this was recorded).
+    public var createdAt: Int64
+    /// The earliest time of the next attempt, in microseconds since the epoch (0: at once).
+    public var nextAttemptAt: Int64
+
+    /// Creates an outbox push.
+    public init(
+        id: Int64, push: PlannedPush, claimedEpoch: Int64? = nil, attempts: Int = 0, createdAt: Int64 = 0,
+        nextAttemptAt: Int64 = 0
+    ) {
+        self.id = id
+        self.push = push
+        self.claimedEpoch = claimedEpoch
+        self.attempts = attempts
+        self.createdAt = createdAt
+        self.nextAttemptAt = nextAttemptAt
+    }
+}

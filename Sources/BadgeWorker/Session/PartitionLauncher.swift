@@ -1,0 +1,94 @@
+import AMQPClient
+import BadgeStore
+import Logging
+
+/// Starts consuming one partition queue for a worker session: its channel and consumer, and its two stages
+/// (ingestion, ``PartitionProcessor``; delivery, ``PartitionDelivery``) as tasks of the session's task group.
+/// Whichever stage ends first ends the other; then the partition's channel closes and the session's manager loop
+/// hears of it through the ``PartitionRegistry`` and its wake-up ``Doorbell``.
+struct PartitionLauncher {
+    let connection: AMQPConnection
+    let configuration: WorkerConfiguration
+    let store: any BadgeStore
+    let dispatcher: PushDispatcher
+    let logger: Logger
+    let watchdog: Watchdog?
+    let health: WorkerHealth?
+    /// The session's channel for parking invalid messages (publisher confirms on).
+    let deadLetters: AMQPChannel
+    let registry: PartitionRegistry
+    /// Wakes the manager loop early: a partition stopped (to be released), or shutdown.
+    let wake: Doorbell
+
+    /// Starts `partition` (under `term` in a fleet) with its tasks in `group`.
+    func start(
+        _ partition: Int, term: LeaseTerm?, in group: inout ThrowingTaskGroup<Void, any Error>
+    ) async throws -> RunningPartition {
+        let lease = term?.lease
+        let channel = try await connection.openChannel()
+        try await channel.qos(prefetchCount: configuration.prefetch)
+        let consumer = try await channel.consume(queue: configuration.topology.queueName(partition))
+        let buffer = MessageBuffer()
+        let doorbell = Doorbell()
+        let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
+        let processor = PartitionProcessor(
+            channel: channel, deadLetters: deadLetters, buffer: buffer, store: store, doorbell: doorbell,
+            configuration: configuration,
+            context: ApplyContext(
+                partition: partition, lease: lease,
+                maxDevicesPerUser: configuration.maxDevicesPerUser),
+            watchdog: watchdog, health: health, logger: partitionLogger)
+        let delivery = PartitionDelivery(
+            dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
+            idlePoll: configuration.deliveryIdlePoll)
+        group.addTask {
+            do {
+                for try await message in consumer { buffer.append(message) }
+                buffer.finish(nil)
+            } catch {
+                buffer.finish(error)
+            }
+        }
+        group.addTask { [logger, registry, wake] in
+            // The two stages side by side; whichever ends first ends the other (ingestion after its
+            // batch in progress, delivery after its round in progress).
+            let failure = await withTaskGroup(of: (any Error)?.self) { stages in
+                stages.addTask {
+                    do {
+                        try await delivery.run()
+                        return nil
+                    } catch {
+                        buffer.finish(nil)
+                        return error
+                    }
+                }
+                stages.addTask {
+                    do {
+                        try await processor.run()
+                        doorbell.close()
+                        return nil
+                    } catch {
+                        doorbell.close()
+                        return error
+                    }
+                }
+                var first: (any Error)?
+                for await error in stages where first == nil { first = error }
+                return first
+            }
+            if let error = failure as? StoreError, error.code == .leaseLost {
+                logger.warning(
+                    "lease lost, leaving the partition",
+                    metadata: ["worker.partition": "\(partition)", "worker.error": "\(error.message)"])
+            } else if let failure {
+                registry.fail(failure)
+            }
+            // Unprocessed messages go back to the queue in order (no basic.cancel).
+            try? await channel.close()
+            registry.stopped(partition)
+            // Release it at once: the manager loop runs its next lease round now.
+            wake.ring()
+        }
+        return RunningPartition(term: term, buffer: buffer, doorbell: doorbell)
+    }
+}

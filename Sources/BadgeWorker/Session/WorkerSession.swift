@@ -1,0 +1,105 @@
+import AMQPClient
+import BadgeStore
+import Logging
+import ServiceLifecycle
+
+/// One connection's life in a worker: declare the topology, then consume the partitions this worker should hold
+/// until shutdown or until the connection is lost.
+///
+/// Single node: every partition, from start to end. Fleet: a manager loop runs lease rounds in the database
+/// every third of the lease TTL; it starts consuming partitions it acquired (after sending what their outbox
+/// still holds), gives up partitions above its fair share (after their batch in progress, by closing their
+/// channel: never `basic.cancel`), and stops at once on a partition whose lease it lost. Single active consumer
+/// on every partition queue stays as the broker-side guarantee that one consumer at a time gets a partition.
+struct WorkerSession {
+    let connection: AMQPConnection
+    let configuration: WorkerConfiguration
+    let store: any BadgeStore
+    let dispatcher: PushDispatcher
+    let logger: Logger
+    let onReady: (@Sendable () async -> Void)?
+    let watchdog: Watchdog?
+    var health: WorkerHealth? = nil
+
+    func run() async throws {
+        let control = try await connection.openChannel()
+        try await configuration.topology.declare(on: control)
+        try await configuration.topology.checkNoExtraPartition(on: connection)
+        let deadLetters = try await connection.openChannel()
+        try await deadLetters.confirmSelect()
+        let registry = PartitionRegistry()
+        let shutdown = ShutdownFlag()
+        // Wakes the manager loop early: a partition stopped (to be released), or shutdown.
+        let wake = Doorbell()
+        let launcher = PartitionLauncher(
+            connection: connection, configuration: configuration, store: store, dispatcher: dispatcher,
+            logger: logger, watchdog: watchdog, health: health, deadLetters: deadLetters, registry: registry,
+            wake: wake)
+
+        try await withGracefulShutdownHandler {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                var running: [Int: RunningPartition] = [:]
+                // Which partitions to hold (fleet mode; see `LeaseManager`).
+                var leases = LeaseManager(
+                    ttl: .milliseconds(configuration.fleet?.leaseTTLMilliseconds ?? 5000))
+                var ready = false
+
+                var failure: (any Error)?
+                while !shutdown.isSet {
+                    if let error = registry.failure {
+                        failure = error
+                        break
+                    }
+                    if connection.isClosed {
+                        failure = await connection.closed() ?? AMQPError(.connectionLost, "connection closed")
+                        break
+                    }
+                    forgetStopped(registry, running: &running, leases: &leases)
+                    health?.held(Set(running.keys))
+                    guard let fleet = configuration.fleet else {
+                        if running.isEmpty, !ready {
+                            for partition in 0..<configuration.topology.partitions {
+                                running[partition] = try await launcher.start(partition, term: nil, in: &group)
+                            }
+                        }
+                        if !ready {
+                            ready = true
+                            health?.held(Set(running.keys))
+                            logReady(held: configuration.topology.partitions)
+                            await onReady?()
+                        }
+                        try? await shutdown.wait(upTo: .milliseconds(250))
+                        continue
+                    }
+                    try await leaseRound(
+                        fleet, leases: &leases, running: &running, launcher: launcher, group: &group)
+                    health?.held(Set(running.keys))
+                    if !ready {
+                        ready = true
+                        logReady(held: running.count)
+                        await onReady?()
+                    }
+                    await wake.wait(upTo: leases.nextRoundDelay(now: .now))
+                }
+
+                try await stopAll(registry, running: &running, leases: &leases)
+                await connection.close()
+                try await group.waitForAll()
+                if let failure { throw failure }
+            }
+        } onGracefulShutdown: {
+            shutdown.set()
+            wake.ring()
+        }
+    }
+
+    private func logReady(held: Int) {
+        logger.info(
+            "worker ready",
+            metadata: [
+                "worker.partitions": "\(configuration.topology.partitions)", "worker.held": "\(held)",
+                "worker.policy": "\(configuration.badgePolicy.rawValue)",
+                "worker.id": "\(configuration.fleet?.workerID ?? "single")",
+            ])
+    }
+}
