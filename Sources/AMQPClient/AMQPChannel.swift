@@ -169,7 +169,7 @@ public struct AMQPChannel: Sendable, Hashable {
         exclusive: Bool = false,
         arguments: AMQPTable = [:]
     ) async throws -> AMQPConsumer {
-        let (stream, continuation) = AsyncThrowingStream<AMQPDelivery, any Error>.makeStream()
+        let (stream, continuation) = AsyncThrowingStream<AMQPMessage, any Error>.makeStream()
         let reply = try await send(
             .consume(
                 Command.Consume(
@@ -180,13 +180,13 @@ public struct AMQPChannel: Sendable, Hashable {
     }
 
     /// Fetches one message with `basic.get`; nil when the queue is empty.
-    public func get(queue: String, noAck: Bool = false) async throws -> AMQPDelivery? {
+    public func get(queue: String, noAck: Bool = false) async throws -> AMQPMessage? {
         let reply = try await send(.get(queue: queue, noAck: noAck))
-        guard case .delivery(let delivery) = reply else { throw AMQPError(.library, "basic.get: unexpected reply") }
-        return delivery
+        guard case .message(let message) = reply else { throw AMQPError(.library, "basic.get: unexpected reply") }
+        return message
     }
 
-    /// Acknowledges a delivery; with `multiple`, every unacked delivery up to and including it.
+    /// Acknowledges a message; with `multiple`, every unacked message up to and including it.
     public func ack(deliveryTag: UInt64, multiple: Bool = false) async throws {
         try await send(.ack(deliveryTag: deliveryTag, multiple: multiple))
     }

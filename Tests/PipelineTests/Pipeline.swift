@@ -220,9 +220,9 @@ struct Pipeline: Sendable {
     }
 
     /// Everything parked in the dead-letter queue so far, by message id (taken off the queue).
-    func parked() async throws -> [String: AMQPDelivery] {
+    func parked() async throws -> [String: AMQPMessage] {
         let channel = try await connection.openChannel()
-        var parked: [String: AMQPDelivery] = [:]
+        var parked: [String: AMQPMessage] = [:]
         while let delivery = try await channel.get(queue: topology.deadQueueName, noAck: true) {
             parked[delivery.properties.messageID ?? "?"] = delivery
         }

@@ -62,7 +62,7 @@ struct RobustnessTests {
 
             // Every invalid one is parked with its reason, original body and properties.
             let channel = try await pipeline.connection.openChannel()
-            var parked: [String: AMQPDelivery] = [:]
+            var parked: [String: AMQPMessage] = [:]
             while let delivery = try await channel.get(queue: pipeline.topology.deadQueueName, noAck: true) {
                 parked[delivery.properties.messageID ?? "?"] = delivery
             }

@@ -37,7 +37,7 @@ struct Command: Sendable {
         var noAck: Bool
         var exclusive: Bool
         var arguments: AMQPTable
-        var stream: AsyncThrowingStream<AMQPDelivery, any Error>.Continuation
+        var stream: AsyncThrowingStream<AMQPMessage, any Error>.Continuation
     }
 
     enum Operation: Sendable {
@@ -70,7 +70,7 @@ struct Command: Sendable {
         case queue(AMQPQueueInfo)
         case messageCount(UInt32)
         case consumerTag(String)
-        case delivery(AMQPDelivery?)
+        case message(AMQPMessage?)
     }
 
     var channel: UInt16

@@ -187,7 +187,7 @@ extension ConnectionLoop {
         let reply = amqp_basic_get(connection, channel, arena.bytes(queue), flag(noAck))
         if let error = replyError(reply, what: "basic.get \(queue)", channel: channel) { return command.fail(error) }
         guard reply.reply.id == BADGEPIPE_BASIC_GET_OK_METHOD, let decoded = reply.reply.decoded else {
-            command.promise?.resume(returning: .delivery(nil))
+            command.promise?.resume(returning: .message(nil))
             return
         }
         let ok = decoded.assumingMemoryBound(to: amqp_basic_get_ok_t.self).pointee
@@ -200,11 +200,11 @@ extension ConnectionLoop {
         if let error = replyError(read, what: "basic.get \(queue) content", channel: channel) {
             return command.fail(error)
         }
-        let delivery = AMQPDelivery(
+        let fetched = AMQPMessage(
             body: message.body.array, properties: AMQPProperties(message.properties), deliveryTag: deliveryTag,
             redelivered: redelivered, exchange: exchange, routingKey: routingKey, consumerTag: "",
             channel: AMQPChannel(id: channel, mailbox: mailbox))
         amqp_destroy_message(&message)
-        command.promise?.resume(returning: .delivery(delivery))
+        command.promise?.resume(returning: .message(fetched))
     }
 }

@@ -42,11 +42,11 @@ extension ConnectionLoop {
         guard let state = channels[channel], state.closed == nil, !state.closing else { return }
         let consumerTag = envelope.consumer_tag.string
         guard let stream = state.consumers[consumerTag] else {
-            logger.debug("delivery for an unknown consumer", metadata: ["amqp.consumer_tag": "\(consumerTag)"])
+            logger.debug("message for an unknown consumer", metadata: ["amqp.consumer_tag": "\(consumerTag)"])
             return
         }
         deliveredCounter.increment()
-        let delivery = AMQPDelivery(
+        let message = AMQPMessage(
             body: envelope.message.body.array,
             properties: AMQPProperties(envelope.message.properties),
             deliveryTag: envelope.delivery_tag,
@@ -55,7 +55,7 @@ extension ConnectionLoop {
             routingKey: envelope.routing_key.string,
             consumerTag: consumerTag,
             channel: AMQPChannel(id: channel, mailbox: mailbox))
-        stream.yield(delivery)
+        stream.yield(message)
     }
 
     private func handle(_ frame: amqp_frame_t) {

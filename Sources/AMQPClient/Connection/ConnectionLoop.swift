@@ -20,7 +20,7 @@ final class ConnectionLoop: @unchecked Sendable {
     /// State of one open channel.
     struct ChannelState {
         var confirms: ConfirmTracker<Command.Promise>?
-        var consumers: [String: AsyncThrowingStream<AMQPDelivery, any Error>.Continuation] = [:]
+        var consumers: [String: AsyncThrowingStream<AMQPMessage, any Error>.Continuation] = [:]
         /// Set once the channel is closed (by the broker or the application): why.
         var closed: AMQPError?
         /// Set while the application closes the channel: deliveries that still arrive are not handed out.

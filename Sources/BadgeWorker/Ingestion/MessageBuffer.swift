@@ -5,7 +5,7 @@ import Synchronization
 /// was being processed: natural batching, bounded by the channel's prefetch.
 final class MessageBuffer: Sendable {
     private struct State {
-        var messages: [AMQPDelivery] = []
+        var messages: [AMQPMessage] = []
         var finished: (any Error)?? = nil
         var waiter: CheckedContinuation<Void, Never>?
     }
@@ -15,7 +15,7 @@ final class MessageBuffer: Sendable {
     init() {}
 
     /// Adds a message (consumer side).
-    func append(_ message: AMQPDelivery) {
+    func append(_ message: AMQPMessage) {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.messages.append(message)
             defer { state.waiter = nil }
@@ -36,10 +36,10 @@ final class MessageBuffer: Sendable {
 
     /// Waits for at least one message and takes up to `limit`; returns nil once finished (throws its error, if
     /// any).
-    func take(limit: Int) async throws -> [AMQPDelivery]? {
+    func take(limit: Int) async throws -> [AMQPMessage]? {
         while true {
             enum Step {
-                case batch([AMQPDelivery])
+                case batch([AMQPMessage])
                 case end((any Error)?)
                 case wait
             }

@@ -37,10 +37,10 @@ struct PartitionProcessor: Sendable {
         }
     }
 
-    private func process(_ batch: [AMQPDelivery], lastTag: UInt64) async throws {
+    private func process(_ batch: [AMQPMessage], lastTag: UInt64) async throws {
         WorkerMetrics.eventsConsumed.increment(by: batch.count)
         var events: [Event] = []
-        var sources: [AMQPDelivery] = []
+        var sources: [AMQPMessage] = []
         events.reserveCapacity(batch.count)
         for message in batch {
             switch EventDecoder.decode(body: message.body, contentType: message.properties.contentType) {
@@ -110,7 +110,7 @@ struct PartitionProcessor: Sendable {
     }
 
     /// Applies `events` slice by slice, parking those the database refuses on their own (see ``PoisonBisector``).
-    private func isolate(_ events: [Event], sources: [AMQPDelivery], refusal: StoreError) async throws {
+    private func isolate(_ events: [Event], sources: [AMQPMessage], refusal: StoreError) async throws {
         var bisector = PoisonBisector(count: events.count)
         while true {
             switch bisector.next() {
@@ -141,7 +141,7 @@ struct PartitionProcessor: Sendable {
 
     /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.
     /// `reasonClass` is the metric's bounded label (a decoder code, or `refused_by_database`).
-    private func park(_ message: AMQPDelivery, reason: String, class reasonClass: String) async throws {
+    private func park(_ message: AMQPMessage, reason: String, class reasonClass: String) async throws {
         var properties = message.properties
         var headers = properties.headers ?? [:]
         headers[Topology.errorHeader] = .string(String(reason.prefix(1000)).replacingNewlines())

@@ -1,5 +1,7 @@
-/// A message delivered to a consumer (or fetched with `basic.get`).
-public struct AMQPDelivery: Sendable {
+/// A message the broker delivered to a consumer (or that `basic.get` fetched). AMQP calls this a delivery; the
+/// project calls it a message everywhere (a "delivery" would read as a push), keeping the word only in the
+/// protocol's own field names (`deliveryTag`).
+public struct AMQPMessage: Sendable {
     /// The message body.
     public var body: [UInt8]
     /// The content header.
@@ -17,12 +19,12 @@ public struct AMQPDelivery: Sendable {
     /// The channel it arrived on; acks go back through it.
     public var channel: AMQPChannel
 
-    /// Acknowledges this delivery (and, with `multiple`, every earlier unacked one on the channel).
+    /// Acknowledges this message (and, with `multiple`, every earlier unacked one on the channel).
     public func ack(multiple: Bool = false) async throws {
         try await channel.ack(deliveryTag: deliveryTag, multiple: multiple)
     }
 
-    /// Rejects this delivery without requeueing it (it is dead-lettered if the queue has a dead-letter exchange).
+    /// Rejects this message without requeueing it (it is dead-lettered if the queue has a dead-letter exchange).
     public func reject() async throws {
         try await channel.reject(deliveryTag: deliveryTag, requeue: false)
     }
