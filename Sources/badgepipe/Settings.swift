@@ -2,11 +2,14 @@ import Foundation
 import Logging
 
 /// Every setting is a flag and an environment variable; the flag wins, then the variable, then the default.
+///
+/// swift-configuration (1.4, among the local mirrors) was considered and not adopted: ArgumentParser already owns
+/// the flags, and what is left here is one environment lookup plus range checks whose errors name both the flag and
+/// the variable. A provider stack for that would add a package to every build for about fifteen lines.
 enum Settings {
+    /// A setting with a default: the flag, else the variable when set and not empty, else `fallback`.
     static func value(_ flag: String?, _ variable: String, default fallback: String) -> String {
-        if let flag { return flag }
-        if let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty { return value }
-        return fallback
+        optional(flag, variable) ?? fallback
     }
 
     /// The value of an optional setting: the flag, else the variable when set and not empty, else nil.

@@ -81,19 +81,22 @@ extension AMQPProperties {
         self.init()
         let flags = properties._flags
         func has(_ flag: Int32) -> Bool { flags & amqp_flags_t(UInt32(bitPattern: flag)) != 0 }
-        if has(AMQP_BASIC_CONTENT_TYPE_FLAG) { contentType = properties.content_type.string }
-        if has(AMQP_BASIC_CONTENT_ENCODING_FLAG) { contentEncoding = properties.content_encoding.string }
+        func text(_ field: KeyPath<amqp_basic_properties_t, amqp_bytes_t>, _ flag: Int32) -> String? {
+            has(flag) ? properties[keyPath: field].string : nil
+        }
+        contentType = text(\.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG)
+        contentEncoding = text(\.content_encoding, AMQP_BASIC_CONTENT_ENCODING_FLAG)
         if has(AMQP_BASIC_HEADERS_FLAG) { headers = AMQPTable(properties.headers) }
         if has(AMQP_BASIC_DELIVERY_MODE_FLAG) { deliveryMode = DeliveryMode(rawValue: properties.delivery_mode) }
         if has(AMQP_BASIC_PRIORITY_FLAG) { priority = properties.priority }
-        if has(AMQP_BASIC_CORRELATION_ID_FLAG) { correlationID = properties.correlation_id.string }
-        if has(AMQP_BASIC_REPLY_TO_FLAG) { replyTo = properties.reply_to.string }
-        if has(AMQP_BASIC_EXPIRATION_FLAG) { expiration = properties.expiration.string }
-        if has(AMQP_BASIC_MESSAGE_ID_FLAG) { messageID = properties.message_id.string }
+        correlationID = text(\.correlation_id, AMQP_BASIC_CORRELATION_ID_FLAG)
+        replyTo = text(\.reply_to, AMQP_BASIC_REPLY_TO_FLAG)
+        expiration = text(\.expiration, AMQP_BASIC_EXPIRATION_FLAG)
+        messageID = text(\.message_id, AMQP_BASIC_MESSAGE_ID_FLAG)
         if has(AMQP_BASIC_TIMESTAMP_FLAG) { timestamp = properties.timestamp }
-        if has(AMQP_BASIC_TYPE_FLAG) { type = properties.type.string }
-        if has(AMQP_BASIC_USER_ID_FLAG) { userID = properties.user_id.string }
-        if has(AMQP_BASIC_APP_ID_FLAG) { appID = properties.app_id.string }
+        type = text(\.type, AMQP_BASIC_TYPE_FLAG)
+        userID = text(\.user_id, AMQP_BASIC_USER_ID_FLAG)
+        appID = text(\.app_id, AMQP_BASIC_APP_ID_FLAG)
     }
 
     /// A C content header in `arena` memory.
@@ -101,14 +104,13 @@ extension AMQPProperties {
         var properties = amqp_basic_properties_t()
         var flags: UInt32 = 0
         func set(_ flag: Int32) { flags |= UInt32(bitPattern: flag) }
-        if let contentType {
-            properties.content_type = arena.bytes(contentType)
-            set(AMQP_BASIC_CONTENT_TYPE_FLAG)
+        func text(_ value: String?, _ field: WritableKeyPath<amqp_basic_properties_t, amqp_bytes_t>, _ flag: Int32) {
+            guard let value else { return }
+            properties[keyPath: field] = arena.bytes(value)
+            set(flag)
         }
-        if let contentEncoding {
-            properties.content_encoding = arena.bytes(contentEncoding)
-            set(AMQP_BASIC_CONTENT_ENCODING_FLAG)
-        }
+        text(contentType, \.content_type, AMQP_BASIC_CONTENT_TYPE_FLAG)
+        text(contentEncoding, \.content_encoding, AMQP_BASIC_CONTENT_ENCODING_FLAG)
         if let headers {
             properties.headers = arena.table(headers)
             set(AMQP_BASIC_HEADERS_FLAG)
@@ -121,38 +123,17 @@ extension AMQPProperties {
             properties.priority = priority
             set(AMQP_BASIC_PRIORITY_FLAG)
         }
-        if let correlationID {
-            properties.correlation_id = arena.bytes(correlationID)
-            set(AMQP_BASIC_CORRELATION_ID_FLAG)
-        }
-        if let replyTo {
-            properties.reply_to = arena.bytes(replyTo)
-            set(AMQP_BASIC_REPLY_TO_FLAG)
-        }
-        if let expiration {
-            properties.expiration = arena.bytes(expiration)
-            set(AMQP_BASIC_EXPIRATION_FLAG)
-        }
-        if let messageID {
-            properties.message_id = arena.bytes(messageID)
-            set(AMQP_BASIC_MESSAGE_ID_FLAG)
-        }
+        text(correlationID, \.correlation_id, AMQP_BASIC_CORRELATION_ID_FLAG)
+        text(replyTo, \.reply_to, AMQP_BASIC_REPLY_TO_FLAG)
+        text(expiration, \.expiration, AMQP_BASIC_EXPIRATION_FLAG)
+        text(messageID, \.message_id, AMQP_BASIC_MESSAGE_ID_FLAG)
         if let timestamp {
             properties.timestamp = timestamp
             set(AMQP_BASIC_TIMESTAMP_FLAG)
         }
-        if let type {
-            properties.type = arena.bytes(type)
-            set(AMQP_BASIC_TYPE_FLAG)
-        }
-        if let userID {
-            properties.user_id = arena.bytes(userID)
-            set(AMQP_BASIC_USER_ID_FLAG)
-        }
-        if let appID {
-            properties.app_id = arena.bytes(appID)
-            set(AMQP_BASIC_APP_ID_FLAG)
-        }
+        text(type, \.type, AMQP_BASIC_TYPE_FLAG)
+        text(userID, \.user_id, AMQP_BASIC_USER_ID_FLAG)
+        text(appID, \.app_id, AMQP_BASIC_APP_ID_FLAG)
         properties._flags = amqp_flags_t(flags)
         return properties
     }
