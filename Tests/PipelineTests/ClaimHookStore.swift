@@ -32,11 +32,11 @@ final class ClaimHookStore: BadgeStore {
     func claimPushes(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord
-    ) async throws -> [ClaimedPush] {
+    ) async throws -> ClaimedPushes {
         let claimed = try await base.claimPushes(
             partition: partition, limit: limit, now: now, policy: policy, lease: lease,
             skipClaimedBefore: skipClaimedBefore, recording: recording)
-        guard !claimed.isEmpty else { return claimed }
+        guard !claimed.pushes.isEmpty else { return claimed }
         let first = claimCount.withLock { count in
             count += 1
             return count == 1

@@ -14,28 +14,22 @@ enum DeliveryQueries {
     static func claimDue(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord = DeliveryRecord(), database: any SQLTransactor
-    ) async throws -> [ClaimedPush] {
+    ) async throws -> ClaimedPushes {
         guard limit > 0 else {
             try await record(recording, database: database)
-            return []
+            return .none
         }
         return try await database.transaction { sql in
             try await write(recording, sql: sql)
+            if let lease, sql.dialect == .postgres {
+                return try await claimDueFenced(
+                    partition: partition, limit: limit, now: now, policy: policy, lease: lease,
+                    skipClaimedBefore: skipClaimedBefore, sql: sql)
+            }
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
             var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
-            var filters = ""
-            if let partition {
-                binds.append(.int(Int64(partition)))
-                filters += " AND o.partition_id = $\(binds.count)"
-            }
-            if let skipClaimedBefore {
-                binds.append(.int(skipClaimedBefore))
-                filters += " AND (o.claimed_epoch IS NULL OR o.claimed_epoch >= $\(binds.count))"
-            }
-            let due =
-                "FROM outbox o WHERE o.next_attempt_at <= $1\(filters) "
-                + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND e.id < o.id "
-                + "AND e.next_attempt_at > $1) ORDER BY o.id LIMIT $2" + sql.dialect.forUpdate
+            let due = dueRows(
+                partition: partition, skipClaimedBefore: skipClaimedBefore, binds: &binds, dialect: sql.dialect)
             let rows: [OutboxPush]
             if let lease {
                 // Select, lock and mark with the claimer's epoch in one statement.
@@ -50,30 +44,45 @@ enum DeliveryQueries {
                 rows = try await sql.query("SELECT \(columns.joined(separator: ", ")) \(due)", binds)
                     .map(OutboxRow.decode)
             }
-            return try await claim(rows, policy: policy, lease: lease, marked: lease != nil, sql: sql)
+            let claimed = try await claim(rows, policy: policy, lease: lease, marked: lease != nil, sql: sql)
+            return ClaimedPushes(pushes: claimed, reachedLimit: rows.count >= limit)
         }
+    }
+
+    /// The `FROM … WHERE … ORDER BY … LIMIT …` of the due rows (alias `o`), oldest first: rows whose next
+    /// attempt is due at `$1` and that no earlier row of the same token waits ahead of, at most `$2`; the
+    /// partition's and the epoch's filters read placeholders appended to `binds`.
+    static func dueRows(
+        partition: Int?, skipClaimedBefore: Int64?, binds: inout [SQLValue], dialect: SQLDialect
+    ) -> String {
+        var filters = ""
+        if let partition {
+            binds.append(.int(Int64(partition)))
+            filters += " AND o.partition_id = $\(binds.count)"
+        }
+        if let skipClaimedBefore {
+            binds.append(.int(skipClaimedBefore))
+            filters += " AND (o.claimed_epoch IS NULL OR o.claimed_epoch >= $\(binds.count))"
+        }
+        return "FROM outbox o WHERE o.next_attempt_at <= $1\(filters) "
+            + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND e.id < o.id "
+            + "AND e.next_attempt_at > $1) ORDER BY o.id LIMIT $2" + dialect.forUpdate
     }
 
     /// Runs the push guard over `rows` (locked, in id order) and writes its decisions: dropped rows are deleted,
     /// claimed ones are marked with the claimer's epoch (unless `marked` says the select did it) and rebuilt ones
-    /// rewritten, and each token's `pushed_version` moves up. Returns what to send, in id order.
+    /// rewritten, and each token's `pushed_version` moves up. Returns what to send, in id order. `devices` are
+    /// the rows' devices when the caller has already read and locked them (see `claimDueFenced`).
     static func claim(
         _ rows: [OutboxPush], policy: BadgePolicy, lease: PartitionLease?, marked alreadyMarked: Bool = false,
-        sql: any SQLExecutor
+        devices: [String: PushGuard.Device]? = nil, sql: any SQLExecutor
     ) async throws -> [ClaimedPush] {
         guard !rows.isEmpty else { return [] }
-        var tokens = SQLRowSet([("token", .text)])
-        for token in Set(rows.map(\.push.token)).sorted() { tokens.append([.text(token)]) }
-        var stored: [String: PushGuard.Device] = [:]
-        for row in try await sql.query(
-            "SELECT token, user_id, pushed_version FROM devices WHERE token IN (SELECT token FROM "
-                + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forNoKeyUpdate,
-            [tokens.bind])
-        {
-            guard let token = try row["token"].string, let user = try row["user_id"].string,
-                let version = try row["pushed_version"].int64
-            else { throw StoreError.corrupt("bad devices row") }
-            stored[token] = PushGuard.Device(user: user, pushedVersion: version)
+        let stored: [String: PushGuard.Device]
+        if let devices {
+            stored = devices
+        } else {
+            stored = try await lockDevices(of: rows, sql: sql)
         }
         var guardState = PushGuard(devices: stored)
         let decisions = guardState.decide(rows.map(\.push))

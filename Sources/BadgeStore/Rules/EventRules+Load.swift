@@ -56,17 +56,29 @@ extension EventRules {
     }
 
     /// Creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so that
-    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory. One statement.
+    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory. One statement, which with
+    /// ``lease`` first checks and key-share-locks the lease (``FleetQueries/leaseQuery(_:first:)``): while the
+    /// lease is not held it creates and locks nothing and returns no row, and the batch fails with `lease_lost`.
     private mutating func lockUsers(_ ids: Set<String>) async throws {
         var set = SQLRowSet([("user_id", .text)])
         for id in ids.sorted() { set.append([.text(id)]) }
+        var binds = [set.bind]
+        var prefix = ""
+        var condition = "true"
+        if let lease {
+            let check = FleetQueries.leaseQuery(lease, first: 2)
+            prefix = "WITH \(check.sql) "
+            condition = "EXISTS (SELECT 1 FROM lease)"
+            binds += check.binds
+        }
         // One statement creates the missing rows and locks all of them: an upsert whose `DO UPDATE` (a no-op) locks
         // an existing row as `FOR UPDATE` would, in the order of the SELECT.
         let rows = try await sql.query(
-            "INSERT INTO users (user_id) SELECT user_id FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
-                + "WHERE true ORDER BY user_id ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id "
+            prefix + "INSERT INTO users (user_id) SELECT user_id FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
+                + "WHERE \(condition) ORDER BY user_id ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id "
                 + "RETURNING user_id, \(UserRow.columns)",
-            [set.bind])
+            binds)
+        if let lease, rows.isEmpty, !ids.isEmpty { throw FleetQueries.leaseLost(lease) }
         for row in rows {
             guard let id = try row["user_id"].string else { throw StoreError.corrupt("users row without id") }
             let user = try UserRow(row: row)

@@ -1,9 +1,13 @@
 import BadgeCore
 
 extension EventRules {
-    /// Writes `planned` to the outbox in one statement and returns their ids (increasing in planning order).
-    func insertOutbox() async throws -> [Int64] {
-        guard !planned.isEmpty else { return [] }
+    /// Runs `writes` and writes `planned` to the outbox as the batch's last part (one statement on PostgreSQL);
+    /// returns the outbox ids (increasing in planning order).
+    func insertOutbox(after writes: SQLWriteBatch) async throws -> [Int64] {
+        guard !planned.isEmpty else {
+            _ = try await writes.run(sql: sql)
+            return []
+        }
         var set = OutboxRow.rowSet()
         for push in planned {
             set.append(
@@ -11,10 +15,12 @@ extension EventRules {
                     of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition,
                     createdAt: createdAt))
         }
-        let returned = try await sql.query(
-            "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM "
-                + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE true ORDER BY ord RETURNING id, event_id, token",
-            [set.bind])
+        var batch = writes
+        batch.add(set) {
+            "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM \($0) "
+                + "WHERE true ORDER BY ord RETURNING id, event_id, token"
+        }
+        let returned = try await batch.run(sql: sql)
         var byKey: [String: Int64] = [:]
         for row in returned {
             guard let id = try row["id"].int64, let eventID = try row["event_id"].string,

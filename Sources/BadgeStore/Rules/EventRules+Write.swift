@@ -1,24 +1,20 @@
 import BadgeCore
 
 extension EventRules {
-    /// Writes what the batch changed, one statement per table and kind of change, and the outbox in planning
-    /// order; returns the outbox ids (increasing in planning order).
-    mutating func write() async throws -> [Int64] {
-        try await writeNotifications()
-        try await writeTombstones()
-        try await writeMessages()
-        try await writeWatermarks()
-        try await writeDevices()
-        try await writeUsers()
-        return try await insertOutbox()
+    /// Writes what the batch changed, one part per table and kind of change, and the outbox in planning order, as
+    /// one ``SQLWriteBatch`` (one statement on PostgreSQL); returns the outbox ids (increasing in planning order).
+    func write() async throws -> [Int64] {
+        var batch = SQLWriteBatch()
+        addNotifications(to: &batch)
+        addTombstones(to: &batch)
+        addMessages(to: &batch)
+        addWatermarks(to: &batch)
+        addDevices(to: &batch)
+        addUsers(to: &batch)
+        return try await insertOutbox(after: batch)
     }
 
-    private func run(_ statement: (String) -> String, _ set: SQLRowSet) async throws {
-        guard !set.isEmpty else { return }
-        try await sql.execute(statement(set.table("s", bind: 1, dialect: sql.dialect)), [set.bind])
-    }
-
-    private func writeNotifications() async throws {
+    private func addNotifications(to batch: inout SQLWriteBatch) {
         var inserted = SQLRowSet(
             [("user_id", .text), ("id", .text), ("occurred_at", .int), ("read", .bool), ("seen", .bool)])
         var updated = SQLRowSet([("user_id", .text), ("id", .text), ("read", .bool), ("seen", .bool)])
@@ -31,20 +27,18 @@ extension EventRules {
                 }
             }
         }
-        try await run(
-            {
-                "INSERT INTO notifications (user_id, id, occurred_at, read, seen) "
-                    + "SELECT user_id, id, occurred_at, read, seen FROM \($0) WHERE true "
-                    + "ON CONFLICT (user_id, id) DO NOTHING"
-            }, inserted)
-        try await run(
-            {
-                "UPDATE notifications SET read = s.read, seen = s.seen FROM \($0) "
-                    + "WHERE notifications.user_id = s.user_id AND notifications.id = s.id"
-            }, updated)
+        batch.add(inserted) {
+            "INSERT INTO notifications (user_id, id, occurred_at, read, seen) "
+                + "SELECT user_id, id, occurred_at, read, seen FROM \($0) WHERE true "
+                + "ON CONFLICT (user_id, id) DO NOTHING"
+        }
+        batch.add(updated) {
+            "UPDATE notifications SET read = s.read, seen = s.seen FROM \($0) "
+                + "WHERE notifications.user_id = s.user_id AND notifications.id = s.id"
+        }
     }
 
-    private func writeTombstones() async throws {
+    private func addTombstones(to batch: inout SQLWriteBatch) {
         var removed = SQLRowSet([("user_id", .text), ("id", .text)])
         for key in tombstonesRemoved.sorted(by: Self.userItemOrder) {
             removed.append([.text(key.user), .text(key.item)])
@@ -53,19 +47,17 @@ extension EventRules {
         for key in tombstonesAdded.sorted(by: Self.userItemOrder) {
             added.append([.text(key.user), .text(key.item), .int(createdAt)])
         }
-        try await run(
-            {
-                "DELETE FROM read_tombstones WHERE (user_id, notification_id) IN (SELECT user_id, id FROM \($0))"
-            }, removed)
-        try await run(
-            {
-                "INSERT INTO read_tombstones (user_id, notification_id, created_at) SELECT user_id, id, at FROM \($0) "
-                    + "WHERE true "
-                    + "ON CONFLICT (user_id, notification_id) DO NOTHING"
-            }, added)
+        batch.add(removed) {
+            "DELETE FROM read_tombstones WHERE (user_id, notification_id) IN (SELECT user_id, id FROM \($0))"
+        }
+        batch.add(added) {
+            "INSERT INTO read_tombstones (user_id, notification_id, created_at) SELECT user_id, id, at FROM \($0) "
+                + "WHERE true "
+                + "ON CONFLICT (user_id, notification_id) DO NOTHING"
+        }
     }
 
-    private func writeMessages() async throws {
+    private func addMessages(to batch: inout SQLWriteBatch) {
         var inserted = SQLRowSet(
             [
                 ("user_id", .text), ("event_id", .text), ("conversation_id", .text), ("occurred_at", .int),
@@ -82,38 +74,35 @@ extension EventRules {
                 }
             }
         }
-        try await run(
-            {
-                "INSERT INTO messages (user_id, event_id, conversation_id, occurred_at, read) "
-                    + "SELECT user_id, event_id, conversation_id, occurred_at, read FROM \($0) WHERE true "
-                    + "ON CONFLICT (user_id, event_id) DO NOTHING"
-            }, inserted)
-        try await run(
-            {
-                "UPDATE messages SET read = TRUE FROM \($0) "
-                    + "WHERE messages.user_id = s.user_id AND messages.event_id = s.event_id"
-            }, updated)
+        batch.add(inserted) {
+            "INSERT INTO messages (user_id, event_id, conversation_id, occurred_at, read) "
+                + "SELECT user_id, event_id, conversation_id, occurred_at, read FROM \($0) WHERE true "
+                + "ON CONFLICT (user_id, event_id) DO NOTHING"
+        }
+        batch.add(updated) {
+            "UPDATE messages SET read = TRUE FROM \($0) "
+                + "WHERE messages.user_id = s.user_id AND messages.event_id = s.event_id"
+        }
     }
 
-    private func writeWatermarks() async throws {
+    private func addWatermarks(to batch: inout SQLWriteBatch) {
         var set = SQLRowSet([("user_id", .text), ("conversation_id", .text), ("read_until", .int)])
         for key in changedWatermarks.sorted(by: Self.userItemOrder) {
             guard let until = watermarks[key] else { continue }
             set.append([.text(key.user), .text(key.item), .int(until)])
         }
-        try await run(
-            {
-                "INSERT INTO conversation_watermarks (user_id, conversation_id, read_until) "
-                    + "SELECT user_id, conversation_id, read_until FROM \($0) WHERE true "
-                    + "ON CONFLICT (user_id, conversation_id) DO UPDATE SET read_until = excluded.read_until "
-                    + "WHERE conversation_watermarks.read_until < excluded.read_until"
-            }, set)
+        batch.add(set) {
+            "INSERT INTO conversation_watermarks (user_id, conversation_id, read_until) "
+                + "SELECT user_id, conversation_id, read_until FROM \($0) WHERE true "
+                + "ON CONFLICT (user_id, conversation_id) DO UPDATE SET read_until = excluded.read_until "
+                + "WHERE conversation_watermarks.read_until < excluded.read_until"
+        }
     }
 
     /// Upserts every device the batch touched with its final state. A token that moved to another user starts
     /// its `pushed_version` again (-1); otherwise the stored one is kept: rows that keep it carry the marker -2,
     /// which never reaches the table (such rows exist, so they always take the `DO UPDATE` path).
-    private func writeDevices() async throws {
+    private func addDevices(to batch: inout SQLWriteBatch) {
         var set = SQLRowSet(
             [
                 ("token", .text), ("user_id", .text), ("provider", .text), ("topic", .text), ("environment", .text),
@@ -126,20 +115,19 @@ extension EventRules {
                 .int(row.registeredAt),
             ])
         }
-        try await run(
-            {
-                "INSERT INTO devices (token, user_id, provider, topic, environment, active, pushed_version, "
-                    + "registered_at) SELECT token, user_id, provider, topic, environment, active, pushed_version, "
-                    + "registered_at FROM \($0) "
-                    + "WHERE true ORDER BY token ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, "
-                    + "provider = excluded.provider, topic = excluded.topic, environment = excluded.environment, "
-                    + "active = excluded.active, registered_at = excluded.registered_at, "
-                    + "pushed_version = CASE WHEN excluded.pushed_version = -2 "
-                    + "THEN devices.pushed_version ELSE -1 END"
-            }, set)
+        batch.add(set) {
+            "INSERT INTO devices (token, user_id, provider, topic, environment, active, pushed_version, "
+                + "registered_at) SELECT token, user_id, provider, topic, environment, active, pushed_version, "
+                + "registered_at FROM \($0) "
+                + "WHERE true ORDER BY token ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, "
+                + "provider = excluded.provider, topic = excluded.topic, environment = excluded.environment, "
+                + "active = excluded.active, registered_at = excluded.registered_at, "
+                + "pushed_version = CASE WHEN excluded.pushed_version = -2 "
+                + "THEN devices.pushed_version ELSE -1 END"
+        }
     }
 
-    private func writeUsers() async throws {
+    private func addUsers(to batch: inout SQLWriteBatch) {
         var set = SQLRowSet(
             [
                 ("user_id", .text), ("unread_notifications", .int), ("unseen_notifications", .int),
@@ -153,16 +141,15 @@ extension EventRules {
                 .int(user.openedUntil),
             ])
         }
-        try await run(
-            {
-                """
-                UPDATE users SET unread_notifications = s.unread_notifications,
-                    unseen_notifications = s.unseen_notifications, unread_messages = s.unread_messages,
-                    badge_version = s.badge_version, badge_enabled = s.badge_enabled, previews = s.previews,
-                    read_all_until = s.read_all_until, opened_until = s.opened_until
-                FROM \($0) WHERE users.user_id = s.user_id
-                """
-            }, set)
+        batch.add(set) {
+            """
+            UPDATE users SET unread_notifications = s.unread_notifications,
+                unseen_notifications = s.unseen_notifications, unread_messages = s.unread_messages,
+                badge_version = s.badge_version, badge_enabled = s.badge_enabled, previews = s.previews,
+                read_all_until = s.read_all_until, opened_until = s.opened_until
+            FROM \($0) WHERE users.user_id = s.user_id
+            """
+        }
     }
 
     static func userItemOrder(_ lhs: UserItem, _ rhs: UserItem) -> Bool {

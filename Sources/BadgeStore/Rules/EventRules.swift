@@ -26,6 +26,9 @@ struct EventRules {
     let maxDevicesPerUser: Int
     /// Runs before each event with its index in the batch (a test hook for injecting failures).
     let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
+    /// On PostgreSQL, the lease the batch is applied under: checked by the batch's first statement (see
+    /// `lockUsers`) rather than by one of its own. Nil when the caller checked it (SQLite) or there is none.
+    var lease: PartitionLease? = nil
 
     var users: [String: UserRow] = [:]
     var loadedUsers: [String: UserRow] = [:]

@@ -54,7 +54,7 @@ extension SQLBackedBadgeStore {
     public func claimPushes(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord
-    ) async throws -> [ClaimedPush] {
+    ) async throws -> ClaimedPushes {
         try await DeliveryQueries.claimDue(
             partition: partition, limit: limit, now: now, policy: policy, lease: lease,
             skipClaimedBefore: skipClaimedBefore, recording: recording, database: sqlBackend.database)

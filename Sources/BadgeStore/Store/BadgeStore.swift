@@ -75,11 +75,12 @@ public protocol BadgeStore: Sendable {
     ///
     /// `recording` (the previous round's outcomes) is recorded first, in the same transaction, which saves a
     /// transaction per round; when the claim fails (`lease_lost`, say) nothing of it is recorded, and the caller
-    /// records it with ``recordDeliveries(_:)``.
+    /// records it with ``recordDeliveries(_:)``. The result says whether the claim reached `limit` (more may be
+    /// due at once) or took everything due.
     func claimPushes(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord
-    ) async throws -> [ClaimedPush]
+    ) async throws -> ClaimedPushes
 
     /// Records a delivery round's outcomes in one transaction (see ``DeliveryRecord``).
     func recordDeliveries(_ record: DeliveryRecord) async throws

@@ -51,7 +51,7 @@ struct PushDispatcher: Sendable {
         while true {
             let round = try await deliverRound(partition: partition, term: term, recording: pending)
             pending = round.record
-            if round.claimed == 0 { return }
+            if round.claimed == 0 && !round.moreDue { return }
         }
     }
 
@@ -59,10 +59,12 @@ struct PushDispatcher: Sendable {
     struct RoundResult {
         /// Pushes claimed.
         var claimed: Int
+        /// The claim reached the round's size: more may be due at once.
+        var moreDue: Bool
         /// The earliest next attempt the round scheduled (microseconds since the epoch), if any.
         var nextRetryAt: Int64?
         /// The round's outcomes, not recorded yet: the caller passes them to the next round, whose claim records
-        /// them in its own transaction (it follows at once), or records them itself when it stops.
+        /// them in its own transaction, or records them itself when it stops.
         var record: DeliveryRecord
     }
 
@@ -72,9 +74,9 @@ struct PushDispatcher: Sendable {
     func deliverRound(partition: Int?, term: LeaseTerm?, recording pending: DeliveryRecord) async throws -> RoundResult
     {
         let (limit, policy) = (roundSize, policy)
-        let claimed: [ClaimedPush]
+        let claim: ClaimedPushes
         do {
-            claimed = try await Retry.transient("claim pushes", logger: logger) { [store] in
+            claim = try await Retry.transient("claim pushes", logger: logger) { [store] in
                 try await store.claimPushes(
                     partition: partition, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: policy,
                     lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore, recording: pending)
@@ -84,7 +86,10 @@ struct PushDispatcher: Sendable {
             try await record(pending)
             throw error
         }
-        if claimed.isEmpty { return RoundResult(claimed: 0, nextRetryAt: nil, record: DeliveryRecord()) }
+        let claimed = claim.pushes
+        if claimed.isEmpty {
+            return RoundResult(claimed: 0, moreDue: claim.reachedLimit, nextRetryAt: nil, record: DeliveryRecord())
+        }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
         var round = DeliveryRound(claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge)
         var failure: (any Error)?
@@ -107,9 +112,12 @@ struct PushDispatcher: Sendable {
             try await record(round.record)
             if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
             if let failure { throw failure }
-            return RoundResult(claimed: claimed.count, nextRetryAt: round.nextRetryAt, record: DeliveryRecord())
+            return RoundResult(
+                claimed: claimed.count, moreDue: claim.reachedLimit, nextRetryAt: round.nextRetryAt,
+                record: DeliveryRecord())
         }
-        return RoundResult(claimed: claimed.count, nextRetryAt: round.nextRetryAt, record: round.record)
+        return RoundResult(
+            claimed: claimed.count, moreDue: claim.reachedLimit, nextRetryAt: round.nextRetryAt, record: round.record)
     }
 
     /// Records a round's outcomes on their own.

@@ -1,0 +1,51 @@
+/// Set-based write statements of one transaction, sent together.
+///
+/// Each part is a statement over one ``SQLRowSet``, given as a function of the set's derived table (the text
+/// ``SQLRowSet/table(_:bind:dialect:)`` makes). PostgreSQL runs all the parts as **one** statement: every part but
+/// the last becomes a data-modifying `WITH` query of the last, each reading its own set from its own placeholder.
+/// That is one round trip, one parse and one plan instead of one per part, which is most of what a small batch
+/// costs. SQLite runs the parts one after another (in process, a statement costs no round trip; SQLite has no
+/// data-modifying `WITH`).
+///
+/// PostgreSQL runs the `WITH` parts with one snapshot and in no defined order, so parts must not read what another
+/// part writes, nor change a row another part changes. The batch writes of ``EventRules`` satisfy both: each part
+/// writes its own table, or (an insert and an update of one table) rows the other does not touch.
+struct SQLWriteBatch {
+    private var parts: [(statement: (String) -> String, set: SQLRowSet)] = []
+
+    init() {}
+
+    /// Whether there is nothing to write.
+    var isEmpty: Bool { parts.isEmpty }
+
+    /// Adds `statement` over `set`; a statement over an empty set is left out.
+    mutating func add(_ set: SQLRowSet, _ statement: @escaping (String) -> String) {
+        guard !set.isEmpty else { return }
+        parts.append((statement, set))
+    }
+
+    /// Runs the parts and returns the rows of the last one (its `RETURNING`, if any).
+    func run(sql: any SQLExecutor) async throws -> [SQLRow] {
+        guard let last = parts.last else { return [] }
+        switch sql.dialect {
+        case .sqlite:
+            for part in parts.dropLast() {
+                try await sql.execute(part.statement(part.set.table("s", bind: 1, dialect: .sqlite)), [part.set.bind])
+            }
+            return try await sql.query(last.statement(last.set.table("s", bind: 1, dialect: .sqlite)), [last.set.bind])
+        case .postgres:
+            return try await sql.query(
+                Self.statement(parts.map(\.statement), sets: parts.map(\.set)), parts.map(\.set.bind))
+        }
+    }
+
+    /// The one PostgreSQL statement for `statements` over `sets` (placeholder `$n` reads the set of part `n`).
+    static func statement(_ statements: [(String) -> String], sets: [SQLRowSet]) -> String {
+        let texts = zip(statements, sets).enumerated().map { index, part in
+            part.0(part.1.table("s", bind: index + 1, dialect: .postgres))
+        }
+        guard texts.count > 1, let last = texts.last else { return texts.first ?? "" }
+        let prefix = texts.dropLast().enumerated().map { index, text in "w\(index + 1) AS (\(text))" }
+        return "WITH " + prefix.joined(separator: ", ") + " " + last
+    }
+}
