@@ -13,12 +13,15 @@ extension PostgresExecutor {
     static func queryIfOpen(
         _ query: PostgresQuery, on connection: PostgresConnection, logger: Logger
     ) async throws -> PostgresQueryResult {
-        try await connection.eventLoop.flatSubmit { () -> EventLoopFuture<PostgresQueryResult> in
+        @Sendable func checkAndWrite() -> EventLoopFuture<PostgresQueryResult> {
             if connection.isClosed {
                 return connection.eventLoop.makeFailedFuture(
                     StoreError(code: .connectionClosed, message: "the connection has closed", transient: true))
             }
             return connection.query(query, logger: logger)
-        }.get()
+        }
+        // On the loop already (a transaction runs there, see `EventLoopTaskExecutor`): this is one step of it.
+        if connection.eventLoop.inEventLoop { return try await checkAndWrite().get() }
+        return try await connection.eventLoop.flatSubmit(checkAndWrite).get()
     }
 }

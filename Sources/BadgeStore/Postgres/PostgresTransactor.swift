@@ -26,13 +26,16 @@ struct PostgresTransactor: SQLTransactor {
     ) async throws -> T {
         do {
             return try await client.withConnection { connection in
-                let sql = PostgresExecutor(connection: connection, logger: logger)
-                do {
-                    try await sql.execute("BEGIN")
-                } catch let error as StoreError where error.code == .connectionClosed {
-                    throw StoreError(code: .connectionClosedBeforeBegin, message: error.message, transient: true)
+                // The transaction runs on the connection's event loop (see `EventLoopTaskExecutor`).
+                try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
+                    let sql = PostgresExecutor(connection: connection, logger: logger)
+                    do {
+                        try await sql.execute("BEGIN")
+                    } catch let error as StoreError where error.code == .connectionClosed {
+                        throw StoreError(code: .connectionClosedBeforeBegin, message: error.message, transient: true)
+                    }
+                    return try await sql.committing(body)
                 }
-                return try await sql.committing(body)
             }
         } catch {
             throw PostgresTransactor.storeError(error)
