@@ -1,25 +1,6 @@
 import BadgeCore
 
 extension DeliveryQueries {
-    /// The devices of `rows`' tokens, locked `FOR NO KEY UPDATE` in token order (so that concurrent claims do not
-    /// deadlock), as the push guard knows them.
-    static func lockDevices(of rows: [OutboxPush], sql: any SQLExecutor) async throws -> [String: PushGuard.Device] {
-        var tokens = SQLRowSet([("token", .text)])
-        for token in Set(rows.map(\.push.token)).sorted() { tokens.append([.text(token)]) }
-        var stored: [String: PushGuard.Device] = [:]
-        for row in try await sql.query(
-            "SELECT token, user_id, pushed_version FROM devices WHERE token IN (SELECT token FROM "
-                + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forNoKeyUpdate,
-            [tokens.bind])
-        {
-            guard let token = try row["token"].string, let user = try row["user_id"].string,
-                let version = try row["pushed_version"].int64
-            else { throw StoreError.corrupt("bad devices row") }
-            stored[token] = PushGuard.Device(user: user, pushedVersion: version)
-        }
-        return stored
-    }
-
     /// The fenced claim on PostgreSQL in one statement instead of three: the lease check, selecting, locking and
     /// marking the due rows with the claimer's epoch, and locking their devices, in that order (each step reads
     /// the one before: the claim runs only while the lease is held, the devices are those of the claimed rows).

@@ -1,13 +1,8 @@
 import BadgeCore
 
 extension EventRules {
-    /// Runs `writes` and writes `planned` to the outbox as the batch's last part (one statement on PostgreSQL);
-    /// returns the outbox ids (increasing in planning order).
-    func insertOutbox(after writes: SQLWriteBatch) async throws -> [Int64] {
-        guard !planned.isEmpty else {
-            _ = try await writes.run(sql: sql)
-            return []
-        }
+    /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``outboxIDs(_:)`` reads).
+    func addOutbox(to batch: inout SQLWriteBatch) {
         var set = OutboxRow.rowSet()
         for push in planned {
             set.append(
@@ -15,12 +10,14 @@ extension EventRules {
                     of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition,
                     createdAt: createdAt))
         }
-        var batch = writes
         batch.add(set) {
             "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM \($0) "
                 + "WHERE true ORDER BY ord RETURNING id, event_id, token"
         }
-        let returned = try await batch.run(sql: sql)
+    }
+
+    /// The outbox ids of `planned` (increasing in planning order) from the outbox insert's `returned` rows.
+    func outboxIDs(_ returned: [SQLRow]) throws -> [Int64] {
         var byKey: [String: Int64] = [:]
         for row in returned {
             guard let id = try row["id"].int64, let eventID = try row["event_id"].string,

@@ -11,7 +11,9 @@ extension EventRules {
         addWatermarks(to: &batch)
         addDevices(to: &batch)
         addUsers(to: &batch)
-        return try await insertOutbox(after: batch)
+        addOutbox(to: &batch)
+        let returned = try await batch.run(sql: sql)
+        return planned.isEmpty ? [] : try outboxIDs(returned)
     }
 
     private func addNotifications(to batch: inout SQLWriteBatch) {

@@ -28,7 +28,7 @@ struct EventRules {
     let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
     /// On PostgreSQL, the lease the batch is applied under: checked by the batch's first statement (see
     /// `lockUsers`) rather than by one of its own. Nil when the caller checked it (SQLite) or there is none.
-    var lease: PartitionLease? = nil
+    let lease: PartitionLease?
 
     var users: [String: UserRow] = [:]
     var loadedUsers: [String: UserRow] = [:]
@@ -59,9 +59,10 @@ struct EventRules {
     init(
         sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
         maxDevicesPerUser: Int = ApplyContext.defaultMaxDevicesPerUser,
-        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil
+        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil, lease: PartitionLease? = nil
     ) {
         self.sql = sql
+        self.lease = lease
         self.policy = policy
         self.partition = partition
         self.maxDevicesPerUser = maxDevicesPerUser

@@ -26,17 +26,13 @@ enum StoreQueries {
     ) async throws -> [AppliedEvent] {
         guard !events.isEmpty else { return [] }
         return try await database.transaction { sql in
+            // PostgreSQL folds the lease check into the batch's first statement (a round trip less per batch).
+            let folded = sql.dialect == .postgres
+            if let lease = context.lease, !folded { try await FleetQueries.checkLease(lease, sql: sql) }
             var rules = EventRules(
                 sql: sql, policy: policy, partition: context.partition,
-                maxDevicesPerUser: context.maxDevicesPerUser, beforeEvent: beforeEvent)
-            if let lease = context.lease {
-                // PostgreSQL folds the check into the batch's first statement (a round trip less per batch).
-                if sql.dialect == .postgres {
-                    rules.lease = lease
-                } else {
-                    try await FleetQueries.checkLease(lease, sql: sql)
-                }
-            }
+                maxDevicesPerUser: context.maxDevicesPerUser, beforeEvent: beforeEvent,
+                lease: folded ? context.lease : nil)
             return try await rules.apply(events)
         }
     }
