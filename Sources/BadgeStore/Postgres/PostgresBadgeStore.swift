@@ -44,9 +44,12 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
             configuration.options.additionalStartupParameters.append(("search_path", schema))
         }
         self.schema = schema
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.database = PostgresTransactor(client: client, logger: logger)
         var leaseConfiguration = configuration
+        // The pool of batches and claims prepares the statements it runs again and again (see
+        // `PostgresStatementCache`, which also says why its sessions start with `enable_seqscan = off`).
+        configuration.options.additionalStartupParameters += PostgresStatementCache.startupParameters
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.database = PostgresTransactor(client: client, logger: logger, statements: PostgresStatementCache())
         leaseConfiguration.options.minimumConnections = 0
         leaseConfiguration.options.maximumConnections = 2
         self.leaseClient = PostgresClient(configuration: leaseConfiguration, backgroundLogger: logger)

@@ -5,10 +5,54 @@ import PostgresNIO
 struct PostgresExecutor: SQLExecutor {
     let connection: PostgresConnection
     let logger: Logger
+    /// Statements prepared on this connection (see ``PostgresStatementCache``); nil runs every statement plainly.
+    var statements: PostgresStatementCache? = nil
 
     var dialect: SQLDialect { .postgres }
 
     func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        guard let statements, let key = PostgresStatementCache.key(sql, binds) else {
+            return try await plainQuery(sql, binds)
+        }
+        let id = connection.id
+        let step = statements.step(key, on: id) {
+            connection.closeFuture.whenComplete { _ in statements.forget(id) }
+        }
+        switch step {
+        case .direct:
+            return try await plainQuery(sql, binds)
+        case .prepare(let name):
+            do {
+                _ = try await plainQuery(PostgresStatementCache.prepareStatement(sql, name: name, binds: binds), [])
+            } catch {
+                let failure = PostgresTransactor.storeError(error)
+                guard !failure.transient else { throw failure }
+                // Not preparable as declared: from now on it runs plainly; this transaction starts again.
+                statements.refuse(key)
+                logger.warning(
+                    "a statement could not be prepared; it runs unprepared from now on",
+                    metadata: ["store.error": "\(failure)", "store.statement": "\(sql.prefix(200))"])
+                throw StoreError(code: failure.code, message: failure.message, transient: true)
+            }
+            statements.prepared(key, as: name, on: id)
+            return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
+        case .execute(let name):
+            do {
+                return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
+            } catch {
+                let failure = PostgresTransactor.storeError(error)
+                // 26000: the session lost its prepared statements (DISCARD ALL by a pooler, say). 0A000: a
+                // migration changed a table so that the statement's result would change shape ("cached plan must
+                // not change result type"). Either way this connection prepares its statements again.
+                guard failure.code == .sqlState("26000") || failure.code == .sqlState("0A000") else { throw failure }
+                statements.forget(id)
+                throw StoreError(code: failure.code, message: failure.message, transient: true)
+            }
+        }
+    }
+
+    /// Runs `sql` with its binds as one unnamed statement.
+    private func plainQuery(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
         var bindings = PostgresBindings(capacity: binds.count)
         for value in binds {
             switch value {

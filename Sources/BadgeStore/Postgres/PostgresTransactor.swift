@@ -5,6 +5,8 @@ import PostgresNIO
 struct PostgresTransactor: SQLTransactor {
     let client: PostgresClient
     let logger: Logger
+    /// Statements prepared per connection, or nil to run every statement plainly.
+    var statements: PostgresStatementCache? = nil
 
     var dialect: SQLDialect { .postgres }
 
@@ -28,7 +30,7 @@ struct PostgresTransactor: SQLTransactor {
             return try await client.withConnection { connection in
                 // The transaction runs on the connection's event loop (see `EventLoopTaskExecutor`).
                 try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
-                    let sql = PostgresExecutor(connection: connection, logger: logger)
+                    let sql = PostgresExecutor(connection: connection, logger: logger, statements: statements)
                     do {
                         try await sql.execute("BEGIN")
                     } catch let error as StoreError where error.code == .connectionClosed {

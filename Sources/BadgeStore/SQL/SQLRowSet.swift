@@ -62,12 +62,15 @@ struct SQLRowSet {
                 }
                 return "(e.v->>\(position))::\(type) AS \(column.name)"
             }
-            // The LIMIT (exactly the row count, so it drops nothing) is for the planner, which otherwise takes any
+            // The LIMIT (the row count rounded up to a power of two, so it drops nothing) is for the planner, which otherwise takes any
             // set-returning function for 100 rows: joined with a small table, 100 rows look cheaper by a hash join
             // over a sequential scan than by index lookups, so each batch of a few events scanned whole tables
             // (measured: the read-state load took 11 ms a call at 16,000 notifications, and grew with them).
+            // Rounded up so that batches of similar sizes share a statement text, which is prepared once per
+            // connection (see `PostgresStatementCache`); the estimate stays within twice the real count.
+            let limit = count <= 1 ? 1 : 1 << (Int.bitWidth - (count - 1).leadingZeroBitCount)
             return "(SELECT \(cells.joined(separator: ", ")), e.n AS ord "
-                + "FROM json_array_elements($\(index)::json) WITH ORDINALITY AS e(v, n) LIMIT \(count)) AS \(alias)"
+                + "FROM json_array_elements($\(index)::json) WITH ORDINALITY AS e(v, n) LIMIT \(limit)) AS \(alias)"
         case .sqlite:
             let cells = columns.enumerated().map { position, column in
                 "json_extract(e.value, '$[\(position)]') AS \(column.name)"

@@ -1,0 +1,141 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+@testable import BadgeStore
+
+@Suite("Prepared statements: the cache's decisions")
+struct PostgresStatementCacheTests {
+    @Test func aStatementIsPreparedOnItsThirdRunOnAConnectionAndExecutedFromThenOn() {
+        let cache = PostgresStatementCache()
+        let key = "i|SELECT $1"
+        var watched = 0
+        let steps = (0..<5).map { _ in cache.step(key, on: 7) { watched += 1 } }
+        #expect(steps[0] == .direct)
+        #expect(steps[1] == .direct)
+        guard case .prepare(let name) = steps[2] else {
+            Issue.record("third run: \(steps[2])")
+            return
+        }
+        // Not reported prepared yet (its PREPARE has not run): it is neither executed nor prepared twice.
+        #expect(steps[3] == .direct)
+        cache.prepared(key, as: name, on: 7)
+        #expect(cache.step(key, on: 7) {} == .execute(name))
+        // Another connection has its own statements.
+        #expect(cache.step(key, on: 8) { watched += 1 } == .direct)
+        #expect(watched == 2)
+        cache.forget(7)
+        #expect(cache.step(key, on: 7) {} == .direct)
+    }
+
+    @Test func aRefusedStatementAlwaysRunsPlainly() {
+        let cache = PostgresStatementCache()
+        cache.refuse("t|BEGIN $1")
+        for _ in 0..<5 { #expect(cache.step("t|BEGIN $1", on: 1) {} == .direct) }
+    }
+
+    @Test func aConnectionPreparesAtMostItsCapacity() {
+        let cache = PostgresStatementCache()
+        for index in 0..<PostgresStatementCache.capacity {
+            let key = "i|SELECT \(index) + $1"
+            for _ in 1..<PostgresStatementCache.usesBeforePreparing { _ = cache.step(key, on: 1) {} }
+            guard case .prepare(let name) = cache.step(key, on: 1, watch: {}) else {
+                Issue.record("statement \(index) not prepared")
+                return
+            }
+            cache.prepared(key, as: name, on: 1)
+        }
+        let extra = "i|SELECT -1 + $1"
+        for _ in 0..<5 { #expect(cache.step(extra, on: 1) {} == .direct) }
+    }
+
+    @Test func statementsWithoutBindsOrWithValuesThatHaveNoLiteralAreNotPrepared() {
+        #expect(PostgresStatementCache.key("BEGIN", []) == nil)
+        #expect(PostgresStatementCache.key("SELECT $1", [.null]) == nil)
+        #expect(PostgresStatementCache.key("SELECT $1", [.text("a\u{0}b")]) == nil)
+        #expect(
+            PostgresStatementCache.key("SELECT $1, $2, $3", [.int(1), .text("x"), .bool(true)])
+                == "itb|SELECT $1, $2, $3"
+        )
+    }
+
+    @Test func prepareAndExecuteStatements() {
+        #expect(
+            PostgresStatementCache.prepareStatement(
+                "SELECT $1, $2, $3", name: "s1", binds: [.int(1), .text(""), .bool(false)])
+                == "PREPARE s1 (bigint, text, boolean) AS SELECT $1, $2, $3")
+        #expect(
+            PostgresStatementCache.executeStatement(
+                name: "s1", binds: [.int(-1), .text("it's a \\ test"), .bool(true)])
+                == #"EXECUTE s1((-1)::bigint, E'it''s a \\ test', TRUE)"#)
+    }
+}
+
+@Suite("Prepared statements on PostgreSQL", .serialized)
+struct PostgresPreparedStatementTests {
+    /// Values that must come back exactly as they were bound, prepared or not.
+    static let values: [SQLValue] = [
+        .int(Int64.min), .int(Int64.max), .int(0), .bool(true), .bool(false),
+        .text(""), .text("it's"), .text(#"back\slash \' \\ \n"#), .text("line\nbreak\ttab"), .text("ünï😀код"),
+        .text("$1 $$ -- /* */ ;"), .text(String(repeating: "x", count: 5000)),
+    ]
+
+    @Test func everyValueReadsBackTheSameWhenTheStatementIsPreparedAndExecuted() async throws {
+        let database = TestDatabase(.postgres)
+        let store = try database.makeStore() as! PostgresBadgeStore
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            let binds = Self.values
+            let statement = "SELECT " + binds.indices.map { "$\($0 + 1) AS c\($0)" }.joined(separator: ", ")
+            // The test store has at most 4 connections: one of them runs it often enough to prepare it.
+            var prepared = 0
+            for _ in 0..<(4 * PostgresStatementCache.usesBeforePreparing) {
+                let (row, statements) = try await store.database.transaction { sql in
+                    let row = try await sql.query(statement, binds).first
+                    let statements = try await sql.query(
+                        "SELECT count(*) AS n FROM pg_prepared_statements WHERE name LIKE 'badgepipe_%'", []
+                    ).first?["n"].int64
+                    return (row, statements ?? 0)
+                }
+                let values = try #require(row).values
+                #expect(values == binds)
+                prepared = max(prepared, Int(statements))
+            }
+            #expect(prepared >= 1)
+            await database.drop(using: store)
+            try await store.close()
+        }
+    }
+
+    @Test func aStatementThatCannotBePreparedFailsOnceTransientlyAndThenRunsPlainly() async throws {
+        let database = TestDatabase(.postgres)
+        let store = try database.makeStore() as! PostgresBadgeStore
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            // PREPARE takes only SELECT, INSERT, UPDATE, DELETE, MERGE and VALUES; a CALL with binds runs plainly.
+            try await store.database.transaction { sql in
+                try await sql.execute("CREATE PROCEDURE keep(x bigint) LANGUAGE sql AS 'SELECT 1'")
+            }
+            var transient = 0
+            var succeeded = 0
+            for _ in 0..<6 {
+                do {
+                    try await store.database.transaction { sql in try await sql.execute("CALL keep($1)", [.int(5)]) }
+                    succeeded += 1
+                } catch let error as StoreError where error.transient {
+                    transient += 1
+                }
+            }
+            // The run that tried to prepare it failed, transiently; every other one succeeded.
+            #expect(transient == 1)
+            #expect(succeeded == 5)
+            #expect(transient <= 1)
+            await database.drop(using: store)
+            try await store.close()
+        }
+    }
+}
