@@ -40,4 +40,27 @@ struct DoorbellTests {
         await doorbell.wait(upTo: .seconds(60))
         #expect(clock.now - start < .seconds(30))
     }
+
+    @Test func ringsALoopHasSeenDoNotWakeItOnlyLaterOnesDo() async throws {
+        let doorbell = Doorbell()
+        doorbell.ring()
+        // Seen before the loop's claim: that claim took what the ring was for.
+        let seen = doorbell.rings
+        #expect(seen == 1)
+        let clock = ContinuousClock()
+        var start = clock.now
+        await doorbell.wait(upTo: .milliseconds(200), ringsSeen: seen)
+        #expect(clock.now - start >= .milliseconds(200))
+        // A ring after the count was taken (during the claim, say) wakes it at once, whether it came before the
+        // wait or during it.
+        doorbell.ring()
+        start = clock.now
+        await doorbell.wait(upTo: .seconds(60), ringsSeen: seen)
+        #expect(clock.now - start < .seconds(30))
+        let now = doorbell.rings
+        async let waited: Void = doorbell.wait(upTo: .seconds(60), ringsSeen: now)
+        doorbell.ring()
+        await waited
+        #expect(clock.now - start < .seconds(30))
+    }
 }

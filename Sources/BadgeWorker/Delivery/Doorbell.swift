@@ -2,9 +2,13 @@ import Synchronization
 
 /// Wakes a partition's delivery loop: rung when ingestion committed new pushes (and on every lease round), closed
 /// when the partition stops. One waiter at a time.
+///
+/// Each ring also counts (``rings``): a loop that notes the count before it claims can wait for a ring that came
+/// after (``wait(upTo:ringsSeen:)``), so a ring for pushes its claim already took does not make it claim again.
 final class Doorbell: Sendable {
     private struct State {
         var rung = false
+        var rings = 0
         var closed = false
         var waiter: (id: Int, continuation: CheckedContinuation<Void, Never>)?
         var lastWait = 0
@@ -20,6 +24,7 @@ final class Doorbell: Sendable {
     func ring() {
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.rung = true
+            state.rings += 1
             defer { state.waiter = nil }
             return state.waiter?.continuation
         }
@@ -38,8 +43,17 @@ final class Doorbell: Sendable {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// How many times it has been rung so far.
+    var rings: Int { state.withLock { $0.rings } }
+
     /// Returns when rung (at once if it was rung since the last wait), when closed, or after `limit`.
     func wait(upTo limit: Duration) async {
+        await wait(upTo: limit, ringsSeen: nil)
+    }
+
+    /// Returns when rung after it had been rung `ringsSeen` times in all (at once if it already was), when closed,
+    /// or after `limit`. Rings up to `ringsSeen` are spent.
+    func wait(upTo limit: Duration, ringsSeen: Int?) async {
         let id = state.withLock { state -> Int in
             state.lastWait += 1
             return state.lastWait
@@ -48,7 +62,8 @@ final class Doorbell: Sendable {
             group.addTask {
                 await withCheckedContinuation { continuation in
                     let resumeNow = self.state.withLock { state -> Bool in
-                        if state.rung || state.closed || state.abandoned == id {
+                        let rung = ringsSeen.map { state.rings > $0 } ?? state.rung
+                        if rung || state.closed || state.abandoned == id {
                             state.rung = false
                             return true
                         }

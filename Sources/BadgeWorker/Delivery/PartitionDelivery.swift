@@ -30,6 +30,8 @@ struct PartitionDelivery: Sendable {
         // The last round's outcomes, recorded with the next claim (or below, when the loop ends).
         var pending = DeliveryRecord()
         while !doorbell.isClosed {
+            // Rings until now are for pushes committed before this claim, which it takes.
+            let ringsSeen = doorbell.rings
             let round = try await dispatcher.deliverRound(partition: partition, term: term, recording: pending)
             pending = round.record
             if let at = round.nextRetryAt { nextRetryAt = min(nextRetryAt ?? at, at) }
@@ -43,7 +45,7 @@ struct PartitionDelivery: Sendable {
                 }
                 wait = min(wait, .microseconds(at - now))
             }
-            await doorbell.wait(upTo: wait)
+            await doorbell.wait(upTo: wait, ringsSeen: ringsSeen)
         }
         try await dispatcher.record(pending)
     }

@@ -75,11 +75,12 @@ struct PartitionProcessor: Sendable {
                 WorkerMetrics.eventLag.recordMicroseconds(max(0, now - event.occurredAt.microsecondsSinceEpoch))
             }
         }
-        // Committed: now, and only now, the broker may forget these messages. When the ack cannot reach the broker
-        // (connection lost), the messages come back and find their effects already stored.
+        // Committed: the delivery stage may send the pushes now (not only after the ack's round trip to the
+        // broker), and now, and only now, the broker may forget these messages. When the ack cannot reach the
+        // broker (connection lost), the messages come back and find their effects already stored.
+        doorbell.ring()
         try await channel.ack(deliveryTag: lastTag, multiple: true)
         WorkerMetrics.eventsApplied.increment(by: events.count)
-        doorbell.ring()
     }
 
     /// The work an event makes in a transaction, in rows: one, plus one per notification id it names.
