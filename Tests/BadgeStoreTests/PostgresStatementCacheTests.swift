@@ -104,6 +104,38 @@ struct PostgresPreparedStatementTests {
                 prepared = max(prepared, Int(statements))
             }
             #expect(prepared >= 1)
+            let seqscan = try await store.database.transaction { sql in
+                try await sql.query("SELECT current_setting('enable_seqscan') AS s", []).first?["s"].string
+            }
+            #expect(seqscan == "off")
+            await database.drop(using: store)
+            try await store.close()
+        }
+    }
+
+    @Test func withPreparedStatementsOffNothingIsPreparedAndSequentialScansStayOn() async throws {
+        let database = TestDatabase(.postgres)
+        var configuration = try PostgresURL(testDatabaseURL).configuration
+        configuration.options.maximumConnections = 1
+        let store = PostgresBadgeStore(
+            configuration: configuration, schema: database.name, preparedStatements: false, logger: testLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            for _ in 0..<(2 * PostgresStatementCache.usesBeforePreparing) {
+                let (prepared, seqscan) = try await store.database.transaction { sql in
+                    _ = try await sql.query("SELECT $1 AS v", [.int(1)])
+                    let prepared = try await sql.query("SELECT count(*) AS n FROM pg_prepared_statements", []).first?[
+                        "n"
+                    ].int64
+                    let seqscan = try await sql.query("SELECT current_setting('enable_seqscan') AS s", []).first?["s"]
+                        .string
+                    return (prepared, seqscan)
+                }
+                #expect(prepared == 0)
+                #expect(seqscan == "on")
+            }
             await database.drop(using: store)
             try await store.close()
         }

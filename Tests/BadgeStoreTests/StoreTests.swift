@@ -195,6 +195,10 @@ struct StoreTests {
         #expect(try statementTimeout("postgres://u@db.example/app") == "9000")
         #expect(try statementTimeout("postgres://u@db.example/app?statement_timeout_ms=0") == "0")
         #expect(throws: StoreError.self) { try PostgresURL("postgres://u@db.example/app?statement_timeout_ms=-1") }
+        #expect(try PostgresURL("postgres://u@db.example/app").preparedStatements)
+        #expect(try PostgresURL("postgres://u@db.example/app?prepared_statements=on").preparedStatements)
+        #expect(try !PostgresURL("postgres://u@db.example/app?prepared_statements=off").preparedStatements)
+        #expect(throws: StoreError.self) { try PostgresURL("postgres://u@db.example/app?prepared_statements=yes") }
     }
 
     @Test func sslModesFollowLibpqAndTheDefaultVerifiesARemoteServer() throws {

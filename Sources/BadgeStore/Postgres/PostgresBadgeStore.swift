@@ -37,8 +37,14 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     private let closeSignal = CloseSignal<Void>()
 
     /// Creates a store over `configuration`. `schema`, when given, becomes the connections' `search_path` and
-    /// is created by ``migrate()`` if missing.
-    public init(configuration: PostgresClient.Configuration, schema: String? = nil, logger: Logger) {
+    /// is created by ``migrate()`` if missing. With `preparedStatements` (the default), the pool of batches and
+    /// claims prepares the statements each connection runs again and again (see `PostgresStatementCache`); turn
+    /// it off behind a proxy that hands one client's transactions to different server sessions (PgBouncer's
+    /// transaction pooling), where a session's prepared statements are not there for the next transaction.
+    public init(
+        configuration: PostgresClient.Configuration, schema: String? = nil, preparedStatements: Bool = true,
+        logger: Logger
+    ) {
         var configuration = configuration
         if let schema {
             configuration.options.additionalStartupParameters.append(("search_path", schema))
@@ -47,9 +53,12 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
         var leaseConfiguration = configuration
         // The pool of batches and claims prepares the statements it runs again and again (see
         // `PostgresStatementCache`, which also says why its sessions start with `enable_seqscan = off`).
-        configuration.options.additionalStartupParameters += PostgresStatementCache.startupParameters
+        if preparedStatements {
+            configuration.options.additionalStartupParameters += PostgresStatementCache.startupParameters
+        }
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.database = PostgresTransactor(client: client, logger: logger, statements: PostgresStatementCache())
+        self.database = PostgresTransactor(
+            client: client, logger: logger, statements: preparedStatements ? PostgresStatementCache() : nil)
         leaseConfiguration.options.minimumConnections = 0
         leaseConfiguration.options.maximumConnections = 2
         self.leaseClient = PostgresClient(configuration: leaseConfiguration, backgroundLogger: logger)
@@ -59,8 +68,10 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
     /// parameters: `sslmode` (libpq's modes, see ``PostgresURL``: `verify-full` by default, `prefer` on loopback),
     /// `sslrootcert` (a PEM file of trusted roots), `schema` (see
-    /// ``init(configuration:schema:logger:)``), `max_connections` (default 20), `idle_in_transaction_timeout_ms`
-    /// (default 2000; 0 turns it off), `statement_timeout_ms` (default 9000; 0 turns it off).
+    /// ``init(configuration:schema:preparedStatements:logger:)``), `max_connections` (default 20), `idle_in_transaction_timeout_ms`
+    /// (default 2000; 0 turns it off), `statement_timeout_ms` (default 9000; 0 turns it off), `prepared_statements`
+    /// (`on` by default, `off` behind a transaction-pooling proxy, see
+    /// ``init(configuration:schema:preparedStatements:logger:)``).
     ///
     /// The statement timeout makes the server give up a statement that ran (or waited for a lock) that long, just
     /// before the worker gives up waiting for it (`Retry.attemptTimeout`, 10 s) and tries again: without it, the
@@ -74,7 +85,9 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     /// row, that owner's lease renewals) all that time.
     public convenience init(url: String, logger: Logger) throws {
         let parsed = try PostgresURL(url)
-        self.init(configuration: parsed.configuration, schema: parsed.schema, logger: logger)
+        self.init(
+            configuration: parsed.configuration, schema: parsed.schema, preparedStatements: parsed.preparedStatements,
+            logger: logger)
     }
 
     /// Runs the connection pool until ``close()`` or until the calling task is cancelled.

@@ -14,6 +14,9 @@ struct PostgresURL {
     var schema: String?
     /// The effective `sslmode`.
     var sslMode: String
+    /// Whether the batch pool prepares its statements (`prepared_statements=on|off`, on by default; see
+    /// `PostgresStatementCache`).
+    var preparedStatements = true
 
     static let sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
 
@@ -34,6 +37,7 @@ struct PostgresURL {
         var maximumConnections: Int?
         var idleInTransactionMilliseconds = 2000
         var statementTimeoutMilliseconds = 9000
+        var preparedStatements = true
         for item in components.queryItems ?? [] {
             switch (item.name, item.value ?? "") {
             case ("sslmode", let mode):
@@ -63,6 +67,12 @@ struct PostgresURL {
                     throw StoreError.badURL("statement_timeout_ms must be a non-negative integer")
                 }
                 statementTimeoutMilliseconds = number
+            case ("prepared_statements", let value):
+                switch value {
+                case "on": preparedStatements = true
+                case "off": preparedStatements = false
+                default: throw StoreError.badURL("prepared_statements must be on or off")
+                }
             default: throw StoreError.badURL("unsupported URL parameter \(item.name)")
             }
         }
@@ -73,6 +83,7 @@ struct PostgresURL {
             throw StoreError.badURL("sslrootcert needs sslmode=verify-ca or verify-full")
         }
         self.sslMode = mode
+        self.preparedStatements = preparedStatements
         var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
         switch mode {
         case "verify-full": tlsConfiguration.certificateVerification = .fullVerification
