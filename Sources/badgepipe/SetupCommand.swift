@@ -19,8 +19,10 @@ struct SetupCommand: AsyncParsableCommand {
             partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)
         let topology = Topology(
             namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"), partitions: count)
-        try await topology.declare(on: channel)
+        // Checked before anything is declared: declaring would add the missing queues.
         try await topology.checkNoExtraPartition(on: connection)
+        try await topology.checkNoMissingPartition(on: connection)
+        try await topology.declare(on: channel)
         await connection.close()
         print("declared \(topology.exchange) with \(count) partitions and \(topology.deadQueueName)")
     }

@@ -164,4 +164,28 @@ struct PartitionCountTests {
         #expect(try await run(["setup", "--partitions", "3", "--namespace", namespace]).0 == 0)
         try await FleetHarness.cleanUp(namespace: namespace)
     }
+
+    @Test func aWorkerOrSetupWithMorePartitionsThanTheBrokerRefusesToRunAndAddsNoQueue() async throws {
+        let namespace = "parts-\(UInt16.random(in: 0...UInt16.max))"
+        let database = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace).sqlite")
+        defer { try? FileManager.default.removeItem(at: database) }
+        #expect(try await run(["setup", "--partitions", "2", "--namespace", namespace]).0 == 0)
+        let (workerStatus, workerErrors) = try await run([
+            "worker", "--partitions", "3", "--namespace", namespace, "--database-url", "sqlite:\(database.path)",
+            "--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1",
+        ])
+        #expect(workerStatus != 0)
+        #expect(workerErrors.contains("fewer_partitions_declared"), "\(workerErrors)")
+        #expect(workerErrors.contains("\(namespace).events.2 does not"), "\(workerErrors)")
+        let (setupStatus, setupErrors) = try await run(["setup", "--partitions", "4", "--namespace", namespace])
+        #expect(setupStatus != 0)
+        #expect(setupErrors.contains("fewer_partitions_declared"), "\(setupErrors)")
+        // Nothing was added: the deployment still has its 2 partitions, and its own count is fine.
+        #expect(try await run(["setup", "--partitions", "2", "--namespace", namespace]).0 == 0)
+        // A fresh namespace takes any count.
+        let fresh = "\(namespace)-new"
+        #expect(try await run(["setup", "--partitions", "4", "--namespace", fresh]).0 == 0)
+        try await FleetHarness.cleanUp(namespace: namespace)
+        try await FleetHarness.cleanUp(namespace: fresh)
+    }
 }

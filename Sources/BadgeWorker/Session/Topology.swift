@@ -68,13 +68,48 @@ public struct Topology: Sendable, Hashable {
         }
     }
 
-    /// Declares everything (idempotent; every worker does it at start, `badgepipe setup` does it alone).
+    /// Throws ``TopologyError`` when the deployment exists (its first partition queue does) but has fewer
+    /// partition queues than this process expects (its last one does not).
+    ///
+    /// Declaring the missing queues would bind them to the exchange and hash most users to other queues than
+    /// before, while their earlier events still wait in the old ones: their order would be lost. ``declare(on:)``
+    /// creates the partition queues last to first, so a `badgepipe setup` that stopped half-way never leaves the
+    /// first one behind without the last, and is simply run again.
+    public func checkNoMissingPartition(on connection: AMQPConnection) async throws {
+        guard partitions > 1 else { return }
+        guard try await exists(queueName(0), on: connection) else { return }
+        let last = queueName(partitions - 1)
+        guard try await !exists(last, on: connection) else { return }
+        throw TopologyError(
+            code: .fewerPartitionsDeclared,
+            message:
+                "the queue \(queueName(0)) exists but \(last) does not: the deployment has fewer than \(partitions) "
+                + "partitions, and adding queues would move most users to other partitions while their earlier events "
+                + "still wait in the old ones; run every process with the deployment's --partitions, or drain the "
+                + "partition queues, delete them and run badgepipe setup with the new number")
+    }
+
+    /// Whether `queue` exists: a passive declare on a channel of its own (the broker closes that channel when the
+    /// queue is missing).
+    private func exists(_ queue: String, on connection: AMQPConnection) async throws -> Bool {
+        let channel = try await connection.openChannel()
+        do {
+            _ = try await channel.declareQueue(queue, passive: true)
+            try? await channel.close()
+            return true
+        } catch let error as AMQPError where error.replyCode == 404 {
+            return false
+        }
+    }
+
+    /// Declares everything (idempotent; every worker does it at start, `badgepipe setup` does it alone). Partition
+    /// queues are declared last to first (see ``checkNoMissingPartition(on:)``).
     public func declare(on channel: AMQPChannel) async throws {
         try await channel.declareExchange(deadLetterExchange, type: .fanout, durable: true)
         try await channel.declareQueue(deadQueueName, durable: true, arguments: ["x-queue-type": "quorum"])
         try await channel.bindQueue(deadQueueName, exchange: deadLetterExchange, routingKey: "")
         try await channel.declareExchange(exchange, type: .modulusHash, durable: true)
-        for index in 0..<partitions {
+        for index in (0..<partitions).reversed() {
             let queue = queueName(index)
             try await channel.declareQueue(
                 queue, durable: true,

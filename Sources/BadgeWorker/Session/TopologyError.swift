@@ -4,6 +4,8 @@ public struct TopologyError: Error, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable {
         /// A partition queue beyond `--partitions` exists: the deployment was set up with more partitions.
         case morePartitionsDeclared = "more_partitions_declared"
+        /// The deployment exists with fewer partition queues than `--partitions`.
+        case fewerPartitionsDeclared = "fewer_partitions_declared"
     }
 
     /// The error's code.

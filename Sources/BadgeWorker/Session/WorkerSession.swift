@@ -22,9 +22,11 @@ struct WorkerSession {
     var health: WorkerHealth? = nil
 
     func run() async throws {
+        // Checked before anything is declared: declaring would add the missing queues.
+        try await configuration.topology.checkNoExtraPartition(on: connection)
+        try await configuration.topology.checkNoMissingPartition(on: connection)
         let control = try await connection.openChannel()
         try await configuration.topology.declare(on: control)
-        try await configuration.topology.checkNoExtraPartition(on: connection)
         let deadLetters = try await connection.openChannel()
         try await deadLetters.confirmSelect()
         let registry = PartitionRegistry()
