@@ -36,6 +36,10 @@ public struct WorkerConfiguration: Sendable {
     public var deliveryRoundSize: Int
     /// How often an idle partition looks for pushes whose retry became due.
     public var deliveryIdlePoll: Duration
+    /// How long a delivery round's outcomes wait to be recorded with the next claim; when no new pushes come in
+    /// that time, they are recorded on their own. This bounds how long a push stays sent but not recorded (what a
+    /// crash sends again) when the partition goes quiet.
+    public var deliveryRecordDelay = Duration.milliseconds(25)
     /// Fleet mode (PostgreSQL): partitions are leased through the database and spread over the live workers.
     /// nil: a single node that consumes every partition.
     public var fleet: Fleet?

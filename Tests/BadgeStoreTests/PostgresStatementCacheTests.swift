@@ -83,10 +83,7 @@ struct PostgresPreparedStatementTests {
     @Test func everyValueReadsBackTheSameWhenTheStatementIsPreparedAndExecuted() async throws {
         let database = TestDatabase(.postgres)
         let store = try database.makeStore() as! PostgresBadgeStore
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            defer { group.cancelAll() }
-            try await store.migrate()
+        try await Self.running(store, on: database) {
             let binds = Self.values
             let statement = "SELECT " + binds.indices.map { "$\($0 + 1) AS c\($0)" }.joined(separator: ", ")
             // The test store has at most 4 connections: one of them runs it often enough to prepare it.
@@ -108,8 +105,6 @@ struct PostgresPreparedStatementTests {
                 try await sql.query("SELECT current_setting('enable_seqscan') AS s", []).first?["s"].string
             }
             #expect(seqscan == "off")
-            await database.drop(using: store)
-            try await store.close()
         }
     }
 
@@ -119,10 +114,7 @@ struct PostgresPreparedStatementTests {
         configuration.options.maximumConnections = 1
         let store = PostgresBadgeStore(
             configuration: configuration, schema: database.name, preparedStatements: false, logger: testLogger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            defer { group.cancelAll() }
-            try await store.migrate()
+        try await Self.running(store, on: database) {
             for _ in 0..<(2 * PostgresStatementCache.usesBeforePreparing) {
                 let (prepared, seqscan) = try await store.database.transaction { sql in
                     _ = try await sql.query("SELECT $1 AS v", [.int(1)])
@@ -136,18 +128,13 @@ struct PostgresPreparedStatementTests {
                 #expect(prepared == 0)
                 #expect(seqscan == "on")
             }
-            await database.drop(using: store)
-            try await store.close()
         }
     }
 
     @Test func aStatementThatCannotBePreparedFailsOnceTransientlyAndThenRunsPlainly() async throws {
         let database = TestDatabase(.postgres)
         let store = try database.makeStore() as! PostgresBadgeStore
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            defer { group.cancelAll() }
-            try await store.migrate()
+        try await Self.running(store, on: database) {
             // PREPARE takes only SELECT, INSERT, UPDATE, DELETE, MERGE and VALUES; a CALL with binds runs plainly.
             try await store.database.transaction { sql in
                 try await sql.execute("CREATE PROCEDURE keep(x bigint) LANGUAGE sql AS 'SELECT 1'")
@@ -166,6 +153,18 @@ struct PostgresPreparedStatementTests {
             #expect(transient == 1)
             #expect(succeeded == 5)
             #expect(transient <= 1)
+        }
+    }
+
+    /// Runs `store` (migrated) for `body`, then drops its schema and closes it.
+    private static func running(
+        _ store: PostgresBadgeStore, on database: TestDatabase, _ body: () async throws -> Void
+    ) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { group.cancelAll() }
+            try await store.migrate()
+            try await body()
             await database.drop(using: store)
             try await store.close()
         }

@@ -18,7 +18,7 @@ struct LeaseFencingTests {
 
     @Test(arguments: Backend.allCases)
     func aWorkerWhosePartitionMovedOnWhileItWasFrozenSendsNothingAndTheNewOwnerDoes(backend: Backend) async throws {
-        try await withFixture(backend) { store, sink, dispatcher in
+        try await withDeliveryFixture(backend) { store, sink, dispatcher in
             let old = try #require(
                 try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
                     .leases.first)
@@ -75,7 +75,7 @@ struct LeaseFencingTests {
 
     @Test(arguments: Backend.allCases)
     func aTermThatRanOutWhileTheLeaseIsStillHeldIsRenewedAndThePushGoesOut(backend: Backend) async throws {
-        try await withFixture(backend) { store, sink, dispatcher in
+        try await withDeliveryFixture(backend) { store, sink, dispatcher in
             let lease = try #require(
                 try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
                     .leases.first)
@@ -91,57 +91,5 @@ struct LeaseFencingTests {
         }
     }
 
-    private static var events: [Event] {
-        let time = Timestamp.parse("2026-11-21T10:00:00Z")!
-        return [
-            Event(
-                id: "d1", type: .deviceRegistered, recipient: "u-alice", occurredAt: time,
-                device: DeviceInfo(
-                    token: token, provider: .apns, topic: "com.example.app", environment: .production)),
-            Event(
-                id: "n1", type: .follow, recipient: "u-alice", occurredAt: time.adding(microseconds: 1_000_000),
-                actor: EventActor(id: "u-bob", name: "Bob Stone", username: "bob")),
-        ]
-    }
-
-    /// A fresh store, a sink on an ephemeral port, and a way to make a dispatcher on some store that sends there.
-    private func withFixture(
-        _ backend: Backend,
-        _ body: @Sendable (any BadgeStore, SinkState, @Sendable (any BadgeStore) -> PushDispatcher) async throws -> Void
-    ) async throws {
-        let logger = {
-            var logger = Logger(label: "lease-fencing-test")
-            logger.logLevel = .warning
-            return logger
-        }()
-        let sink = try TestSink(seed: 7, logger: logger)
-        let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sink.group.run() }
-            group.addTask { await store.run() }
-            let port = try await sink.port()
-            let delivery = DeliveryConfiguration(
-                apnsBaseURL: "http://127.0.0.1:\(port)", fcmBaseURL: "http://127.0.0.1:\(port)")
-            let http = try ProviderClients(configuration: delivery)
-            let sender = PushSender(configuration: delivery, clients: http, logger: logger)
-            let result: Result<Void, any Error>
-            do {
-                try await store.migrate()
-                result = .success(
-                    try await body(store, sink.state) { on in
-                        PushDispatcher(
-                            store: on, sender: sender,
-                            builder: PushPayloadBuilder(defaultAPNsTopic: "com.example.app"), concurrency: 4,
-                            policy: .unseen, logger: logger)
-                    })
-            } catch {
-                result = .failure(error)
-            }
-            try? await store.close()
-            await sink.group.triggerGracefulShutdown()
-            try await group.waitForAll()
-            try await http.shutdown()
-            try result.get()
-        }
-    }
+    private static var events: [Event] { deliveryFixtureEvents(token: token) }
 }

@@ -165,9 +165,12 @@ enum Schema {
         },
     ]
 
-    /// Applies the missing migrations in one transaction. `prelude` runs first, after the advisory lock on
-    /// PostgreSQL (e.g. creating the configured schema).
-    static func migrate(_ database: any SQLTransactor, prelude: [String] = []) async throws {
+    /// Applies the missing migrations in one transaction, up to and including `through` (all by default; tests
+    /// build older schemas with it). `prelude` runs first, after the advisory lock on PostgreSQL (e.g. creating the
+    /// configured schema).
+    static func migrate(
+        _ database: any SQLTransactor, prelude: [String] = [], through: Int64 = .max
+    ) async throws {
         try await database.transaction { sql in
             if sql.dialect == .postgres {
                 // A migration may build indexes over large tables: no statement timeout for it.
@@ -182,7 +185,7 @@ enum Schema {
             )
             let applied = Set(
                 try await sql.query("SELECT version FROM schema_migrations", []).compactMap { try $0["version"].int64 })
-            for migration in migrations where !applied.contains(migration.version) {
+            for migration in migrations where !applied.contains(migration.version) && migration.version <= through {
                 for statement in migration.statements(sql.dialect) {
                     try await sql.execute(statement)
                 }

@@ -5,13 +5,13 @@ import Logging
 
 /// The delivery stage of one partition: rounds of claim → send → record (``PushDispatcher``), on its own, beside
 /// the partition's ingestion. After a round whose claim took everything due, it waits on the partition's
-/// ``Doorbell`` (rung by ingestion after each commit and by every lease round) and looks again every `idlePoll`,
-/// or when the earliest retry it scheduled becomes due; only a claim that reached the round's size is followed by
-/// the next one at once. So a round's outcomes are recorded with the next round's claim, when new pushes are
-/// committed, or at the latest after `idlePoll`: under a steady trickle of events that saves the empty claim that
-/// would otherwise follow every round (a transaction of five statements, about a third of all claims at 1,000
-/// events/s). What is sent but not recorded stays one round, as before: the window in which a crash sends it
-/// again is one round's pushes, now for up to `idlePoll` when the partition goes quiet.
+/// ``Doorbell`` (rung by ingestion after each commit and by every lease round) for a ring that came after its claim
+/// began (earlier rings were for pushes that claim took), and looks again every `idlePoll`, or when the earliest
+/// retry it scheduled becomes due; only a claim that reached the round's size is followed by the next one at once.
+/// A round's outcomes are recorded with the next round's claim when new pushes come within `recordDelay`, and on
+/// their own otherwise: under a steady flow of events that saves a transaction per round, and when the partition
+/// goes quiet a push stays sent but not recorded (what a crash would send again, with the same `apns-id`) for one
+/// round plus `recordDelay` at most.
 ///
 /// It ends when the doorbell closes (after its round in progress, whose outcomes it records: never half-way, a
 /// push sent but not recorded would be sent again) or with the first error (`lease_lost` when the partition moved
@@ -23,6 +23,8 @@ struct PartitionDelivery: Sendable {
     let term: LeaseTerm?
     let doorbell: Doorbell
     let idlePoll: Duration
+    /// How long a round's outcomes wait for the next claim before they are recorded on their own.
+    var recordDelay = Duration.milliseconds(25)
 
     func run() async throws {
         // The earliest retry this loop scheduled and has not reached yet.
@@ -44,6 +46,17 @@ struct PartitionDelivery: Sendable {
                     continue
                 }
                 wait = min(wait, .microseconds(at - now))
+            }
+            if !pending.isEmpty {
+                // Outcomes to record: with the next claim if new pushes come soon, otherwise on their own, so a
+                // quiet partition does not leave them unrecorded (sent again after a crash) for a whole idle poll.
+                let brief = min(wait, recordDelay)
+                await doorbell.wait(upTo: brief, ringsSeen: ringsSeen)
+                if doorbell.rings > ringsSeen || doorbell.isClosed { continue }
+                try await dispatcher.record(pending)
+                pending = DeliveryRecord()
+                wait -= brief
+                if wait <= .zero { continue }
             }
             await doorbell.wait(upTo: wait, ringsSeen: ringsSeen)
         }

@@ -40,7 +40,7 @@ struct PartitionLauncher {
             watchdog: watchdog, health: health, logger: partitionLogger)
         let delivery = PartitionDelivery(
             dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
-            idlePoll: configuration.deliveryIdlePoll)
+            idlePoll: configuration.deliveryIdlePoll, recordDelay: configuration.deliveryRecordDelay)
         group.addTask {
             do {
                 for try await message in consumer { buffer.append(message) }
