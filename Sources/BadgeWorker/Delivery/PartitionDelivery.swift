@@ -8,10 +8,10 @@ import Logging
 /// ``Doorbell`` (rung by ingestion after each commit and by every lease round) for a ring that came after its claim
 /// began (earlier rings were for pushes that claim took), and looks again every `idlePoll`, or when the earliest
 /// retry it scheduled becomes due; only a claim that reached the round's size is followed by the next one at once.
-/// A round's outcomes are recorded with the next round's claim when new pushes come within `recordDelay`, and on
-/// their own otherwise: under a steady flow of events that saves a transaction per round, and when the partition
-/// goes quiet a push stays sent but not recorded (what a crash would send again, with the same `apns-id`) for one
-/// round plus `recordDelay` at most.
+/// A round's outcomes are recorded with the next round's claim when new pushes come within `recordDelay` (at once
+/// when they are already waiting: no more than a claim would cost), and on their own otherwise (a transaction with
+/// fewer statements than a claim): a push stays sent but not recorded (what a crash would send again, with
+/// the same `apns-id`) for one round plus `recordDelay` at most, by default zero.
 ///
 /// It ends when the doorbell closes (after its round in progress, whose outcomes it records: never half-way, a
 /// push sent but not recorded would be sent again) or with the first error (`lease_lost` when the partition moved
@@ -23,8 +23,9 @@ struct PartitionDelivery: Sendable {
     let term: LeaseTerm?
     let doorbell: Doorbell
     let idlePoll: Duration
-    /// How long a round's outcomes wait for the next claim before they are recorded on their own.
-    var recordDelay = Duration.milliseconds(25)
+    /// How long a round's outcomes may wait for the next claim before they are recorded on their own (see
+    /// `WorkerConfiguration.deliveryRecordDelay`).
+    var recordDelay = Duration.zero
 
     func run() async throws {
         // The earliest retry this loop scheduled and has not reached yet.
@@ -51,7 +52,7 @@ struct PartitionDelivery: Sendable {
                 // Outcomes to record: with the next claim if new pushes come soon, otherwise on their own, so a
                 // quiet partition does not leave them unrecorded (sent again after a crash) for a whole idle poll.
                 let brief = min(wait, recordDelay)
-                await doorbell.wait(upTo: brief, ringsSeen: ringsSeen)
+                if brief > .zero { await doorbell.wait(upTo: brief, ringsSeen: ringsSeen) }
                 if doorbell.rings > ringsSeen || doorbell.isClosed { continue }
                 try await dispatcher.record(pending)
                 pending = DeliveryRecord()
