@@ -111,9 +111,6 @@ final class PostgresStatementCache: Sendable {
         _ = state.withLock { $0.connections.removeValue(forKey: connection) }
     }
 
-    /// How many connections have an entry (for tests).
-    var connectionCount: Int { state.withLock { $0.connections.count } }
-
     /// `PREPARE name (types) AS sql`.
     static func prepareStatement(_ sql: String, name: String, binds: [SQLValue]) -> String {
         let types = binds.map { value -> String in

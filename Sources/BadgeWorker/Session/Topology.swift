@@ -52,20 +52,14 @@ public struct Topology: Sendable, Hashable {
     /// queues than the workers think, and the events routed to the extra queue wait there, consumed by nobody. A
     /// passive declare on a channel of its own tells (the broker closes that channel when the queue is missing).
     public func checkNoExtraPartition(on connection: AMQPConnection) async throws {
-        let channel = try await connection.openChannel()
         let extra = queueName(partitions)
-        do {
-            let info = try await channel.declareQueue(extra, passive: true)
-            try? await channel.close()
-            throw TopologyError(
-                code: .morePartitionsDeclared,
-                message:
-                    "the queue \(extra) exists (\(info.messageCount) messages): the deployment has more than \(partitions) "
-                    + "partitions, and events hashed to the extra queues would wait there unconsumed; run every "
-                    + "process with the deployment's --partitions, or move those messages and delete the extra queues")
-        } catch let error as AMQPError where error.replyCode == 404 {
-            return
-        }
+        guard let messages = try await messageCount(extra, on: connection) else { return }
+        throw TopologyError(
+            code: .morePartitionsDeclared,
+            message:
+                "the queue \(extra) exists (\(messages) messages): the deployment has more than \(partitions) "
+                + "partitions, and events hashed to the extra queues would wait there unconsumed; run every "
+                + "process with the deployment's --partitions, or move those messages and delete the extra queues")
     }
 
     /// Throws ``TopologyError`` when the deployment exists (its first partition queue does) but has fewer
@@ -77,9 +71,9 @@ public struct Topology: Sendable, Hashable {
     /// first one behind without the last, and is simply run again.
     public func checkNoMissingPartition(on connection: AMQPConnection) async throws {
         guard partitions > 1 else { return }
-        guard try await exists(queueName(0), on: connection) else { return }
+        guard try await messageCount(queueName(0), on: connection) != nil else { return }
         let last = queueName(partitions - 1)
-        guard try await !exists(last, on: connection) else { return }
+        guard try await messageCount(last, on: connection) == nil else { return }
         throw TopologyError(
             code: .fewerPartitionsDeclared,
             message:
@@ -89,16 +83,16 @@ public struct Topology: Sendable, Hashable {
                 + "partition queues, delete them and run badgepipe setup with the new number")
     }
 
-    /// Whether `queue` exists: a passive declare on a channel of its own (the broker closes that channel when the
-    /// queue is missing).
-    private func exists(_ queue: String, on connection: AMQPConnection) async throws -> Bool {
+    /// The messages in `queue`, or nil when it does not exist: a passive declare on a channel of its own (the
+    /// broker closes that channel when the queue is missing).
+    private func messageCount(_ queue: String, on connection: AMQPConnection) async throws -> UInt32? {
         let channel = try await connection.openChannel()
         do {
-            _ = try await channel.declareQueue(queue, passive: true)
+            let info = try await channel.declareQueue(queue, passive: true)
             try? await channel.close()
-            return true
+            return info.messageCount
         } catch let error as AMQPError where error.replyCode == 404 {
-            return false
+            return nil
         }
     }
 
