@@ -2,24 +2,38 @@ import BadgeCore
 import BadgeWire
 
 extension EventRules {
-    /// Locks the batch's users, records its event ids, and reads every row the batch can change, one statement
-    /// per kind of row (see ``EventRules``).
+    /// Locks the batch's users, records its event ids, and reads every row the batch can change, one part per
+    /// kind of row, all in one ``SQLReadBatch`` (one statement on PostgreSQL; see ``EventRules``).
+    ///
+    /// The rows are read for every event of the batch, duplicates included (which of its ids are new is only
+    /// known from the same statement): a duplicate only makes the batch read rows that it then leaves unchanged.
+    ///
+    /// A statement's snapshot is taken before it waits for a row lock, so reads in the statement that locks the
+    /// users would miss what a writer it waited for committed. Under a ``lease`` no other batch writes these users'
+    /// rows (the fence keeps earlier owners out, and the delivery stage changes only `users` rows, which the lock
+    /// itself returns fresh): the reads join the lock's statement. Without one (two stores writing one user's rows
+    /// at once), they are a second statement, run once the locks are held.
     mutating func load(_ events: [Event]) async throws {
-        try await lockUsers(Set(events.map(\.recipient)))
-        try await recordEventIDs(Set(events.map(\.id)))
-        // The events that take effect: the first of each fresh id.
-        var pending = fresh
-        let effective = events.filter { pending.remove($0.id) != nil }
+        var batch = SQLReadBatch()
+        if let lease {
+            let check = FleetQueries.leaseQuery(lease, first: 1)
+            batch.setPrelude(check.sql, binds: check.binds)
+        }
+        let userIDs = Set(events.map(\.recipient))
+        let usersPart = addLockUsers(userIDs, to: &batch)
+        let idsPart = addRecordEventIDs(Set(events.map(\.id)), to: &batch)
+        if lease == nil { batch.startSecondStatement() }
 
         var notificationPairs = SQLRowSet([("user_id", .text), ("id", .text)])
         var seenPairs: Set<UserItem> = []
         var readAllUntil: [String: Int64] = [:]
         var openedUntil: [String: Int64] = [:]
         var messagePairs = SQLRowSet([("user_id", .text), ("id", .text)])
+        var seenMessages: Set<UserItem> = []
         var conversationPairs: Set<UserItem> = []
         var conversationReadUntil: [UserItem: Int64] = [:]
         var deviceTokens: Set<String> = []
-        for event in effective {
+        for event in events {
             let until = event.effectiveUntil.microsecondsSinceEpoch
             switch event.type {
             case .follow, .amen, .comment, .mention, .followRequestAccepted, .messageRequestAccepted,
@@ -37,7 +51,9 @@ extension EventRules {
             case .notificationsOpened:
                 openedUntil[event.recipient] = max(openedUntil[event.recipient] ?? until, until)
             case .message:
-                messagePairs.append([.text(event.recipient), .text(event.id)])
+                if seenMessages.insert(UserItem(user: event.recipient, item: event.id)).inserted {
+                    messagePairs.append([.text(event.recipient), .text(event.id)])
+                }
                 conversationPairs.insert(UserItem(user: event.recipient, item: event.conversationID ?? ""))
             case .conversationRead:
                 let key = UserItem(user: event.recipient, item: event.conversationID ?? "")
@@ -49,35 +65,54 @@ extension EventRules {
                 break
             }
         }
-        try await loadNotifications(pairs: notificationPairs, readAllUntil: readAllUntil, openedUntil: openedUntil)
-        try await loadMessages(pairs: messagePairs, readUntil: conversationReadUntil)
-        try await loadWatermarks(conversationPairs)
-        try await loadDevices(users: Set(effective.map(\.recipient)), tokens: deviceTokens)
+        let notificationsPart = addNotifications(
+            pairs: notificationPairs, readAllUntil: readAllUntil, openedUntil: openedUntil, to: &batch)
+        let storedMessagesPart = addStoredMessages(pairs: messagePairs, to: &batch)
+        let unreadMessagesPart = addUnreadMessages(readUntil: conversationReadUntil, to: &batch)
+        let watermarksPart = addWatermarks(conversationPairs, to: &batch)
+        let tokensPart = addDevices(tokens: deviceTokens, to: &batch)
+        let userDevicesPart = addDevices(users: userIDs, to: &batch)
+
+        let results = try await batch.run(sql: sql)
+        try readUsers(results[usersPart], ids: userIDs)
+        try readEventIDs(results[idsPart])
+        if let notificationsPart { try readNotifications(results[notificationsPart]) }
+        if let storedMessagesPart { try readStoredMessages(results[storedMessagesPart]) }
+        if let unreadMessagesPart { try readUnreadMessages(results[unreadMessagesPart]) }
+        if let watermarksPart { try readWatermarks(results[watermarksPart]) }
+        // The tokens the device events name first (locked for update), then the users' other active devices.
+        if let tokensPart { try readDevices(results[tokensPart]) }
+        if let userDevicesPart { try readDevices(results[userDevicesPart]) }
     }
 
-    /// Creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so that
-    /// concurrent batches on PostgreSQL do not deadlock; loads them into memory. One statement, which with
-    /// ``lease`` first checks and key-share-locks the lease (``FleetQueries/leaseQuery(_:first:)``): while the
-    /// lease is not held it creates and locks nothing and returns no row, and the batch fails with `lease_lost`.
-    private mutating func lockUsers(_ ids: Set<String>) async throws {
+    /// The part that creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so
+    /// that concurrent batches on PostgreSQL do not deadlock: an upsert whose `DO UPDATE` (a no-op) locks an
+    /// existing row as `FOR UPDATE` would, in the order of the SELECT. With ``lease`` it reads the prelude's lease
+    /// check (``FleetQueries/leaseQuery(_:first:)``), which the statement evaluates before it locks anything: while
+    /// the lease is not held it creates and locks nothing and returns no row, and the batch fails with
+    /// `lease_lost` (see ``readUsers(_:ids:)``).
+    private func addLockUsers(_ ids: Set<String>, to batch: inout SQLReadBatch) -> Int {
         var set = SQLRowSet([("user_id", .text)])
         for id in ids.sorted() { set.append([.text(id)]) }
-        var binds = [set.bind]
-        var prefix = ""
-        var condition = "true"
-        if let lease {
-            let check = FleetQueries.leaseQuery(lease, first: 2)
-            prefix = "WITH \(check.sql) "
-            condition = "EXISTS (SELECT 1 FROM lease)"
-            binds += check.binds
-        }
-        // One statement creates the missing rows and locks all of them: an upsert whose `DO UPDATE` (a no-op) locks
-        // an existing row as `FOR UPDATE` would, in the order of the SELECT.
-        let rows = try await sql.query(
-            prefix + "INSERT INTO users (user_id) SELECT user_id FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
+        let (dialect, condition) = (sql.dialect, leaseCondition)
+        return batch.add(
+            columns: [
+                ("user_id", .text), ("unread_notifications", .int), ("unseen_notifications", .int),
+                ("unread_messages", .int), ("badge_version", .int), ("badge_enabled", .bool), ("previews", .bool),
+                ("read_all_until", .int), ("opened_until", .int),
+            ],
+            binds: [set.bind]
+        ) { first in
+            "INSERT INTO users (user_id) SELECT user_id FROM \(set.table("s", bind: first, dialect: dialect)) "
                 + "WHERE \(condition) ORDER BY user_id ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id "
-                + "RETURNING user_id, \(UserRow.columns)",
-            binds)
+                + "RETURNING user_id, \(UserRow.columns)"
+        }
+    }
+
+    /// What the lock and the id record run under: the prelude's lease check, when there is one.
+    private var leaseCondition: String { lease == nil ? "true" : "EXISTS (SELECT 1 FROM lease)" }
+
+    private mutating func readUsers(_ rows: [SQLRow], ids: Set<String>) throws {
         if let lease, rows.isEmpty, !ids.isEmpty { throw FleetQueries.leaseLost(lease) }
         for row in rows {
             guard let id = try row["user_id"].string else { throw StoreError.corrupt("users row without id") }
@@ -90,62 +125,80 @@ extension EventRules {
         }
     }
 
-    /// Records the batch's event ids as processed; those that were new form `fresh`. Inserted in sorted order
-    /// so that concurrent batches wait for each other rather than deadlock.
-    private mutating func recordEventIDs(_ ids: Set<String>) async throws {
+    /// The part that records the batch's event ids as processed, returning those that were new (``fresh``).
+    /// Inserted in sorted order so that concurrent batches wait for each other rather than deadlock.
+    private func addRecordEventIDs(_ ids: Set<String>, to batch: inout SQLReadBatch) -> Int {
         var set = SQLRowSet([("id", .text), ("at", .int)])
         for id in ids.sorted() { set.append([.text(id), .int(createdAt)]) }
-        let rows = try await sql.query(
+        let (dialect, condition) = (sql.dialect, leaseCondition)
+        return batch.add(columns: [("event_id", .text)], binds: [set.bind]) { first in
             "INSERT INTO processed_events (event_id, processed_at) SELECT id, at FROM "
-                + "\(set.table("s", bind: 1, dialect: sql.dialect)) "
-                + "WHERE true ORDER BY id ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-            [set.bind])
+                + "\(set.table("s", bind: first, dialect: dialect)) "
+                + "WHERE \(condition) ORDER BY id ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
+        }
+    }
+
+    private mutating func readEventIDs(_ rows: [SQLRow]) throws {
         for row in rows {
             guard let id = try row["event_id"].string else { throw StoreError.corrupt("bad processed_events row") }
             fresh.insert(id)
         }
     }
 
-    /// The notifications the batch names (new ones, ids of `notification_read`), whatever their state, with their
-    /// read tombstones, and those its read-all and opened watermarks will change: unread ones up to the newest read-all, unread unseen ones up
-    /// to the newest opened.
-    private mutating func loadNotifications(
-        pairs: SQLRowSet, readAllUntil: [String: Int64], openedUntil: [String: Int64]
-    ) async throws {
-        // One statement: the named notifications and their tombstones, and the rows the watermarks will change.
-        var branches: [String] = []
+    /// The part reading the notifications the batch names (new ones, ids of `notification_read`), whatever their
+    /// state, with their read tombstones, and those its read-all and opened watermarks will change: unread ones up
+    /// to the newest read-all, unread unseen ones up to the newest opened.
+    private func addNotifications(
+        pairs: SQLRowSet, readAllUntil: [String: Int64], openedUntil: [String: Int64], to batch: inout SQLReadBatch
+    ) -> Int? {
         var binds: [SQLValue] = []
-        let columns = "n.user_id, n.id, n.occurred_at, n.read, n.seen"
-        if !pairs.isEmpty {
-            binds.append(pairs.bind)
-            let source = pairs.table("s", bind: binds.count, dialect: sql.dialect)
-            branches.append(
-                "SELECT 'n' AS kind, \(columns) FROM notifications n JOIN \(source) "
-                    + "ON n.user_id = s.user_id AND n.id = s.id")
-            branches.append(
-                "SELECT 't' AS kind, t.user_id, t.notification_id AS id, NULL AS occurred_at, NULL AS read, "
-                    + "NULL AS seen FROM read_tombstones t JOIN \(source) "
-                    + "ON t.user_id = s.user_id AND t.notification_id = s.id")
+        if !pairs.isEmpty { binds.append(pairs.bind) }
+        var watermarks = SQLRowSet([("user_id", .text), ("read_all", .int), ("opened", .int)])
+        for user in Set(readAllUntil.keys).union(openedUntil.keys).sorted() {
+            watermarks.append([.text(user), .int(readAllUntil[user]), .int(openedUntil[user])])
         }
-        if !readAllUntil.isEmpty || !openedUntil.isEmpty {
-            var watermarks = SQLRowSet([("user_id", .text), ("read_all", .int), ("opened", .int)])
-            for user in Set(readAllUntil.keys).union(openedUntil.keys).sorted() {
-                watermarks.append([.text(user), .int(readAllUntil[user]), .int(openedUntil[user])])
+        if !watermarks.isEmpty { binds.append(watermarks.bind) }
+        guard !binds.isEmpty else { return nil }
+        let dialect = sql.dialect
+        return batch.add(
+            columns: [
+                ("kind", .text), ("user_id", .text), ("id", .text), ("occurred_at", .int), ("read", .bool),
+                ("seen", .bool),
+            ],
+            binds: binds
+        ) { first in
+            var branches: [String] = []
+            var next = first
+            let columns = "n.user_id, n.id, n.occurred_at, n.read, n.seen"
+            if !pairs.isEmpty {
+                let source = pairs.table("s", bind: next, dialect: dialect)
+                next += 1
+                branches.append(
+                    "SELECT 'n' AS kind, \(columns) FROM notifications n JOIN \(source) "
+                        + "ON n.user_id = s.user_id AND n.id = s.id")
+                branches.append(
+                    "SELECT 't' AS kind, t.user_id, t.notification_id AS id, NULL AS occurred_at, NULL AS read, "
+                        + "NULL AS seen FROM read_tombstones t JOIN \(source) "
+                        + "ON t.user_id = s.user_id AND t.notification_id = s.id")
             }
-            binds.append(watermarks.bind)
-            func each(_ condition: String) -> String {
-                watermarks.joinEach(
-                    "s", bind: binds.count, dialect: sql.dialect, table: "notifications", as: "n", columns: columns,
-                    on: "n.user_id = s.user_id AND " + condition)
+            if !watermarks.isEmpty {
+                func each(_ condition: String) -> String {
+                    watermarks.joinEach(
+                        "s", bind: next, dialect: dialect, table: "notifications", as: "n", columns: columns,
+                        on: "n.user_id = s.user_id AND " + condition)
+                }
+                branches.append(
+                    "SELECT 'n' AS kind, \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
+                branches.append(
+                    "SELECT 'n' AS kind, \(columns) FROM "
+                        + each("NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened"))
             }
-            branches.append(
-                "SELECT 'n' AS kind, \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
-            branches.append(
-                "SELECT 'n' AS kind, \(columns) FROM "
-                    + each("NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened"))
+            return branches.joined(separator: " UNION ALL ")
         }
-        guard !branches.isEmpty else { return }
-        for row in try await sql.query(branches.joined(separator: " UNION ALL "), binds) {
+    }
+
+    private mutating func readNotifications(_ rows: [SQLRow]) throws {
+        for row in rows {
             guard let kind = try row["kind"].string, let user = try row["user_id"].string, let id = try row["id"].string
             else {
                 throw StoreError.corrupt("bad notifications row")
@@ -164,30 +217,45 @@ extension EventRules {
         }
     }
 
-    /// Which of the batch's messages are stored already, and the unread messages its `conversation_read`
-    /// watermarks will turn read.
-    private mutating func loadMessages(pairs: SQLRowSet, readUntil: [UserItem: Int64]) async throws {
-        if !pairs.isEmpty {
-            let rows = try await sql.query(
-                "SELECT m.user_id, m.event_id FROM messages m JOIN \(pairs.table("s", bind: 1, dialect: sql.dialect)) "
-                    + "ON m.user_id = s.user_id AND m.event_id = s.id",
-                [pairs.bind])
-            for row in rows {
-                guard let user = try row["user_id"].string, let id = try row["event_id"].string else {
-                    throw StoreError.corrupt("bad messages row")
-                }
-                storedMessages.insert(UserItem(user: user, item: id))
-            }
+    /// The part reading which of the batch's messages are stored already.
+    private func addStoredMessages(pairs: SQLRowSet, to batch: inout SQLReadBatch) -> Int? {
+        guard !pairs.isEmpty else { return nil }
+        let dialect = sql.dialect
+        return batch.add(columns: [("user_id", .text), ("event_id", .text)], binds: [pairs.bind]) { first in
+            "SELECT m.user_id, m.event_id FROM messages m JOIN \(pairs.table("s", bind: first, dialect: dialect)) "
+                + "ON m.user_id = s.user_id AND m.event_id = s.id"
         }
-        guard !readUntil.isEmpty else { return }
+    }
+
+    private mutating func readStoredMessages(_ rows: [SQLRow]) throws {
+        for row in rows {
+            guard let user = try row["user_id"].string, let id = try row["event_id"].string else {
+                throw StoreError.corrupt("bad messages row")
+            }
+            storedMessages.insert(UserItem(user: user, item: id))
+        }
+    }
+
+    /// The part reading the unread messages the batch's `conversation_read` watermarks will turn read.
+    private func addUnreadMessages(readUntil: [UserItem: Int64], to batch: inout SQLReadBatch) -> Int? {
+        guard !readUntil.isEmpty else { return nil }
         var conversations = SQLRowSet([("user_id", .text), ("conversation_id", .text), ("read_until", .int)])
         for (key, until) in readUntil { conversations.append([.text(key.user), .text(key.item), .int(until)]) }
-        let columns = "m.user_id, m.conversation_id, m.event_id, m.occurred_at"
-        let source = conversations.joinEach(
-            "s", bind: 1, dialect: sql.dialect, table: "messages", as: "m", columns: columns,
-            on: "m.user_id = s.user_id AND m.conversation_id = s.conversation_id AND NOT m.read "
-                + "AND m.occurred_at <= s.read_until")
-        let rows = try await sql.query("SELECT \(columns) FROM \(source)", [conversations.bind])
+        let dialect = sql.dialect
+        return batch.add(
+            columns: [("user_id", .text), ("conversation_id", .text), ("event_id", .text), ("occurred_at", .int)],
+            binds: [conversations.bind]
+        ) { first in
+            let columns = "m.user_id, m.conversation_id, m.event_id, m.occurred_at"
+            let source = conversations.joinEach(
+                "s", bind: first, dialect: dialect, table: "messages", as: "m", columns: columns,
+                on: "m.user_id = s.user_id AND m.conversation_id = s.conversation_id AND NOT m.read "
+                    + "AND m.occurred_at <= s.read_until")
+            return "SELECT \(columns) FROM \(source)"
+        }
+    }
+
+    private mutating func readUnreadMessages(_ rows: [SQLRow]) throws {
         for row in rows {
             guard let user = try row["user_id"].string, let conversation = try row["conversation_id"].string,
                 let id = try row["event_id"].string, let occurredAt = try row["occurred_at"].int64
@@ -197,15 +265,21 @@ extension EventRules {
         }
     }
 
-    private mutating func loadWatermarks(_ keys: Set<UserItem>) async throws {
-        guard !keys.isEmpty else { return }
+    private func addWatermarks(_ keys: Set<UserItem>, to batch: inout SQLReadBatch) -> Int? {
+        guard !keys.isEmpty else { return nil }
         var set = SQLRowSet([("user_id", .text), ("conversation_id", .text)])
         for key in keys { set.append([.text(key.user), .text(key.item)]) }
-        let rows = try await sql.query(
+        let dialect = sql.dialect
+        return batch.add(
+            columns: [("user_id", .text), ("conversation_id", .text), ("read_until", .int)], binds: [set.bind]
+        ) { first in
             "SELECT w.user_id, w.conversation_id, w.read_until FROM conversation_watermarks w "
-                + "JOIN \(set.table("s", bind: 1, dialect: sql.dialect)) "
-                + "ON w.user_id = s.user_id AND w.conversation_id = s.conversation_id",
-            [set.bind])
+                + "JOIN \(set.table("s", bind: first, dialect: dialect)) "
+                + "ON w.user_id = s.user_id AND w.conversation_id = s.conversation_id"
+        }
+    }
+
+    private mutating func readWatermarks(_ rows: [SQLRow]) throws {
         for row in rows {
             guard let user = try row["user_id"].string, let conversation = try row["conversation_id"].string,
                 let until = try row["read_until"].int64
@@ -214,30 +288,42 @@ extension EventRules {
         }
     }
 
-    /// The active devices of the batch's users (key-share-locked on PostgreSQL, so a concurrent move of one of the
-    /// tokens to another user, which locks the row for update, waits for this batch and its outbox rows precede the
-    /// new owner's; the delivery stage's `pushed_version` updates take no-key-update locks and do not wait), and
-    /// the rows of the tokens its device events name (locked for update).
-    private mutating func loadDevices(users: Set<String>, tokens: Set<String>) async throws {
-        let columns = "token, user_id, provider, topic, environment, active, registered_at"
-        var rows: [SQLRow] = []
-        if !tokens.isEmpty {
-            var set = SQLRowSet([("token", .text)])
-            for token in tokens.sorted() { set.append([.text(token)]) }
-            rows += try await sql.query(
-                "SELECT \(columns) FROM devices WHERE token IN (SELECT token FROM "
-                    + "\(set.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forUpdate,
-                [set.bind])
+    /// The columns of a devices part.
+    private static let deviceColumns: [(name: String, type: SQLRowSet.ColumnType)] = [
+        ("token", .text), ("user_id", .text), ("provider", .text), ("topic", .text), ("environment", .text),
+        ("active", .bool), ("registered_at", .int),
+    ]
+
+    /// The part reading the rows of the tokens the batch's device events name, locked for update.
+    private func addDevices(tokens: Set<String>, to batch: inout SQLReadBatch) -> Int? {
+        guard !tokens.isEmpty else { return nil }
+        var set = SQLRowSet([("token", .text)])
+        for token in tokens.sorted() { set.append([.text(token)]) }
+        let dialect = sql.dialect
+        return batch.add(columns: Self.deviceColumns, binds: [set.bind]) { first in
+            "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE token IN "
+                + "(SELECT token FROM \(set.table("s", bind: first, dialect: dialect))) ORDER BY token"
+                + dialect.forUpdate
         }
-        if !users.isEmpty {
-            var set = SQLRowSet([("user_id", .text)])
-            for user in users.sorted() { set.append([.text(user)]) }
-            rows += try await sql.query(
-                "SELECT \(columns) FROM devices WHERE user_id IN (SELECT user_id FROM "
-                    + "\(set.table("s", bind: 1, dialect: sql.dialect))) AND active ORDER BY token"
-                    + sql.dialect.forKeyShare,
-                [set.bind])
+    }
+
+    /// The part reading the active devices of the batch's users, key-share-locked on PostgreSQL, so a concurrent
+    /// move of one of the tokens to another user, which locks the row for update, waits for this batch and its
+    /// outbox rows precede the new owner's (the delivery stage's `pushed_version` updates take no-key-update locks
+    /// and do not wait).
+    private func addDevices(users: Set<String>, to batch: inout SQLReadBatch) -> Int? {
+        guard !users.isEmpty else { return nil }
+        var set = SQLRowSet([("user_id", .text)])
+        for user in users.sorted() { set.append([.text(user)]) }
+        let dialect = sql.dialect
+        return batch.add(columns: Self.deviceColumns, binds: [set.bind]) { first in
+            "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE user_id IN "
+                + "(SELECT user_id FROM \(set.table("s", bind: first, dialect: dialect))) AND active ORDER BY token"
+                + dialect.forKeyShare
         }
+    }
+
+    private mutating func readDevices(_ rows: [SQLRow]) throws {
         for row in rows {
             let device = try RegisteredDevice(row: row)
             guard let user = try row["user_id"].string, let active = try row["active"].bool,

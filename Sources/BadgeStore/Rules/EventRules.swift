@@ -6,9 +6,10 @@ import BadgeWire
 ///
 /// Written once for both backends, set-based: a batch costs a constant number of statements whatever its size.
 /// 1. **Load** (``load(_:)``): record the batch's event ids, create and lock its users' rows (in user-id order, so
-///    concurrent batches wait for each other instead of deadlocking), and read, one statement per kind, exactly
-///    the rows the batch can change: the notifications and messages its read-state events would turn read or
-///    seen, the tombstones, watermarks and devices it touches.
+///    concurrent batches wait for each other instead of deadlocking), and read, one part per kind, exactly the
+///    rows the batch can change: the notifications and messages its read-state events would turn read or seen,
+///    the tombstones, watermarks and devices it touches. All parts are one ``SQLReadBatch``: one statement on
+///    PostgreSQL.
 /// 2. **Apply** in memory, event by event, in order: the same rules as the model, so each push carries the counts
 ///    and `badge_version` right after its event.
 /// 3. **Write** (``write()``): one statement per table for everything that changed, and the outbox in planning
