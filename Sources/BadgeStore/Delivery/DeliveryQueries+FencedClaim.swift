@@ -11,17 +11,33 @@ extension DeliveryQueries {
     /// was due.
     static func claimDueFenced(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease,
-        skipClaimedBefore: Int64?, sql: any SQLExecutor
+        skipClaimedBefore: Int64?, removing removed: [Int64] = [], sql: any SQLExecutor
     ) async throws -> ClaimedPushes {
         var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
-        let due = dueRows(partition: partition, skipClaimedBefore: skipClaimedBefore, binds: &binds, dialect: .postgres)
+        // The rows of the previous round to remove (its sent and failed pushes): deleted by the same statement, and
+        // left out of the claim, which sees them (one snapshot).
+        var removal = ""
+        var excluded: String? = nil
+        if !removed.isEmpty {
+            var set = SQLRowSet([("id", .int)])
+            for id in removed.sorted() { set.append([.int(id)]) }
+            binds.append(set.bind)
+            removal = "gone AS (DELETE FROM outbox WHERE id IN (SELECT id FROM removed)), "
+            excluded = "removed"
+            removal =
+                "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", bind: binds.count, dialect: .postgres))), "
+                + removal
+        }
+        let due = dueRows(
+            partition: partition, skipClaimedBefore: skipClaimedBefore, binds: &binds, dialect: .postgres,
+            excluding: excluded)
         let check = FleetQueries.leaseQuery(lease, first: binds.count + 1)
         binds += check.binds
         // The lease's epoch (bound for the check) is the claim's mark too.
         let epoch = binds.count
         let rows = try await sql.query(
             """
-            WITH \(check.sql),
+            WITH \(removal)\(check.sql),
             c AS (UPDATE outbox SET claimed_epoch = $\(epoch) WHERE EXISTS (SELECT 1 FROM lease)
                 AND id IN (SELECT o.id \(due)) RETURNING \(OutboxRow.selectColumns)),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version

@@ -20,12 +20,17 @@ enum DeliveryQueries {
             return .none
         }
         return try await database.transaction { sql in
-            try await write(recording, sql: sql)
             if let lease, sql.dialect == .postgres {
+                // A record that only removes rows joins the claim's statement; any other is written first.
+                let removesOnly = recording.retries.isEmpty && recording.deadTokens.isEmpty
+                if !removesOnly { try await write(recording, sql: sql) }
                 return try await claimDueFenced(
                     partition: partition, limit: limit, now: now, policy: policy, lease: lease,
-                    skipClaimedBefore: skipClaimedBefore, sql: sql)
+                    skipClaimedBefore: skipClaimedBefore,
+                    removing: removesOnly ? recording.sent + recording.failed : [],
+                    sql: sql)
             }
+            try await write(recording, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
             var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
             let due = dueRows(
@@ -51,11 +56,13 @@ enum DeliveryQueries {
 
     /// The `FROM … WHERE … ORDER BY … LIMIT …` of the due rows (alias `o`), oldest first: rows whose next
     /// attempt is due at `$1` and that no earlier row of the same token waits ahead of, at most `$2`; the
-    /// partition's and the epoch's filters read placeholders appended to `binds`.
+    /// partition's and the epoch's filters read placeholders appended to `binds`. `excluding` names a table of
+    /// ids (column `id`) to leave out.
     static func dueRows(
-        partition: Int?, skipClaimedBefore: Int64?, binds: inout [SQLValue], dialect: SQLDialect
+        partition: Int?, skipClaimedBefore: Int64?, binds: inout [SQLValue], dialect: SQLDialect,
+        excluding: String? = nil
     ) -> String {
-        var filters = ""
+        var filters = excluding.map { " AND o.id NOT IN (SELECT id FROM \($0))" } ?? ""
         if let partition {
             binds.append(.int(Int64(partition)))
             filters += " AND o.partition_id = $\(binds.count)"
@@ -173,9 +180,15 @@ enum DeliveryQueries {
         return claimed
     }
 
-    /// Records what a delivery round did, in one transaction.
+    /// Records what a delivery round did, in one transaction; a round that only removes rows (pushes sent or
+    /// failed for good, the usual case) in one statement on its own.
     static func record(_ record: DeliveryRecord, database: any SQLTransactor) async throws {
         guard !record.isEmpty else { return }
+        if record.retries.isEmpty, record.deadTokens.isEmpty {
+            let delete = deleteStatement(record.sent + record.failed, dialect: database.dialect)
+            _ = try await database.statement(delete.sql, delete.binds)
+            return
+        }
         try await database.transaction { sql in try await write(record, sql: sql) }
     }
 
@@ -231,10 +244,16 @@ enum DeliveryQueries {
     /// Deletes outbox rows (sent, dropped or failed pushes), in one statement.
     static func deleteOutboxRows(_ ids: [Int64], sql: any SQLExecutor) async throws {
         guard !ids.isEmpty else { return }
+        let delete = deleteStatement(ids, dialect: sql.dialect)
+        try await sql.execute(delete.sql, delete.binds)
+    }
+
+    /// The statement that deletes outbox rows `ids`.
+    private static func deleteStatement(_ ids: [Int64], dialect: SQLDialect) -> (sql: String, binds: [SQLValue]) {
         var set = SQLRowSet([("id", .int)])
         for id in ids.sorted() { set.append([.int(id)]) }
-        try await sql.execute(
-            "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: sql.dialect)))",
-            [set.bind])
+        return (
+            "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: dialect)))", [set.bind]
+        )
     }
 }

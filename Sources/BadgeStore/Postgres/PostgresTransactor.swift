@@ -23,6 +23,19 @@ struct PostgresTransactor: SQLTransactor {
         }
     }
 
+    func statement(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        do {
+            return try await client.withConnection { connection in
+                try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
+                    try await PostgresExecutor(connection: connection, logger: logger, statements: statements)
+                        .query(sql, binds)
+                }
+            }
+        } catch {
+            throw PostgresTransactor.storeError(error)
+        }
+    }
+
     private func attemptTransaction<T: Sendable>(
         _ body: @Sendable (any SQLExecutor) async throws -> T
     ) async throws -> T {

@@ -5,4 +5,15 @@ protocol SQLTransactor: Sendable {
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws. Errors come out
     /// as ``StoreError``.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T
+
+    /// Runs one statement, atomic by itself, and returns its rows: on PostgreSQL on its own, without `BEGIN` and
+    /// `COMMIT` (two round trips fewer than a transaction); on SQLite in a transaction. Errors come out as
+    /// ``StoreError``.
+    func statement(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow]
+}
+
+extension SQLTransactor {
+    func statement(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        try await transaction { try await $0.query(sql, binds) }
+    }
 }
