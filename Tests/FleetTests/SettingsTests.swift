@@ -129,7 +129,7 @@ struct PartitionCountTests {
         environment["BADGEPIPE_AMQP_URL"] = FleetHarness.amqpURL
         process.environment = environment
         let errors = FileManager.default.temporaryDirectory.appendingPathComponent("partitions-\(UUID()).txt")
-        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: errors) }
         process.standardError = try FileHandle(forWritingTo: errors)
         process.standardOutput = FileHandle.nullDevice
@@ -146,15 +146,21 @@ struct PartitionCountTests {
         return (process.terminationStatus, (try? String(contentsOf: errors, encoding: .utf8)) ?? "")
     }
 
-    @Test func aWorkerOrSetupWithFewerPartitionsThanTheBrokerRefusesToRun() async throws {
-        let namespace = "parts-\(UInt16.random(in: 0...UInt16.max))"
+    /// Runs a worker told `partitions` partitions in `namespace`, on a throwaway SQLite database and unreachable
+    /// providers; returns its exit status and standard error.
+    private func runWorker(partitions: Int, namespace: String) async throws -> (Int32, String) {
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace).sqlite")
         defer { try? FileManager.default.removeItem(at: database) }
-        #expect(try await run(["setup", "--partitions", "3", "--namespace", namespace]).0 == 0)
-        let (workerStatus, workerErrors) = try await run([
-            "worker", "--partitions", "2", "--namespace", namespace, "--database-url", "sqlite:\(database.path)",
-            "--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1",
+        return try await run([
+            "worker", "--partitions", "\(partitions)", "--namespace", namespace, "--database-url",
+            "sqlite:\(database.path)", "--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1",
         ])
+    }
+
+    @Test func aWorkerOrSetupWithFewerPartitionsThanTheBrokerRefusesToRun() async throws {
+        let namespace = "parts-\(UInt16.random(in: 0...UInt16.max))"
+        #expect(try await run(["setup", "--partitions", "3", "--namespace", namespace]).0 == 0)
+        let (workerStatus, workerErrors) = try await runWorker(partitions: 2, namespace: namespace)
         #expect(workerStatus != 0)
         #expect(workerErrors.contains("the queue \(namespace).events.2 exists"), "\(workerErrors)")
         let (setupStatus, setupErrors) = try await run(["setup", "--partitions", "2", "--namespace", namespace])
@@ -167,13 +173,8 @@ struct PartitionCountTests {
 
     @Test func aWorkerOrSetupWithMorePartitionsThanTheBrokerRefusesToRunAndAddsNoQueue() async throws {
         let namespace = "parts-\(UInt16.random(in: 0...UInt16.max))"
-        let database = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace).sqlite")
-        defer { try? FileManager.default.removeItem(at: database) }
         #expect(try await run(["setup", "--partitions", "2", "--namespace", namespace]).0 == 0)
-        let (workerStatus, workerErrors) = try await run([
-            "worker", "--partitions", "3", "--namespace", namespace, "--database-url", "sqlite:\(database.path)",
-            "--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1",
-        ])
+        let (workerStatus, workerErrors) = try await runWorker(partitions: 3, namespace: namespace)
         #expect(workerStatus != 0)
         #expect(workerErrors.contains("fewer_partitions_declared"), "\(workerErrors)")
         #expect(workerErrors.contains("\(namespace).events.2 does not"), "\(workerErrors)")

@@ -17,20 +17,17 @@ extension DeliveryQueries {
         // The rows of the previous round to remove (its sent and failed pushes): deleted by the same statement, and
         // left out of the claim, which sees them (one snapshot).
         var removal = ""
-        var excluded: String? = nil
         if !removed.isEmpty {
             var set = SQLRowSet([("id", .int)])
             for id in removed.sorted() { set.append([.int(id)]) }
             binds.append(set.bind)
-            removal = "gone AS (DELETE FROM outbox WHERE id IN (SELECT id FROM removed)), "
-            excluded = "removed"
             removal =
                 "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", bind: binds.count, dialect: .postgres))), "
-                + removal
+                + "gone AS (DELETE FROM outbox WHERE id IN (SELECT id FROM removed)), "
         }
         let due = dueRows(
             partition: partition, skipClaimedBefore: skipClaimedBefore, binds: &binds, dialect: .postgres,
-            excluding: excluded)
+            excluding: removed.isEmpty ? nil : "removed")
         let check = FleetQueries.leaseQuery(lease, first: binds.count + 1)
         binds += check.binds
         // The lease's epoch (bound for the check) is the claim's mark too.

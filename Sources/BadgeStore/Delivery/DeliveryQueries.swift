@@ -22,13 +22,11 @@ enum DeliveryQueries {
         return try await database.transaction { sql in
             if let lease, sql.dialect == .postgres {
                 // A record that only removes rows joins the claim's statement; any other is written first.
-                let removesOnly = recording.retries.isEmpty && recording.deadTokens.isEmpty
-                if !removesOnly { try await write(recording, sql: sql) }
+                let removed = recording.onlyRemovedRows
+                if removed == nil { try await write(recording, sql: sql) }
                 return try await claimDueFenced(
                     partition: partition, limit: limit, now: now, policy: policy, lease: lease,
-                    skipClaimedBefore: skipClaimedBefore,
-                    removing: removesOnly ? recording.sent + recording.failed : [],
-                    sql: sql)
+                    skipClaimedBefore: skipClaimedBefore, removing: removed ?? [], sql: sql)
             }
             try await write(recording, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
@@ -184,8 +182,8 @@ enum DeliveryQueries {
     /// failed for good, the usual case) in one statement on its own.
     static func record(_ record: DeliveryRecord, database: any SQLTransactor) async throws {
         guard !record.isEmpty else { return }
-        if record.retries.isEmpty, record.deadTokens.isEmpty {
-            let delete = deleteStatement(record.sent + record.failed, dialect: database.dialect)
+        if let removed = record.onlyRemovedRows {
+            let delete = deleteStatement(removed, dialect: database.dialect)
             _ = try await database.statement(delete.sql, delete.binds)
             return
         }

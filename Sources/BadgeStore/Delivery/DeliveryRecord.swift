@@ -45,3 +45,11 @@ public struct DeliveryRecord: Sendable, Equatable {
     /// Whether there is nothing to record.
     public var isEmpty: Bool { sent.isEmpty && failed.isEmpty && retries.isEmpty && deadTokens.isEmpty }
 }
+
+extension DeliveryRecord {
+    /// The outbox rows a record that only removes rows removes (its sent and failed pushes), or nil when it also
+    /// schedules retries or deactivates tokens: such a record is one `DELETE` (see `DeliveryQueries.record`).
+    var onlyRemovedRows: [Int64]? {
+        retries.isEmpty && deadTokens.isEmpty ? sent + failed : nil
+    }
+}

@@ -24,32 +24,29 @@ struct PostgresTransactor: SQLTransactor {
     }
 
     func statement(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-        do {
-            return try await client.withConnection { connection in
-                try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
-                    try await PostgresExecutor(connection: connection, logger: logger, statements: statements)
-                        .query(sql, binds)
-                }
-            }
-        } catch {
-            throw PostgresTransactor.storeError(error)
-        }
+        try await onConnection { try await $0.query(sql, binds) }
     }
 
     private func attemptTransaction<T: Sendable>(
         _ body: @Sendable (any SQLExecutor) async throws -> T
     ) async throws -> T {
+        try await onConnection { sql in
+            do {
+                try await sql.execute("BEGIN")
+            } catch let error as StoreError where error.code == .connectionClosed {
+                throw StoreError(code: .connectionClosedBeforeBegin, message: error.message, transient: true)
+            }
+            return try await sql.committing(body)
+        }
+    }
+
+    /// Runs `body` with an executor on a leased connection, on the connection's event loop (see
+    /// `EventLoopTaskExecutor`); errors come out as ``StoreError``.
+    private func onConnection<T: Sendable>(_ body: @Sendable (PostgresExecutor) async throws -> T) async throws -> T {
         do {
             return try await client.withConnection { connection in
-                // The transaction runs on the connection's event loop (see `EventLoopTaskExecutor`).
                 try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
-                    let sql = PostgresExecutor(connection: connection, logger: logger, statements: statements)
-                    do {
-                        try await sql.execute("BEGIN")
-                    } catch let error as StoreError where error.code == .connectionClosed {
-                        throw StoreError(code: .connectionClosedBeforeBegin, message: error.message, transient: true)
-                    }
-                    return try await sql.committing(body)
+                    try await body(PostgresExecutor(connection: connection, logger: logger, statements: statements))
                 }
             }
         } catch {

@@ -296,15 +296,7 @@ extension EventRules {
 
     /// The part reading the rows of the tokens the batch's device events name, locked for update.
     private func addDevices(tokens: Set<String>, to batch: inout SQLReadBatch) -> Int? {
-        guard !tokens.isEmpty else { return nil }
-        var set = SQLRowSet([("token", .text)])
-        for token in tokens.sorted() { set.append([.text(token)]) }
-        let dialect = sql.dialect
-        return batch.add(columns: Self.deviceColumns, binds: [set.bind]) { first in
-            "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE token IN "
-                + "(SELECT token FROM \(set.table("s", bind: first, dialect: dialect))) ORDER BY token"
-                + dialect.forUpdate
-        }
+        addDevices(where: "token", in: tokens, filter: "", lock: sql.dialect.forUpdate, to: &batch)
     }
 
     /// The part reading the active devices of the batch's users, key-share-locked on PostgreSQL, so a concurrent
@@ -312,14 +304,20 @@ extension EventRules {
     /// outbox rows precede the new owner's (the delivery stage's `pushed_version` updates take no-key-update locks
     /// and do not wait).
     private func addDevices(users: Set<String>, to batch: inout SQLReadBatch) -> Int? {
-        guard !users.isEmpty else { return nil }
-        var set = SQLRowSet([("user_id", .text)])
-        for user in users.sorted() { set.append([.text(user)]) }
+        addDevices(where: "user_id", in: users, filter: " AND active", lock: sql.dialect.forKeyShare, to: &batch)
+    }
+
+    /// A part reading the devices whose `column` is one of `values` (and `filter`), in token order, with `lock`.
+    private func addDevices(
+        where column: String, in values: Set<String>, filter: String, lock: String, to batch: inout SQLReadBatch
+    ) -> Int? {
+        guard !values.isEmpty else { return nil }
+        var set = SQLRowSet([(column, .text)])
+        for value in values.sorted() { set.append([.text(value)]) }
         let dialect = sql.dialect
         return batch.add(columns: Self.deviceColumns, binds: [set.bind]) { first in
-            "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE user_id IN "
-                + "(SELECT user_id FROM \(set.table("s", bind: first, dialect: dialect))) AND active ORDER BY token"
-                + dialect.forKeyShare
+            "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE \(column) IN "
+                + "(SELECT \(column) FROM \(set.table("s", bind: first, dialect: dialect)))\(filter) ORDER BY token\(lock)"
         }
     }
 
