@@ -122,6 +122,65 @@ struct FleetStoreTests {
     }
 
     @Test(arguments: Backend.allCases)
+    func batchesOfSeveralPartitionsShareOneTransactionAsIfAppliedOneByOne(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let round = try await store.leaseRound(
+                worker: "w1", partitions: 2, ttlMilliseconds: 60_000, releasing: [])
+            #expect(round.leases.map(\.partition) == [0, 1])
+            let (first, second) = (round.leases[0], round.leases[1])
+            let results = try await store.apply(
+                [
+                    ApplyBatch(
+                        events: [register("d1", token: tokenA), follow("n1", at: 1)],
+                        context: ApplyContext(partition: 0, lease: first)),
+                    ApplyBatch(
+                        events: [
+                            register("d2", token: tokenB, for: "u-carol"), follow("n2", at: 2, to: "u-carol"),
+                            follow("n2", at: 2, to: "u-carol"),
+                        ],
+                        context: ApplyContext(partition: 1, lease: second)),
+                ], policy: .unseen)
+            // Each batch's results, as its own transaction would have given them.
+            #expect(results.map { $0.map(\.event.id) } == [["d1", "n1"], ["d2", "n2", "n2"]])
+            #expect(results[1].map(\.duplicate) == [false, false, true])
+            #expect(results[0][1].pushes.map(\.push.token) == [tokenA])
+            #expect(results[1][1].pushes.map(\.push.token) == [tokenB])
+            // Each push is in its own batch's partition.
+            let inFirst = try await store.pendingPushes(limit: 10, partition: 0)
+            let inSecond = try await store.pendingPushes(limit: 10, partition: 1)
+            #expect(!inFirst.isEmpty && inFirst.allSatisfy { $0.push.token == tokenA })
+            #expect(!inSecond.isEmpty && inSecond.allSatisfy { $0.push.token == tokenB })
+            #expect(inFirst.contains { $0.push.eventID == "n1" } && inSecond.contains { $0.push.eventID == "n2" })
+            #expect(try await store.snapshot(user: "u-alice").counts.unseenNotifications == 1)
+            #expect(try await store.snapshot(user: "u-carol").counts.unseenNotifications == 1)
+
+            // One of the leases is gone: the shared transaction fails as a whole, and the other batch changes
+            // nothing either.
+            _ = try await store.leaseRound(
+                worker: "w1", partitions: 2, ttlMilliseconds: 60_000, releasing: [1])
+            let before = try await store.snapshot(user: "u-alice").badgeVersion
+            await #expect {
+                _ = try await store.apply(
+                    [
+                        ApplyBatch(events: [follow("n3", at: 3)], context: ApplyContext(partition: 0, lease: first)),
+                        ApplyBatch(
+                            events: [follow("n4", at: 4, to: "u-carol")],
+                            context: ApplyContext(partition: 1, lease: second)),
+                    ], policy: .unseen)
+            } throws: { error in
+                (error as? StoreError)?.code == .leaseLost
+            }
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == before)
+            // The batch whose lease is still held commits on its own.
+            let alone = try await store.apply(
+                [ApplyBatch(events: [follow("n3", at: 3)], context: ApplyContext(partition: 0, lease: first))],
+                policy: .unseen)
+            #expect(alone.first?.first?.duplicate == false)
+            #expect(try await store.snapshot(user: "u-alice").counts.unseenNotifications == 2)
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
     func thePushGuardNeverLetsADeviceGoBackAndNeverDropsAnAlert(backend: Backend) async throws {
         try await withStore(backend) { store in
             _ = try await store.apply(

@@ -51,6 +51,9 @@ final class ClaimHookStore: BadgeStore {
     func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
         try await base.apply(events, policy: policy, context: context)
     }
+    func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]] {
+        try await base.apply(batches, policy: policy)
+    }
     func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
         try await base.pendingPushes(limit: limit, partition: partition)
     }

@@ -31,6 +31,46 @@ extension FleetQueries {
         )
     }
 
+    /// ``leaseQuery(_:first:)`` for a batch of several partitions, held by one worker: the `lease` query has one
+    /// row per lease still held, all of them key-share-locked in partition order, and ``leaseCondition(count:)``
+    /// holds only while every one of them is. One lease gives exactly the single lease's query.
+    static func leaseQuery(_ leases: [PartitionLease], first: Int) -> (sql: String, binds: [SQLValue]) {
+        guard leases.count > 1 else { return leaseQuery(leases[0], first: first) }
+        let sorted = leases.sorted { $0.partition < $1.partition }
+        var binds: [SQLValue] = [.text(sorted[0].worker)]
+        var pairs: [String] = []
+        for lease in sorted {
+            binds += [.int(Int64(lease.partition)), .int(lease.epoch)]
+            pairs.append("($\(first + binds.count - 2)::bigint, $\(first + binds.count - 1)::bigint)")
+        }
+        return (
+            "lease AS MATERIALIZED (SELECT 1 FROM partition_leases WHERE owner = $\(first) AND (partition_id, epoch) "
+                + "IN (\(pairs.joined(separator: ", "))) AND expires_at > \(now(.postgres)) ORDER BY partition_id"
+                + "\(SQLDialect.postgres.forKeyShare))",
+            binds
+        )
+    }
+
+    /// The condition, over the `lease` query of ``leaseQuery(_:first:)``, that all of a batch's `count` leases are
+    /// held (`true` when there are none).
+    static func leaseCondition(count: Int) -> String {
+        switch count {
+        case 0: "true"
+        case 1: "EXISTS (SELECT 1 FROM lease)"
+        default: "(SELECT count(*) FROM lease) = \(count)"
+        }
+    }
+
+    /// The error of a failed check of several leases (at least one of them lost).
+    static func leaseLost(_ leases: [PartitionLease]) -> StoreError {
+        guard leases.count > 1 else { return leaseLost(leases[0]) }
+        let partitions = leases.map { "\($0.partition) (epoch \($0.epoch))" }.joined(separator: ", ")
+        return StoreError(
+            code: .leaseLost,
+            message: "one of partitions \(partitions) is no longer leased to \(leases[0].worker)",
+            transient: false)
+    }
+
     /// The error of a failed lease check.
     static func leaseLost(_ lease: PartitionLease) -> StoreError {
         StoreError(

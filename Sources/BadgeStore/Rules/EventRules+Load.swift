@@ -9,20 +9,20 @@ extension EventRules {
     /// known from the same statement): a duplicate only makes the batch read rows that it then leaves unchanged.
     ///
     /// A statement's snapshot is taken before it waits for a row lock, so reads in the statement that locks the
-    /// users would miss what a writer it waited for committed. Under a ``lease`` no other batch writes these users'
+    /// users would miss what a writer it waited for committed. Under ``leases`` no other batch writes these users'
     /// rows (the fence keeps earlier owners out, and the delivery stage changes only `users` rows, which the lock
     /// itself returns fresh): the reads join the lock's statement. Without one (two stores writing one user's rows
     /// at once), they are a second statement, run once the locks are held.
     mutating func load(_ events: [Event]) async throws {
         var batch = SQLReadBatch()
-        if let lease {
-            let check = FleetQueries.leaseQuery(lease, first: 1)
+        if !leases.isEmpty {
+            let check = FleetQueries.leaseQuery(leases, first: 1)
             batch.setPrelude(check.sql, binds: check.binds)
         }
         let userIDs = Set(events.map(\.recipient))
         let usersPart = addLockUsers(userIDs, to: &batch)
         let idsPart = addRecordEventIDs(Set(events.map(\.id)), to: &batch)
-        if lease == nil { batch.startSecondStatement() }
+        if leases.isEmpty { batch.startSecondStatement() }
 
         var notificationPairs = SQLRowSet([("user_id", .text), ("id", .text)])
         var seenPairs: Set<UserItem> = []
@@ -87,9 +87,9 @@ extension EventRules {
 
     /// The part that creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so
     /// that concurrent batches on PostgreSQL do not deadlock: an upsert whose `DO UPDATE` (a no-op) locks an
-    /// existing row as `FOR UPDATE` would, in the order of the SELECT. With ``lease`` it reads the prelude's lease
+    /// existing row as `FOR UPDATE` would, in the order of the SELECT. With ``leases`` it reads the prelude's lease
     /// check (``FleetQueries/leaseQuery(_:first:)``), which the statement evaluates before it locks anything: while
-    /// the lease is not held it creates and locks nothing and returns no row, and the batch fails with
+    /// one of them is not held it creates and locks nothing and returns no row, and the batch fails with
     /// `lease_lost` (see ``readUsers(_:ids:)``).
     private func addLockUsers(_ ids: Set<String>, to batch: inout SQLReadBatch) -> Int {
         var set = SQLRowSet([("user_id", .text)])
@@ -110,10 +110,10 @@ extension EventRules {
     }
 
     /// What the lock and the id record run under: the prelude's lease check, when there is one.
-    private var leaseCondition: String { lease == nil ? "true" : "EXISTS (SELECT 1 FROM lease)" }
+    private var leaseCondition: String { FleetQueries.leaseCondition(count: leases.count) }
 
     private mutating func readUsers(_ rows: [SQLRow], ids: Set<String>) throws {
-        if let lease, rows.isEmpty, !ids.isEmpty { throw FleetQueries.leaseLost(lease) }
+        if !leases.isEmpty, rows.isEmpty, !ids.isEmpty { throw FleetQueries.leaseLost(leases) }
         for row in rows {
             guard let id = try row["user_id"].string else { throw StoreError.corrupt("users row without id") }
             let user = try UserRow(row: row)

@@ -4,10 +4,10 @@ extension EventRules {
     /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``outboxIDs(_:)`` reads).
     func addOutbox(to batch: inout SQLWriteBatch) {
         var set = OutboxRow.rowSet()
-        for push in planned {
+        for (push, pushPartition) in zip(planned, plannedPartitions) {
             set.append(
                 OutboxRow.values(
-                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: partition,
+                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition,
                     createdAt: createdAt))
         }
         batch.add(set) {

@@ -27,9 +27,15 @@ struct EventRules {
     let maxDevicesPerUser: Int
     /// Runs before each event with its index in the batch (a test hook for injecting failures).
     let beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
-    /// On PostgreSQL, the lease the batch is applied under: checked by the batch's first statement (see
-    /// `lockUsers`) rather than by one of its own. Nil when the caller checked it (SQLite) or there is none.
-    let lease: PartitionLease?
+    /// On PostgreSQL, the leases the batch is applied under (one per partition it covers): checked by the batch's
+    /// first statement (see `lockUsers`) rather than by one of its own. Empty when the caller checked them
+    /// (SQLite) or there are none.
+    let leases: [PartitionLease]
+    /// The partition of each event when the batch covers several (see ``StoreQueries/apply(_:policy:database:beforeEvent:)``);
+    /// empty when every event is of ``partition``.
+    var eventPartitions: [Int?] = []
+    /// The partition of each push in ``planned``, recorded on its outbox row.
+    var plannedPartitions: [Int?] = []
 
     var users: [String: UserRow] = [:]
     var loadedUsers: [String: UserRow] = [:]
@@ -60,10 +66,10 @@ struct EventRules {
     init(
         sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
         maxDevicesPerUser: Int = ApplyContext.defaultMaxDevicesPerUser,
-        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil, lease: PartitionLease? = nil
+        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)? = nil, leases: [PartitionLease] = []
     ) {
         self.sql = sql
-        self.lease = lease
+        self.leases = leases
         self.policy = policy
         self.partition = partition
         self.maxDevicesPerUser = maxDevicesPerUser
@@ -82,6 +88,8 @@ struct EventRules {
             if let beforeEvent { try await beforeEvent(index, sql) }
             let start = planned.count
             let duplicate = try apply(event)
+            let eventPartition = eventPartitions.isEmpty ? partition : eventPartitions[index]
+            plannedPartitions.append(contentsOf: repeatElement(eventPartition, count: planned.count - start))
             outcomes.append((duplicate, start..<planned.count))
         }
         let ids = try await write()

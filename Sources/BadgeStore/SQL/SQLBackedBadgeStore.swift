@@ -15,6 +15,11 @@ extension SQLBackedBadgeStore {
             beforeEvent: sqlBackend.hooks.beforeEvent)
     }
 
+    public func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]] {
+        try await StoreQueries.apply(
+            batches, policy: policy, database: sqlBackend.database, beforeEvent: sqlBackend.hooks.beforeEvent)
+    }
+
     public func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int {
         try await RetentionQueries.purge(kind, olderThan: cutoff, limit: limit, database: sqlBackend.database)
     }

@@ -26,6 +26,13 @@ public protocol BadgeStore: Sendable {
     /// transaction first checks that the lease is still held and fails with `lease_lost` (not transient) if not.
     func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent]
 
+    /// Applies several partitions' batches in one database transaction (all or nothing), as if each were applied
+    /// on its own under its context, one after another, and returns what each batch's events did. Batches of one
+    /// worker's partitions (their users are disjoint) share the transaction's fixed cost this way. With leases,
+    /// the transaction fails with `lease_lost` if any one of them is no longer held; it does not say which.
+    /// A `maxDevicesPerUser` is taken from the first batch.
+    func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]]
+
     /// Outbox pushes not yet marked sent, oldest (lowest id, planning order) first; only those of `partition`
     /// when it is given.
     func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush]

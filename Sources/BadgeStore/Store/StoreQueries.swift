@@ -24,17 +24,46 @@ enum StoreQueries {
         _ events: [Event], policy: BadgePolicy, context: ApplyContext, database: any SQLTransactor,
         beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
     ) async throws -> [AppliedEvent] {
-        guard !events.isEmpty else { return [] }
-        return try await database.transaction { sql in
+        try await apply(
+            [ApplyBatch(events: events, context: context)], policy: policy, database: database,
+            beforeEvent: beforeEvent
+        ).first ?? []
+    }
+
+    /// Applies `batches` in one transaction: their events concatenated in order, each tagged with its batch's
+    /// partition, under all of their leases (see ``BadgeStore/apply(_:policy:)``).
+    static func apply(
+        _ batches: [ApplyBatch], policy: BadgePolicy, database: any SQLTransactor,
+        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
+    ) async throws -> [[AppliedEvent]] {
+        let events = batches.flatMap(\.events)
+        guard !events.isEmpty, let first = batches.first?.context else { return batches.map { _ in [] } }
+        let leases = batches.compactMap(\.context.lease)
+        let applied = try await database.transaction { sql in
             // PostgreSQL folds the lease check into the batch's first statement (a round trip less per batch).
             let folded = sql.dialect == .postgres
-            if let lease = context.lease, !folded { try await FleetQueries.checkLease(lease, sql: sql) }
+            if !folded {
+                for lease in leases.sorted(by: { $0.partition < $1.partition }) {
+                    try await FleetQueries.checkLease(lease, sql: sql)
+                }
+            }
             var rules = EventRules(
-                sql: sql, policy: policy, partition: context.partition,
-                maxDevicesPerUser: context.maxDevicesPerUser, beforeEvent: beforeEvent,
-                lease: folded ? context.lease : nil)
+                sql: sql, policy: policy, partition: first.partition, maxDevicesPerUser: first.maxDevicesPerUser,
+                beforeEvent: beforeEvent, leases: folded ? leases : [])
+            if batches.count > 1 {
+                rules.eventPartitions = batches.flatMap { batch in
+                    repeatElement(batch.context.partition, count: batch.events.count)
+                }
+            }
             return try await rules.apply(events)
         }
+        var results: [[AppliedEvent]] = []
+        var start = 0
+        for batch in batches {
+            results.append(Array(applied[start..<start + batch.events.count]))
+            start += batch.events.count
+        }
+        return results
     }
 
     static func pendingPushes(

@@ -16,7 +16,8 @@ struct PartitionProcessor: Sendable {
     let channel: AMQPChannel
     let deadLetters: AMQPChannel
     let buffer: MessageBuffer
-    let store: any BadgeStore
+    /// The worker's ingestion transactions, shared by its partitions.
+    let ingestion: IngestionGroup
     /// Rung after each commit: the partition's delivery loop has new pushes to send.
     let doorbell: Doorbell
     let configuration: WorkerConfiguration
@@ -103,11 +104,19 @@ struct PartitionProcessor: Sendable {
         return slices
     }
 
+    /// Applies `events` in the worker's next shared ingestion transaction (``IngestionGroup``), or on their own
+    /// when that transaction failed (so a refusal or a lost lease is this partition's alone, as if it had
+    /// never been shared).
     private func apply(_ events: some Collection<Event>) async throws {
-        let (policy, context, events) = (configuration.badgePolicy, context, Array(events))
-        _ = try await Retry.transient("apply", health: health, logger: logger) {
-            try await store.apply(events, policy: policy, context: context)
+        let events = Array(events)
+        if try await ingestion.apply(events, context: context) == nil {
+            try await applyAlone(events)
         }
+    }
+
+    /// Applies `events` in a transaction of their own.
+    private func applyAlone(_ events: some Collection<Event>) async throws {
+        _ = try await ingestion.applyAlone(Array(events), context: context)
     }
 
     /// Applies `events` slice by slice, parking those the database refuses on their own (see ``PoisonBisector``).
@@ -119,7 +128,7 @@ struct PartitionProcessor: Sendable {
                 return
             case .apply(let range):
                 do {
-                    try await apply(events[range])
+                    try await applyAlone(events[range])
                     bisector.applied()
                 } catch let error as StoreError where error.refusesInput {
                     if range.count == 1 {

@@ -9,8 +9,9 @@ import Logging
 struct PartitionLauncher {
     let connection: AMQPConnection
     let configuration: WorkerConfiguration
-    let store: any BadgeStore
     let dispatcher: PushDispatcher
+    /// The session's ingestion transactions, shared by its partitions.
+    let ingestion: IngestionGroup
     let logger: Logger
     let watchdog: Watchdog?
     let health: WorkerHealth?
@@ -32,7 +33,7 @@ struct PartitionLauncher {
         let doorbell = Doorbell()
         let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
         let processor = PartitionProcessor(
-            channel: channel, deadLetters: deadLetters, buffer: buffer, store: store, doorbell: doorbell,
+            channel: channel, deadLetters: deadLetters, buffer: buffer, ingestion: ingestion, doorbell: doorbell,
             configuration: configuration,
             context: ApplyContext(
                 partition: partition, lease: lease,

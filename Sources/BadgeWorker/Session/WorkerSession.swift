@@ -33,9 +33,13 @@ struct WorkerSession {
         let shutdown = ShutdownFlag()
         // Wakes the manager loop early: a partition stopped (to be released), or shutdown.
         let wake = Doorbell()
+        let ingestion = IngestionGroup(
+            store: store, policy: configuration.badgePolicy, maxWeight: configuration.maxTransactionWeight,
+            health: health, logger: logger)
         let launcher = PartitionLauncher(
-            connection: connection, configuration: configuration, store: store, dispatcher: dispatcher,
-            logger: logger, watchdog: watchdog, health: health, deadLetters: deadLetters, registry: registry,
+            connection: connection, configuration: configuration, dispatcher: dispatcher,
+            ingestion: ingestion, logger: logger, watchdog: watchdog, health: health, deadLetters: deadLetters,
+            registry: registry,
             wake: wake)
 
         try await withGracefulShutdownHandler {
