@@ -29,7 +29,8 @@ struct IngestionGroupTests {
                 worker: "w1", partitions: 4, ttlMilliseconds: 60_000, releasing: []
             ).leases
             #expect(leases.count == 4)
-            let group = IngestionGroup(store: store, policy: .unseen, maxWeight: 2048, health: nil, logger: Self.logger)
+            let group = IngestionGroup.ingestion(
+                store: store, policy: .unseen, maxWeight: 2048, health: nil, logger: Self.logger)
             // Four partitions, one user each, ten batches of three follows each, all at once.
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 for lease in leases {
@@ -38,8 +39,9 @@ struct IngestionGroupTests {
                         for batch in 0..<10 {
                             let events = Self.follows(user, from: batch * 3, count: 3)
                             let context = ApplyContext(partition: lease.partition, lease: lease)
-                            var applied = try await group.apply(events, context: context)
-                            if applied == nil { applied = try await group.applyAlone(events, context: context) }
+                            let batch = ApplyBatch(events: events, context: context)
+                            var applied = try await group.run(batch)
+                            if applied == nil { applied = try await group.alone(batch) }
                             #expect(applied?.map(\.event.id) == events.map(\.id))
                             #expect(applied?.allSatisfy { !$0.duplicate } == true)
                         }
@@ -59,9 +61,8 @@ struct IngestionGroupTests {
                         let events = Self.follows("u-\(lease.partition)", from: 100, count: 2)
                         let context = ApplyContext(partition: lease.partition, lease: lease)
                         do {
-                            if try await group.apply(events, context: context) == nil {
-                                _ = try await group.applyAlone(events, context: context)
-                            }
+                            let batch = ApplyBatch(events: events, context: context)
+                            if try await group.run(batch) == nil { _ = try await group.alone(batch) }
                             return (lease.partition, true)
                         } catch let error as StoreError where error.code == .leaseLost {
                             return (lease.partition, false)

@@ -108,15 +108,15 @@ struct PartitionProcessor: Sendable {
     /// when that transaction failed (so a refusal or a lost lease is this partition's alone, as if it had
     /// never been shared).
     private func apply(_ events: some Collection<Event>) async throws {
-        let events = Array(events)
-        if try await ingestion.apply(events, context: context) == nil {
-            try await applyAlone(events)
+        let batch = ApplyBatch(events: Array(events), context: context)
+        if try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) }) == nil {
+            _ = try await ingestion.alone(batch)
         }
     }
 
     /// Applies `events` in a transaction of their own.
     private func applyAlone(_ events: some Collection<Event>) async throws {
-        _ = try await ingestion.applyAlone(Array(events), context: context)
+        _ = try await ingestion.alone(ApplyBatch(events: Array(events), context: context))
     }
 
     /// Applies `events` slice by slice, parking those the database refuses on their own (see ``PoisonBisector``).

@@ -33,7 +33,7 @@ struct WorkerSession {
         let shutdown = ShutdownFlag()
         // Wakes the manager loop early: a partition stopped (to be released), or shutdown.
         let wake = Doorbell()
-        let ingestion = IngestionGroup(
+        let ingestion = IngestionGroup.ingestion(
             store: store, policy: configuration.badgePolicy, maxWeight: configuration.maxTransactionWeight,
             health: health, logger: logger)
         let launcher = PartitionLauncher(

@@ -1,14 +1,15 @@
-/// Group commit of one worker's partition batches, as a state machine: which batches share a transaction, and
-/// who runs it. No I/O: ``IngestionGroup`` drives it, and the tests drive it directly.
+/// Group commit of one worker's partitions' requests (their ingestion batches), as a state machine:
+/// which requests share a transaction, and who runs it. No I/O: ``TransactionGroup`` drives it, and the tests
+/// drive it directly.
 ///
-/// Each partition's ingestion arrives with its batch and waits. The first to arrive while no round runs leads:
-/// it takes a round (its own batch first, then those waiting behind it, in arrival order, while the round's
-/// weight stays within `maxWeight`) and runs it as one transaction. When the round ends, the oldest batch still
-/// waiting (which arrived while the round ran) leads the next one; its ingestion wakes to run it. So a worker runs
-/// one ingestion transaction at a time whatever the number of partitions it holds, a leader runs exactly one round
-/// (its own batch's), and nobody waits for more than the round in progress and its own.
+/// Each partition's stage arrives with its request and waits. The first to arrive while no round runs leads: it
+/// takes a round (its own request first, then those waiting behind it, in arrival order, while the round's weight
+/// stays within `maxWeight`) and runs it as one transaction. When the round ends, the oldest request still waiting
+/// (which arrived while the round ran) leads the next one; its stage wakes to run it. So a worker runs one such
+/// transaction at a time whatever the number of partitions it holds, a leader runs exactly one round (its own
+/// request's), and nobody waits for more than the round in progress and its own.
 struct CommitGroup<Submission> {
-    /// What an arriving batch's ingestion does.
+    /// What an arriving request's stage does.
     enum Arrival: Equatable {
         /// Take the next round (``takeRound()``) and run it.
         case lead
@@ -24,8 +25,7 @@ struct CommitGroup<Submission> {
         case idle
     }
 
-    /// The most weight (``PartitionProcessor/weight(of:)`` summed) one round takes, unless its first batch alone
-    /// weighs more.
+    /// The most weight one round takes, unless its first request alone weighs more.
     let maxWeight: Int
     private var waiting: [(submission: Submission, weight: Int)] = []
     private var head = 0
@@ -36,10 +36,10 @@ struct CommitGroup<Submission> {
         self.maxWeight = max(1, maxWeight)
     }
 
-    /// Batches waiting for a round.
+    /// Requests waiting for a round.
     var waitingCount: Int { waiting.count - head }
 
-    /// A batch of `weight` arrives.
+    /// A request of `weight` arrives.
     mutating func arrived(_ submission: Submission, weight: Int) -> Arrival {
         waiting.append((submission, weight))
         if leading { return .wait }
@@ -47,7 +47,7 @@ struct CommitGroup<Submission> {
         return .lead
     }
 
-    /// The leader's round: the oldest waiting batch (the leader's own) and those behind it while the total stays
+    /// The leader's round: the oldest waiting request (the leader's own) and those behind it while the total stays
     /// within ``maxWeight``.
     mutating func takeRound() -> [Submission] {
         precondition(leading, "a round is taken by its leader")

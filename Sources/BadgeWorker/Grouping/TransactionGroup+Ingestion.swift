@@ -1,0 +1,27 @@
+import BadgeCore
+import BadgeStore
+import Logging
+
+/// A worker's ingestion transactions, shared by its partitions' ingestion stages.
+typealias IngestionGroup = TransactionGroup<ApplyBatch, [AppliedEvent]>
+
+extension TransactionGroup where Request == ApplyBatch, Answer == [AppliedEvent] {
+    /// Batches applied to `store`, several in one transaction (``BadgeStore/apply(_:policy:)``) up to `maxWeight`
+    /// (``PartitionProcessor/weight(of:)`` summed); transient failures retried in place.
+    static func ingestion(
+        store: any BadgeStore, policy: BadgePolicy, maxWeight: Int, health: WorkerHealth?, logger: Logger
+    ) -> IngestionGroup {
+        IngestionGroup(
+            "ingestion", maxWeight: maxWeight, logger: logger,
+            shared: { batches in
+                try await Retry.transient("apply", health: health, logger: logger) {
+                    try await store.apply(batches, policy: policy)
+                }
+            },
+            alone: { batch in
+                try await Retry.transient("apply", health: health, logger: logger) {
+                    try await store.apply(batch.events, policy: policy, context: batch.context)
+                }
+            })
+    }
+}
