@@ -40,10 +40,9 @@ struct IngestionGroupTests {
                             let events = Self.follows(user, from: batch * 3, count: 3)
                             let context = ApplyContext(partition: lease.partition, lease: lease)
                             let batch = ApplyBatch(events: events, context: context)
-                            var applied = try await group.run(batch)
-                            if applied == nil { applied = try await group.alone(batch) }
-                            #expect(applied?.map(\.event.id) == events.map(\.id))
-                            #expect(applied?.allSatisfy { !$0.duplicate } == true)
+                            let applied = try await group.run(batch)
+                            #expect(applied.map(\.event.id) == events.map(\.id))
+                            #expect(applied.allSatisfy { !$0.duplicate })
                         }
                     }
                 }
@@ -62,7 +61,7 @@ struct IngestionGroupTests {
                         let context = ApplyContext(partition: lease.partition, lease: lease)
                         do {
                             let batch = ApplyBatch(events: events, context: context)
-                            if try await group.run(batch) == nil { _ = try await group.alone(batch) }
+                            _ = try await group.run(batch)
                             return (lease.partition, true)
                         } catch let error as StoreError where error.code == .leaseLost {
                             return (lease.partition, false)

@@ -11,17 +11,10 @@ extension TransactionGroup where Request == ApplyBatch, Answer == [AppliedEvent]
     static func ingestion(
         store: any BadgeStore, policy: BadgePolicy, maxWeight: Int, health: WorkerHealth?, logger: Logger
     ) -> IngestionGroup {
-        IngestionGroup(
-            "ingestion", maxWeight: maxWeight, logger: logger,
-            shared: { batches in
-                try await Retry.transient("apply", health: health, logger: logger) {
-                    try await store.apply(batches, policy: policy)
-                }
-            },
-            alone: { batch in
-                try await Retry.transient("apply", health: health, logger: logger) {
-                    try await store.apply(batch.events, policy: policy, context: batch.context)
-                }
-            })
+        IngestionGroup("ingestion", maxWeight: maxWeight, logger: logger) { batches in
+            try await Retry.transient("apply", health: health, logger: logger) {
+                try await store.apply(batches, policy: policy)
+            }
+        }
     }
 }

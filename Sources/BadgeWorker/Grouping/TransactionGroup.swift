@@ -7,8 +7,8 @@ import Synchronization
 /// partition.
 ///
 /// Each request's answer is exactly what its own transaction would have given. A shared transaction that fails is
-/// nobody's answer: every request of it is run again on its own (``run(_:weight:)`` returns nil and the caller
-/// calls ``alone(_:)``), so a lost lease, or data the database refuses, fails only the partition it belongs to.
+/// nobody's answer: every request of it is run again on its own (``alone(_:)``), so a lost lease, or data the
+/// database refuses, fails only the partition it belongs to.
 final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
     /// How a waiting request's stage goes on.
     private enum Verdict: Sendable {
@@ -28,27 +28,24 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
     private let group: Mutex<CommitGroup<Submission>>
     /// What the requests are, for the log.
     private let what: String
-    private let shared: @Sendable ([Request]) async throws -> [Answer]
-    private let single: @Sendable (Request) async throws -> Answer
+    private let transaction: @Sendable ([Request]) async throws -> [Answer]
     private let logger: Logger
 
-    /// A group of `what` requests: `shared` runs several in one transaction (answers in request order), `alone`
-    /// runs one in its own; both retry transient failures themselves.
+    /// A group of `what` requests: `transaction` runs one or several in one transaction (one answer per request,
+    /// in order) and retries transient failures itself.
     init(
         _ what: String, maxWeight: Int, logger: Logger,
-        shared: @escaping @Sendable ([Request]) async throws -> [Answer],
-        alone: @escaping @Sendable (Request) async throws -> Answer
+        transaction: @escaping @Sendable ([Request]) async throws -> [Answer]
     ) {
         self.group = Mutex(CommitGroup(maxWeight: maxWeight))
         self.what = what
-        self.shared = shared
-        self.single = alone
+        self.transaction = transaction
         self.logger = logger
     }
 
     /// Runs `request` in the worker's next transaction of its kind, with the requests of its other partitions that
-    /// arrive meanwhile. Returns nil when that shared transaction failed: then the caller runs it ``alone(_:)``.
-    func run(_ request: Request, weight: Int = 1) async throws -> Answer? {
+    /// arrive meanwhile; on its own (``alone(_:)``) when that shared transaction failed.
+    func run(_ request: Request, weight: Int = 1) async throws -> Answer {
         let verdict = await withCheckedContinuation { continuation in
             let arrival = group.withLock {
                 $0.arrived(Submission(request: request, continuation: continuation), weight: weight)
@@ -57,24 +54,24 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
         }
         switch verdict {
         case .answered(let answer): return answer
-        case .alone: return nil
+        case .alone: return try await alone(request)
         case .lead: return try await lead()
         }
     }
 
     /// Runs `request` in a transaction of its own.
     func alone(_ request: Request) async throws -> Answer {
-        try await single(request)
+        try await transaction([request])[0]
     }
 
     /// Runs one round, whose first request is the caller's (its continuation already resumed), answers the others
     /// and hands the lead on.
-    private func lead() async throws -> Answer? {
+    private func lead() async throws -> Answer {
         let round = group.withLock { $0.takeRound() }
         let requests = round.map(\.request)
         let outcome: Result<[Answer], any Error>
         do {
-            outcome = .success(round.count == 1 ? [try await single(requests[0])] : try await shared(requests))
+            outcome = .success(try await transaction(requests))
         } catch {
             outcome = .failure(error)
             if round.count > 1 {
@@ -97,7 +94,7 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
         switch outcome {
         case .success(let answers): return answers[0]
         case .failure(let error):
-            if round.count > 1 { return nil }
+            if round.count > 1 { return try await alone(requests[0]) }
             throw error
         }
     }

@@ -109,9 +109,7 @@ struct PartitionProcessor: Sendable {
     /// never been shared).
     private func apply(_ events: some Collection<Event>) async throws {
         let batch = ApplyBatch(events: Array(events), context: context)
-        if try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) }) == nil {
-            _ = try await ingestion.alone(batch)
-        }
+        _ = try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) })
     }
 
     /// Applies `events` in a transaction of their own.
