@@ -101,10 +101,14 @@ struct PostgresPreparedStatementTests {
                 prepared = max(prepared, Int(statements))
             }
             #expect(prepared >= 1)
-            let seqscan = try await store.database.transaction { sql in
-                try await sql.query("SELECT current_setting('enable_seqscan') AS s", []).first?["s"].string
+            let (seqscan, planCache) = try await store.database.transaction { sql in
+                let row = try await sql.query(
+                    "SELECT current_setting('enable_seqscan') AS s, current_setting('plan_cache_mode') AS p", []
+                ).first
+                return (try row?["s"].string, try row?["p"].string)
             }
             #expect(seqscan == "off")
+            #expect(planCache == "force_generic_plan")
         }
     }
 

@@ -144,16 +144,16 @@ final class PostgresStatementCache: Sendable {
         case .int(let number): return "(\(number))::bigint"
         case .bool(let flag): return flag ? "TRUE" : "FALSE"
         case .text(let text):
-            var escaped = "E'"
+            // Byte by byte over the UTF-8 (a quote and a backslash are single bytes that no multi-byte sequence
+            // contains): a row set's JSON is kilobytes, and appending it scalar by scalar was 5 % of a worker's CPU.
+            var escaped: [UInt8] = [UInt8(ascii: "E"), UInt8(ascii: "'")]
             escaped.reserveCapacity(text.utf8.count + 8)
-            for character in text.unicodeScalars {
-                switch character {
-                case "\\": escaped += "\\\\"
-                case "'": escaped += "''"
-                default: escaped.unicodeScalars.append(character)
-                }
+            for byte in text.utf8 {
+                if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "'") { escaped.append(byte) }
+                escaped.append(byte)
             }
-            return escaped + "'"
+            escaped.append(UInt8(ascii: "'"))
+            return String(decoding: escaped, as: UTF8.self)
         }
     }
 }

@@ -316,8 +316,14 @@ extension EventRules {
         for value in values.sorted() { set.append([.text(value)]) }
         let dialect = sql.dialect
         return batch.add(columns: Self.deviceColumns, binds: [set.bind]) { first in
-            "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE \(column) IN "
-                + "(SELECT \(column) FROM \(set.table("s", bind: first, dialect: dialect)))\(filter) ORDER BY token\(lock)"
+            let values = "SELECT \(column) FROM \(set.table("s", bind: first, dialect: dialect))"
+            // On PostgreSQL `= ANY(ARRAY(…))`, an index condition whatever the statistics say. With `IN (SELECT …)`
+            // a generic plan made while `devices` was nearly empty (the first batches) hash-joined the whole
+            // `devices_active_user` index, 5,000 rows and about 5 ms for a batch of 26 users (seen with
+            // auto_explain at 2,000 events/s).
+            let condition = dialect == .postgres ? "\(column) = ANY(ARRAY(\(values)))" : "\(column) IN (\(values))"
+            return "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE \(condition)"
+                + "\(filter) ORDER BY token\(lock)"
         }
     }
 
