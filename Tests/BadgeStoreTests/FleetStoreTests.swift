@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeWire
 import Foundation
 import Testing
 
@@ -292,4 +293,78 @@ struct FleetStoreTests {
             #expect(try await store.pendingPushes(limit: 10).allSatisfy { $0.push.eventID != "n3" })
         }
     }
+    /// A round claimed under a lease: on PostgreSQL the usual round is one statement that also moves each device's
+    /// `pushed_version` (`DeliveryQueries.claimDueAtOnce`), and a round the guard must change (a stale alert, a
+    /// token that moved) is claimed again in a transaction; the outcome is the same on both backends.
+    @Test(arguments: Backend.allCases)
+    func aRoundUnderALeaseSendsInOrderCoalescesAndLetsNoDeviceGoBack(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let round = try await store.leaseRound(
+                worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+            let lease = try #require(round.leases.first)
+            let context = ApplyContext(partition: 0, lease: lease)
+            func claim(recording: DeliveryRecord = DeliveryRecord()) async throws -> ClaimedPushes {
+                try await store.claimPushes(
+                    partition: 0, limit: 100, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen,
+                    lease: lease, skipClaimedBefore: nil, recording: recording)
+            }
+
+            // The usual round: each registration's badge-only push is followed by an alert to the same device, so
+            // it is coalesced (and removed); the alerts go in order, and each device's version moves to its last.
+            _ = try await store.apply(
+                [
+                    register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2),
+                    register("d2", token: tokenB, for: "u-carol"), follow("n3", at: 3, to: "u-carol"),
+                ], policy: .unseen, context: context)
+            let first = try await claim()
+            #expect(first.pushes.map(\.push.eventID) == ["n1", "n2", "n3"])
+            #expect(first.pushes.map(\.push.badgeVersion) == [1, 2, 1])
+            #expect(try await store.pendingPushes(limit: 10, partition: 0).map(\.push.eventID) == ["n1", "n2", "n3"])
+            #expect(try await pushedVersion(store, tokenA) == 2)
+            #expect(try await pushedVersion(store, tokenB) == 1)
+
+            // Recorded with the next claim, which finds nothing due.
+            let second = try await claim(recording: DeliveryRecord(sent: first.pushes.map(\.outbox.id)))
+            #expect(second.pushes.isEmpty)
+            #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
+
+            // A newer alert went out first (a zombie raced ahead): the older one and the one behind it are stale,
+            // so the round is claimed in a transaction and both alerts are rebuilt at fresh versions, never dropped.
+            _ = try await store.apply([follow("n4", at: 4), follow("n5", at: 5)], policy: .unseen, context: context)
+            let planned = try await store.pendingPushes(limit: 10, partition: 0)
+            #expect(planned.map(\.push.badgeVersion) == [3, 4])
+            #expect(try await store.claimPush(planned[1], policy: .unseen, recordingSent: []) == planned[1].push)
+            let stale = try await claim()
+            #expect(stale.pushes.map(\.push.eventID) == ["n4", "n5"])
+            #expect(stale.pushes.map(\.push.badgeVersion) == [5, 6])
+            #expect(try await pushedVersion(store, tokenA) == 6)
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 6)
+            _ = try await claim(recording: DeliveryRecord(sent: stale.pushes.map(\.outbox.id)))
+
+            // The token moves to carol before alice's next alert goes: nothing of alice reaches it, carol's
+            // registration push does.
+            _ = try await store.apply([follow("n6", at: 6)], policy: .unseen, context: context)
+            _ = try await store.apply(
+                [register("d3", token: tokenA, for: "u-carol", at: 7)], policy: .unseen, context: context)
+            let moved = try await claim()
+            #expect(moved.pushes.map(\.push.recipient) == ["u-carol"])
+            #expect(moved.pushes.map(\.push.kind) == [.badgeOnly])
+        }
+    }
+}
+
+/// The `pushed_version` of a device, read as it is stored.
+private func pushedVersion(_ store: any BadgeStore, _ token: String) async throws -> Int64? {
+    let statement = "SELECT pushed_version FROM devices WHERE token = $1"
+    if let store = store as? PostgresBadgeStore {
+        return try await store.database.transaction { try await $0.query(statement, [.text(token)]) }.first?[
+            "pushed_version"
+        ].int64
+    }
+    if let store = store as? SQLiteBadgeStore {
+        return try await store.database.transaction { try await $0.query(statement, [.text(token)]) }.first?[
+            "pushed_version"
+        ].int64
+    }
+    return nil
 }

@@ -19,7 +19,19 @@ enum DeliveryQueries {
             try await record(recording, database: database)
             return .none
         }
-        return try await database.transaction { sql in
+        var recording = recording
+        if let lease, database.dialect == .postgres, let removed = recording.onlyRemovedRows {
+            // The usual round: one statement on its own (see `claimDueAtOnce`); when it was not that simple, it
+            // removed the record's rows and the transaction below claims.
+            if let claimed = try await claimDueAtOnce(
+                partition: partition, limit: limit, now: now, lease: lease, skipClaimedBefore: skipClaimedBefore,
+                removing: removed, database: database)
+            {
+                return claimed
+            }
+            recording = DeliveryRecord()
+        }
+        return try await database.transaction { [recording] sql in
             if let lease, sql.dialect == .postgres {
                 // A record that only removes rows joins the claim's statement; any other is written first.
                 let removed = recording.onlyRemovedRows
@@ -247,7 +259,7 @@ enum DeliveryQueries {
     }
 
     /// The statement that deletes outbox rows `ids`.
-    private static func deleteStatement(_ ids: [Int64], dialect: SQLDialect) -> (sql: String, binds: [SQLValue]) {
+    static func deleteStatement(_ ids: [Int64], dialect: SQLDialect) -> (sql: String, binds: [SQLValue]) {
         var set = SQLRowSet([("id", .int)])
         for id in ids.sorted() { set.append([.int(id)]) }
         return (
