@@ -76,9 +76,7 @@ struct FleetStoreTests {
     @Test(arguments: Backend.allCases)
     func aWorkerWhoseLeaseWasTakenOverCannotCommit(backend: Backend) async throws {
         try await withStore(backend) { store in
-            let first = try await store.leaseRound(
-                worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
-            let stale = try #require(first.leases.first)
+            let stale = try await onlyLease(of: store)
             _ = try await store.apply(
                 [register("d1", token: tokenA)], policy: .unseen, context: ApplyContext(partition: 0, lease: stale))
             // w1's last renewal is about to run out and it freezes; w2 takes the partition over.
@@ -299,9 +297,7 @@ struct FleetStoreTests {
     @Test(arguments: Backend.allCases)
     func aRoundUnderALeaseSendsInOrderCoalescesAndLetsNoDeviceGoBack(backend: Backend) async throws {
         try await withStore(backend) { store in
-            let round = try await store.leaseRound(
-                worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
-            let lease = try #require(round.leases.first)
+            let lease = try await onlyLease(of: store)
             let context = ApplyContext(partition: 0, lease: lease)
             func claim(recording: DeliveryRecord = DeliveryRecord()) async throws -> ClaimedPushes {
                 try await store.claimPushes(
@@ -351,6 +347,12 @@ struct FleetStoreTests {
             #expect(moved.pushes.map(\.push.kind) == [.badgeOnly])
         }
     }
+}
+
+/// Worker w1's lease on the only partition (a minute long).
+private func onlyLease(of store: any BadgeStore) async throws -> PartitionLease {
+    let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+    return try #require(round.leases.first)
 }
 
 /// The `pushed_version` of a device, read as it is stored.
