@@ -191,6 +191,16 @@ public struct AMQPChannel: Sendable, Hashable {
         try await send(.ack(deliveryTag: deliveryTag, multiple: multiple))
     }
 
+    /// Queues the same acknowledgement as ``ack(deliveryTag:multiple:)`` and returns at once, without waiting for
+    /// the connection's thread to write it. Commands on a connection run in the order they were queued, so a later
+    /// ack or ``close()`` of this channel goes after it. A failure is not reported here: it is the channel's or
+    /// the connection's, and shows there (the consumer's stream ends, the next awaited call throws), and the
+    /// broker hands unacknowledged messages back.
+    public func queueAck(deliveryTag: UInt64, multiple: Bool = false) {
+        mailbox.submit(
+            Command(channel: id, operation: .ack(deliveryTag: deliveryTag, multiple: multiple), promise: nil))
+    }
+
     /// Negatively acknowledges deliveries. Prefer `requeue: false` (dead-letters the message): a requeued message
     /// goes behind later ones.
     public func nack(deliveryTag: UInt64, multiple: Bool = false, requeue: Bool = false) async throws {

@@ -91,6 +91,40 @@ struct AMQPBrokerTests {
         await setup.close()
     }
 
+    @Test func aQueuedAckGoesOutBeforeTheChannelClosesThatFollowsIt() async throws {
+        let queue = TestBroker.uniqueName("queued-ack")
+        let connection = try await TestBroker.connect()
+        let setup = try await connection.openChannel()
+        try await setup.declareQueue(queue, arguments: ["x-queue-type": "quorum"])
+        try await setup.confirmSelect()
+        for index in 0..<5 {
+            try await setup.publish(Array("m\(index)".utf8), exchange: "", routingKey: queue)
+        }
+
+        let channel = try await connection.openChannel()
+        try await channel.qos(prefetchCount: 10)
+        var tags: [UInt64] = []
+        for try await delivery in try await channel.consume(queue: queue) {
+            tags.append(delivery.deliveryTag)
+            if tags.count == 5 { break }
+        }
+        // The first three acknowledged (multiple) without waiting, then the channel closed at once: the close
+        // goes out after the ack, so only the last two come back (had the ack been lost, m0 would come first).
+        channel.queueAck(deliveryTag: tags[2], multiple: true)
+        try await channel.close()
+
+        let again = try await connection.openChannel()
+        var redelivered: [String] = []
+        for try await delivery in try await again.consume(queue: queue) {
+            redelivered.append(String(decoding: delivery.body, as: UTF8.self))
+            try await delivery.ack()
+            if redelivered.count == 2 { break }
+        }
+        #expect(redelivered == ["m3", "m4"])
+        try await setup.deleteQueue(queue)
+        await connection.close()
+    }
+
     @Test func aConsumerBusyForThreeHeartbeatIntervalsKeepsItsConnection() async throws {
         let connection = try await TestBroker.connect(heartbeat: 1)
         #expect(connection.heartbeatSeconds == 1)

@@ -78,9 +78,11 @@ struct PartitionProcessor: Sendable {
         }
         // Committed: the delivery stage may send the pushes now (not only after the ack's round trip to the
         // broker), and now, and only now, the broker may forget these messages. When the ack cannot reach the
-        // broker (connection lost), the messages come back and find their effects already stored.
+        // broker (connection lost), the messages come back and find their effects already stored. The ack is
+        // queued, not awaited: the next batch need not wait for the connection's thread to wake up and write it
+        // (acks and the channel's close go out in order; a lost connection ends the consumer's stream).
         doorbell.ring()
-        try await channel.ack(deliveryTag: lastTag, multiple: true)
+        channel.queueAck(deliveryTag: lastTag, multiple: true)
         WorkerMetrics.eventsApplied.increment(by: events.count)
     }
 
