@@ -24,7 +24,7 @@ import Synchronization
 /// `enable_seqscan = off`: every statement the store runs reads by key through an index, and a plan cached while
 /// a table was nearly empty would otherwise keep scanning it whole once it has grown (seen: a claim planned on an
 /// empty outbox took 0.4–3.8 s a call once the outbox held 50,000 rows). Measured with `pg_stat_statements`
-/// (`track_planning`) at 2,000 events/s on 3 workers: planning went from 5.6 s to 1.1 s of PostgreSQL's time in a
+/// (`track_planning`) at 2,000 events/s on 3 workers: planning went from 5.6 s to 0.9 s of PostgreSQL's time in a
 /// 20 s run, with the row sets' size out of the SQL text (see `SQLRowSet.table`) and generic plans together.
 final class PostgresStatementCache: Sendable {
     /// What to do with one statement.
