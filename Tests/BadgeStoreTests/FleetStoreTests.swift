@@ -347,12 +347,92 @@ struct FleetStoreTests {
             #expect(moved.pushes.map(\.push.kind) == [.badgeOnly])
         }
     }
+
+    /// An ingestion batch that claims its own pushes (`ApplyContext.claimsPushes`, PostgreSQL): it claims a device's
+    /// pushes when nothing of that device is in the outbox; claims under the same epoch leave them alone and keep
+    /// the device's later pushes behind them until they are recorded; the partition's next owner takes them at once.
+    @Test(arguments: Backend.allCases)
+    func aBatchClaimsItsOwnPushesWhenNothingOfTheirDeviceWaits(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let lease = try await onlyLease(of: store)
+            func claim(
+                under lease: PartitionLease, recording: DeliveryRecord = DeliveryRecord()
+            ) async throws
+                -> ClaimedPushes
+            {
+                try await store.claimPushes(
+                    partition: 0, limit: 100, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen,
+                    lease: lease, skipClaimedBefore: nil, recording: recording)
+            }
+            let claiming = ApplyContext(partition: 0, lease: lease, claimsPushes: true)
+            let claims = backend == .postgres
+
+            // Registrations are never claimed by their own batch (the same statement writes the device).
+            let registered = try await store.apply(
+                [register("d1", token: tokenA), register("d2", token: tokenB, for: "u-carol")], policy: .unseen,
+                context: claiming)
+            #expect(registered.flatMap(\.pushes).allSatisfy { $0.claimedEpoch == nil })
+            let registrations = try await claim(under: lease)
+            #expect(registrations.pushes.count == 2)
+
+            // Nothing of either device waits once the registrations are recorded: all three alerts are claimed by
+            // their batch, each device's version already at its last push.
+            _ = try await claim(under: lease, recording: DeliveryRecord(sent: registrations.pushes.map(\.outbox.id)))
+            let first = try await store.apply(
+                [follow("n1", at: 1), follow("n2", at: 2), follow("n3", at: 3, to: "u-carol")], policy: .unseen,
+                context: claiming
+            ).flatMap(\.pushes)
+            #expect(first.map(\.push.eventID) == ["n1", "n2", "n3"])
+            #expect(first.map { $0.claimedEpoch != nil } == Array(repeating: claims, count: 3))
+            if claims {
+                #expect(first.allSatisfy { $0.claimedEpoch == lease.epoch && $0.nextAttemptAt > 0 })
+                #expect(try await pushedVersion(store, tokenA) == 2)
+                #expect(try await pushedVersion(store, tokenB) == 1)
+                // Held for their claimer: a claim under the same epoch leaves them alone.
+                #expect(try await claim(under: lease).pushes.isEmpty)
+            } else {
+                _ = try await claim(under: lease)
+            }
+
+            // Alice's next alert finds her device's pushes still unrecorded: it is left to the delivery stage's
+            // claim, which takes it only once they are recorded (with that claim itself).
+            let second = try await store.apply([follow("n4", at: 4)], policy: .unseen, context: claiming)
+                .flatMap(\.pushes)
+            #expect(second.map(\.claimedEpoch) == [nil])
+            if claims { #expect(try await claim(under: lease).pushes.isEmpty) }
+            let behind = try await claim(under: lease, recording: DeliveryRecord(sent: first.map(\.id)))
+            #expect(behind.pushes.map(\.push.eventID) == ["n4"])
+            _ = try await claim(under: lease, recording: DeliveryRecord(sent: behind.pushes.map(\.outbox.id)))
+
+            // The partition's next owner takes a claimed push at once: its claimer is gone.
+            let third = try await store.apply([follow("n5", at: 5, to: "u-carol")], policy: .unseen, context: claiming)
+                .flatMap(\.pushes)
+            #expect(third.map { $0.claimedEpoch != nil } == [claims])
+            try await execute(store, "UPDATE partition_leases SET expires_at = 0")
+            let next = try #require(
+                try await store.leaseRound(worker: "w2", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+                    .leases.first)
+            #expect(next.epoch > lease.epoch)
+            let takenOver = try await claim(under: next)
+            #expect(takenOver.pushes.map(\.push.eventID) == ["n5"])
+        }
+    }
 }
 
 /// Worker w1's lease on the only partition (a minute long).
 private func onlyLease(of store: any BadgeStore) async throws -> PartitionLease {
     let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
     return try #require(round.leases.first)
+}
+
+/// Runs `statement` (no binds) on the store's database.
+private func execute(_ store: any BadgeStore, _ statement: String) async throws {
+    if let store = store as? PostgresBadgeStore {
+        try await store.database.transaction { try await $0.execute(statement, []) }
+    }
+    if let store = store as? SQLiteBadgeStore {
+        try await store.database.transaction { try await $0.execute(statement, []) }
+    }
 }
 
 /// The `pushed_version` of a device, read as it is stored.

@@ -93,8 +93,8 @@ extension DeliveryQueries {
                 + "gone AS (DELETE FROM outbox WHERE id IN (SELECT id FROM removed)), "
         }
         let due = dueRows(
-            partition: partition, skipClaimedBefore: skipClaimedBefore, binds: &binds, dialect: .postgres,
-            excluding: removed.isEmpty ? nil : "removed")
+            partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease.epoch, binds: &binds,
+            dialect: .postgres, excluding: removed.isEmpty ? nil : "removed")
         let check = FleetQueries.leaseQuery(lease, first: binds.count + 1)
         binds += check.binds
         // The lease's epoch (bound for the check) is the claim's mark too.
@@ -116,7 +116,7 @@ extension DeliveryQueries {
             """ : ""
         let sql = """
             WITH \(removal)\(check.sql),
-            c AS (UPDATE outbox SET claimed_epoch = $\(epoch) WHERE EXISTS (SELECT 1 FROM lease)
+            c AS (UPDATE outbox SET claimed_epoch = $\(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
                 AND id IN (SELECT o.id \(due)) RETURNING \(OutboxRow.selectColumns)),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
                 FROM devices WHERE token = ANY(ARRAY(SELECT token FROM c)) ORDER BY token FOR NO KEY UPDATE)\(versions)

@@ -44,14 +44,15 @@ enum DeliveryQueries {
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
             var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
             let due = dueRows(
-                partition: partition, skipClaimedBefore: skipClaimedBefore, binds: &binds, dialect: sql.dialect)
+                partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease?.epoch, binds: &binds,
+                dialect: sql.dialect)
             let rows: [OutboxPush]
             if let lease {
                 // Select, lock and mark with the claimer's epoch in one statement.
                 binds.append(.int(lease.epoch))
                 rows = try await sql.query(
-                    "UPDATE outbox SET claimed_epoch = $\(binds.count) WHERE id IN (SELECT o.id \(due)) "
-                        + "RETURNING \(OutboxRow.selectColumns)",
+                    "UPDATE outbox SET claimed_epoch = $\(binds.count), \(releasingHold) "
+                        + "WHERE id IN (SELECT o.id \(due)) RETURNING \(OutboxRow.selectColumns)",
                     binds
                 ).map(OutboxRow.decode).sorted { $0.id < $1.id }
             } else {
@@ -67,10 +68,16 @@ enum DeliveryQueries {
     /// The `FROM … WHERE … ORDER BY … LIMIT …` of the due rows (alias `o`), oldest first: rows whose next
     /// attempt is due at `$1` and that no earlier row of the same token waits ahead of, at most `$2`; the
     /// partition's and the epoch's filters read placeholders appended to `binds`. `excluding` names a table of
-    /// ids (column `id`) to leave out.
+    /// ids (column `id`) to leave out, and not to wait behind either.
+    ///
+    /// A claim under lease `epoch` also takes, at once, rows that an ingestion transaction claimed under an
+    /// earlier epoch and held for its worker (``ApplyContext/claimsPushes``: never attempted, `next_attempt_at`
+    /// in the future): that owner is gone, as with any row it claimed; and such rows do not hold back the later
+    /// rows of their token. Rows held under this very epoch are its own worker's, on their way: they stay out of
+    /// the claim and hold back their token's later rows until recorded.
     static func dueRows(
-        partition: Int?, skipClaimedBefore: Int64?, binds: inout [SQLValue], dialect: SQLDialect,
-        excluding: String? = nil
+        partition: Int?, skipClaimedBefore: Int64?, epoch: Int64? = nil, binds: inout [SQLValue],
+        dialect: SQLDialect, excluding: String? = nil
     ) -> String {
         var filters = excluding.map { " AND o.id NOT IN (SELECT id FROM \($0))" } ?? ""
         if let partition {
@@ -81,10 +88,26 @@ enum DeliveryQueries {
             binds.append(.int(skipClaimedBefore))
             filters += " AND (o.claimed_epoch IS NULL OR o.claimed_epoch >= $\(binds.count))"
         }
-        return "FROM outbox o WHERE o.next_attempt_at <= $1\(filters) "
+        var due = "o.next_attempt_at <= $1"
+        // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more.
+        var waiting = "e.next_attempt_at > $1" + (excluding.map { " AND e.id NOT IN (SELECT id FROM \($0))" } ?? "")
+        if let epoch {
+            binds.append(.int(epoch))
+            let placeholder = "$\(binds.count)"
+            func heldBefore(_ row: String) -> String {
+                "\(row).attempts = 0 AND coalesce(\(row).claimed_epoch, \(placeholder)) < \(placeholder)"
+            }
+            due = "(\(due) OR (\(heldBefore("o"))))"
+            waiting += " AND NOT (\(heldBefore("e")))"
+        }
+        return "FROM outbox o WHERE \(due)\(filters) "
             + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND e.id < o.id "
-            + "AND e.next_attempt_at > $1) ORDER BY o.id LIMIT $2" + dialect.forUpdate
+            + "AND \(waiting)) ORDER BY o.id LIMIT $2" + dialect.forUpdate
     }
+
+    /// The `SET` item with which a claim releases a row it takes from a hold (``dueRows``): a claimed row that was
+    /// never attempted is due again at once if it comes back (its claim stopped before sending it).
+    static let releasingHold = "next_attempt_at = CASE WHEN attempts = 0 THEN 0 ELSE next_attempt_at END"
 
     /// Runs the push guard over `rows` (locked, in id order) and writes its decisions: dropped rows are deleted,
     /// claimed ones are marked with the claimer's epoch (unless `marked` says the select did it) and rebuilt ones

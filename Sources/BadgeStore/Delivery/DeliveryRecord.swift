@@ -44,6 +44,14 @@ public struct DeliveryRecord: Sendable, Equatable {
 
     /// Whether there is nothing to record.
     public var isEmpty: Bool { sent.isEmpty && failed.isEmpty && retries.isEmpty && deadTokens.isEmpty }
+
+    /// Adds what `other` (a later round, of other outbox rows) did, to be recorded together.
+    public mutating func add(_ other: DeliveryRecord) {
+        sent += other.sent
+        failed += other.failed
+        retries += other.retries
+        deadTokens += other.deadTokens
+    }
 }
 
 extension DeliveryRecord {

@@ -1,40 +1,74 @@
 import BadgeCore
 
 extension EventRules {
-    /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``outboxIDs(_:)`` reads).
-    func addOutbox(to batch: inout SQLWriteBatch) {
+    /// One row of ``planned`` as the outbox insert returned it.
+    struct WrittenPush: Equatable {
+        var id: Int64
+        /// The lease epoch when the batch claimed the push (see ``addClaim(to:)``), else nil.
+        var claimedEpoch: Int64?
+        /// 0, or the end of its hold when the batch claimed it.
+        var nextAttemptAt: Int64
+    }
+
+    /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``writtenPushes(_:)``
+    /// reads). With `claiming`, the batch has a claim part (``addClaim(to:)``): the pushes of the tokens it
+    /// returns are inserted claimed, under their partition's epoch and held for ``ApplyContext/claimHold``.
+    func addOutbox(to batch: inout SQLWriteBatch, claiming: Bool) {
         var set = OutboxRow.rowSet()
-        for (push, pushPartition) in zip(planned, plannedPartitions) {
-            set.append(
-                OutboxRow.values(
-                    of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition,
-                    createdAt: createdAt))
+        if claiming {
+            set = SQLRowSet(set.columns + [("claim_epoch", .int)])
         }
+        let epochs = claiming ? claimEpochs : [:]
+        for (push, pushPartition) in zip(planned, plannedPartitions) {
+            var values = OutboxRow.values(
+                of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition,
+                createdAt: createdAt)
+            if claiming { values.append(.int(pushPartition.flatMap { epochs[$0] })) }
+            set.append(values)
+        }
+        guard claiming else {
+            batch.add(set) {
+                "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM \($0) "
+                    + "WHERE true ORDER BY ord RETURNING id, event_id, token, claimed_epoch, next_attempt_at"
+            }
+            return
+        }
+        let hold = Self.microseconds(ApplyContext.claimHold)
+        let claimed = "s.claim_epoch IS NOT NULL AND s.token IN (SELECT token FROM \(Self.claimPart))"
         batch.add(set) {
-            "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM \($0) "
-                + "WHERE true ORDER BY ord RETURNING id, event_id, token"
+            "INSERT INTO outbox (\(OutboxRow.insertColumns), claimed_epoch, next_attempt_at) "
+                + "SELECT \(OutboxRow.insertColumns), CASE WHEN \(claimed) THEN s.claim_epoch END, "
+                + "CASE WHEN \(claimed) THEN s.created_at + \(hold) ELSE 0 END FROM \($0) "
+                + "WHERE true ORDER BY ord RETURNING id, event_id, token, claimed_epoch, next_attempt_at"
         }
     }
 
-    /// The outbox ids of `planned` (increasing in planning order) from the outbox insert's `returned` rows.
-    func outboxIDs(_ returned: [SQLRow]) throws -> [Int64] {
-        var byKey: [String: Int64] = [:]
+    /// The outbox rows of `planned` (ids increasing in planning order) from the outbox insert's `returned` rows.
+    func writtenPushes(_ returned: [SQLRow]) throws -> [WrittenPush] {
+        var byKey: [String: WrittenPush] = [:]
         for row in returned {
             guard let id = try row["id"].int64, let eventID = try row["event_id"].string,
                 let token = try row["token"].string
             else { throw StoreError.corrupt("bad outbox RETURNING row") }
-            byKey[eventID + " " + token] = id
+            byKey[eventID + " " + token] = WrittenPush(
+                id: id, claimedEpoch: try row["claimed_epoch"].int64,
+                nextAttemptAt: try row["next_attempt_at"].int64 ?? 0)
         }
-        var ids: [Int64] = []
-        ids.reserveCapacity(planned.count)
+        var rows: [WrittenPush] = []
+        rows.reserveCapacity(planned.count)
         for push in planned {
-            guard let id = byKey[push.eventID + " " + push.token] else {
+            guard let row = byKey[push.eventID + " " + push.token] else {
                 throw StoreError.corrupt("outbox id missing for a push")
             }
             // Both databases number the rows of an ordered INSERT … SELECT in order; the outbox order relies on it.
-            guard id > (ids.last ?? .min) else { throw StoreError.corrupt("outbox ids out of planning order") }
-            ids.append(id)
+            guard row.id > (rows.last?.id ?? .min) else { throw StoreError.corrupt("outbox ids out of planning order") }
+            rows.append(row)
         }
-        return ids
+        return rows
+    }
+
+    /// `duration` in microseconds.
+    static func microseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
     }
 }

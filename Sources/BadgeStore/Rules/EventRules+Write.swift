@@ -2,8 +2,9 @@ import BadgeCore
 
 extension EventRules {
     /// Writes what the batch changed, one part per table and kind of change, and the outbox in planning order, as
-    /// one ``SQLWriteBatch`` (one statement on PostgreSQL); returns the outbox ids (increasing in planning order).
-    func write() async throws -> [Int64] {
+    /// one ``SQLWriteBatch`` (one statement on PostgreSQL); returns the outbox rows of ``planned`` (ids increasing
+    /// in planning order), claimed or not (see ``addClaim(to:)``).
+    func write() async throws -> [WrittenPush] {
         var batch = SQLWriteBatch()
         addNotifications(to: &batch)
         addTombstones(to: &batch)
@@ -11,9 +12,10 @@ extension EventRules {
         addWatermarks(to: &batch)
         addDevices(to: &batch)
         addUsers(to: &batch)
-        addOutbox(to: &batch)
+        let claims = addClaim(to: &batch)
+        addOutbox(to: &batch, claiming: claims)
         let returned = try await batch.run(sql: sql)
-        return planned.isEmpty ? [] : try outboxIDs(returned)
+        return planned.isEmpty ? [] : try writtenPushes(returned)
     }
 
     private func addNotifications(to batch: inout SQLWriteBatch) {

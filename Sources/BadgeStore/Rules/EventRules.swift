@@ -36,6 +36,9 @@ struct EventRules {
     var eventPartitions: [Int?] = []
     /// The partition of each push in ``planned``, recorded on its outbox row.
     var plannedPartitions: [Int?] = []
+    /// Whether the batch claims the pushes it can (see ``ApplyContext/claimsPushes``): on PostgreSQL, those of
+    /// the partitions whose lease is in ``leases``.
+    var claimsPushes = false
 
     var users: [String: UserRow] = [:]
     var loadedUsers: [String: UserRow] = [:]
@@ -92,11 +95,15 @@ struct EventRules {
             plannedPartitions.append(contentsOf: repeatElement(eventPartition, count: planned.count - start))
             outcomes.append((duplicate, start..<planned.count))
         }
-        let ids = try await write()
+        let rows = try await write()
         return zip(events, outcomes).map { event, outcome in
             AppliedEvent(
                 event: event, duplicate: outcome.duplicate,
-                pushes: outcome.pushes.map { OutboxPush(id: ids[$0], push: planned[$0], createdAt: createdAt) })
+                pushes: outcome.pushes.map { index in
+                    OutboxPush(
+                        id: rows[index].id, push: planned[index], claimedEpoch: rows[index].claimedEpoch,
+                        createdAt: createdAt, nextAttemptAt: rows[index].nextAttemptAt)
+                })
         }
     }
 }

@@ -11,7 +11,7 @@
 /// part writes, nor change a row another part changes. The batch writes of ``EventRules`` satisfy both: each part
 /// writes its own table, or (an insert and an update of one table) rows the other does not touch.
 struct SQLWriteBatch {
-    private var parts: [(statement: (String) -> String, set: SQLRowSet)] = []
+    private var parts: [(statement: (String) -> String, set: SQLRowSet, name: String?)] = []
 
     init() {}
 
@@ -21,7 +21,14 @@ struct SQLWriteBatch {
     /// Adds `statement` over `set`; a statement over an empty set is left out.
     mutating func add(_ set: SQLRowSet, _ statement: @escaping (String) -> String) {
         guard !set.isEmpty else { return }
-        parts.append((statement, set))
+        parts.append((statement, set, nil))
+    }
+
+    /// Adds `statement` over `set` as a part that later parts read by `name` (its `RETURNING` rows, on PostgreSQL:
+    /// reading them is what orders the two). A statement over an empty set is left out.
+    mutating func add(_ set: SQLRowSet, as name: String, _ statement: @escaping (String) -> String) {
+        guard !set.isEmpty else { return }
+        parts.append((statement, set, name))
     }
 
     /// Runs the parts and returns the rows of the last one (its `RETURNING`, if any).
@@ -35,17 +42,21 @@ struct SQLWriteBatch {
             return try await sql.query(last.statement(last.set.table("s", bind: 1, dialect: .sqlite)), [last.set.bind])
         case .postgres:
             return try await sql.query(
-                Self.statement(parts.map(\.statement), sets: parts.map(\.set)), parts.map(\.set.bind))
+                Self.statement(parts.map(\.statement), sets: parts.map(\.set), names: parts.map(\.name)),
+                parts.map(\.set.bind))
         }
     }
 
-    /// The one PostgreSQL statement for `statements` over `sets` (placeholder `$n` reads the set of part `n`).
-    static func statement(_ statements: [(String) -> String], sets: [SQLRowSet]) -> String {
+    /// The one PostgreSQL statement for `statements` over `sets` (placeholder `$n` reads the set of part `n`); a
+    /// part is the `WITH` query `names[n]`, or `wn` when that is nil.
+    static func statement(_ statements: [(String) -> String], sets: [SQLRowSet], names: [String?] = []) -> String {
         let texts = zip(statements, sets).enumerated().map { index, part in
             part.0(part.1.table("s", bind: index + 1, dialect: .postgres))
         }
         guard texts.count > 1, let last = texts.last else { return texts.first ?? "" }
-        let prefix = texts.dropLast().enumerated().map { index, text in "w\(index + 1) AS (\(text))" }
+        let prefix = texts.dropLast().enumerated().map { index, text in
+            "\((index < names.count ? names[index] : nil) ?? "w\(index + 1)") AS (\(text))"
+        }
         return "WITH " + prefix.joined(separator: ", ") + " " + last
     }
 }

@@ -31,6 +31,14 @@ public protocol BadgeStore: Sendable {
     /// worker's partitions (their users are disjoint) share the transaction's fixed cost this way. With leases,
     /// the transaction fails with `lease_lost` if any one of them is no longer held; it does not say which.
     /// A `maxDevicesPerUser` is taken from the first batch.
+    ///
+    /// With ``ApplyContext/claimsPushes`` (PostgreSQL, under leases), the transaction also claims what it can of the
+    /// pushes it plans, exactly as a claim (``claimPushes(partition:limit:now:policy:lease:skipClaimedBefore:recording:)``)
+    /// made right after it under the same lease would: those come back with the lease's epoch in
+    /// ``OutboxPush/claimedEpoch``, each device's `pushed_version` already at its last one. Claims under the same
+    /// epoch leave them alone (a later push of the same device waits behind them) until they are recorded
+    /// (``recordDeliveries(_:)``), or for ``ApplyContext/claimHold`` at most; a claim under a newer epoch (the
+    /// partition's next owner) takes them at once.
     func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]]
 
     /// Outbox pushes not yet marked sent, oldest (lowest id, planning order) first; only those of `partition`

@@ -50,6 +50,7 @@ enum StoreQueries {
             var rules = EventRules(
                 sql: sql, policy: policy, partition: first.partition, maxDevicesPerUser: first.maxDevicesPerUser,
                 beforeEvent: beforeEvent, leases: folded ? leases : [])
+            rules.claimsPushes = batches.allSatisfy(\.context.claimsPushes)
             if batches.count > 1 {
                 rules.eventPartitions = batches.flatMap { batch in
                     repeatElement(batch.context.partition, count: batch.events.count)

@@ -4,18 +4,23 @@ import BadgeWire
 import Logging
 
 /// The delivery stage of one partition: rounds of claim → send → record (``PushDispatcher``), on its own, beside
-/// the partition's ingestion. After a round whose claim took everything due, it waits on the partition's
-/// ``Doorbell`` (rung by ingestion after each commit and by every lease round) for a ring that came after its claim
-/// began (earlier rings were for pushes that claim took), and looks again every `idlePoll`, or when the earliest
-/// retry it scheduled becomes due; only a claim that reached the round's size is followed by the next one at once.
-/// A round's outcomes are recorded with the next round's claim when new pushes come within `recordDelay` (at once
-/// when they are already waiting: no more than a claim would cost), and on their own otherwise (a transaction with
-/// fewer statements than a claim): a push stays sent but not recorded (what a crash would send again, with
-/// the same `apns-id`) for one round plus `recordDelay` at most, by default zero.
+/// the partition's ingestion, and rounds of the pushes that ingestion's transactions claimed themselves and handed
+/// over through the partition's ``Doorbell`` (`ApplyContext.claimsPushes`), which go out at once, without a claim.
+///
+/// Handed pushes always go first: the loop takes them before each claim, and forgets those a claim took (possible
+/// only once their hold ran out), so no push is sent twice. A claim runs at the start (what a previous run or owner
+/// left), after a ring that came after the previous claim began (ingestion planned pushes it did not claim; a
+/// lease round), every `idlePoll` while quiet, when the earliest retry a round scheduled becomes due, and at once
+/// after a claim that reached the round's size.
+/// A round's outcomes are recorded with the next claim when one comes within `recordDelay` (at once when a ring is
+/// already waiting: no more than a claim would cost), and on their own otherwise (a transaction with fewer
+/// statements than a claim); the outcomes of handed rounds wait for that too, gathered. A push stays sent but not
+/// recorded (what a crash would send again, with the same `apns-id`) for one round plus `recordDelay` at most, by
+/// default zero.
 ///
 /// It ends when the doorbell closes (after its round in progress, whose outcomes it records: never half-way, a
 /// push sent but not recorded would be sent again) or with the first error (`lease_lost` when the partition moved
-/// on).
+/// on). Handed pushes it did not get to stay in the outbox, claimed: the partition's next owner takes them at once.
 struct PartitionDelivery: Sendable {
     let dispatcher: PushDispatcher
     let partition: Int?
@@ -30,36 +35,65 @@ struct PartitionDelivery: Sendable {
     func run() async throws {
         // The earliest retry this loop scheduled and has not reached yet.
         var nextRetryAt: Int64?
-        // The last round's outcomes, recorded with the next claim (or below, when the loop ends).
+        // The outcomes not recorded yet, recorded with the next claim (or on their own, or when the loop ends).
         var pending = DeliveryRecord()
+        // Whether to claim without a new ring: at the start, after a full round, on a due retry or an idle poll.
+        var claimNow = true
+        // Rings the last claim covered: those up to when it began.
+        var ringsSeen = 0
         while !doorbell.isClosed {
-            // Rings until now are for pushes committed before this claim, which it takes.
-            let ringsSeen = doorbell.rings
-            let round = try await dispatcher.deliverRound(partition: partition, term: term, recording: pending)
-            pending = round.record
-            if let at = round.nextRetryAt { nextRetryAt = min(nextRetryAt ?? at, at) }
-            if round.moreDue { continue }
+            let handed = doorbell.takeHanded()
+            if !handed.isEmpty {
+                let round: PushDispatcher.RoundResult
+                do {
+                    round = try await dispatcher.deliverClaimed(handed, term: term)
+                } catch {
+                    // What went out before did go out: record it even though the round failed.
+                    try await dispatcher.record(pending)
+                    throw error
+                }
+                pending.add(round.record)
+                if let at = round.nextRetryAt { nextRetryAt = min(nextRetryAt ?? at, at) }
+                continue
+            }
+            if claimNow || doorbell.rings > ringsSeen {
+                ringsSeen = doorbell.rings
+                let round = try await dispatcher.deliverRound(partition: partition, term: term, recording: pending)
+                doorbell.discardHanded(Set(round.ids))
+                pending = round.record
+                if let at = round.nextRetryAt { nextRetryAt = min(nextRetryAt ?? at, at) }
+                claimNow = round.moreDue
+                continue
+            }
             var wait = idlePoll
             let now = Timestamp.now().microsecondsSinceEpoch
             if let at = nextRetryAt {
                 if at <= now {
                     nextRetryAt = nil
+                    claimNow = true
                     continue
                 }
                 wait = min(wait, .microseconds(at - now))
             }
             if !pending.isEmpty {
-                // Outcomes to record: with the next claim if new pushes come soon, otherwise on their own, so a
-                // quiet partition does not leave them unrecorded (sent again after a crash) for a whole idle poll.
+                // Outcomes to record: with the next claim if one comes soon, otherwise on their own, so a quiet
+                // partition does not leave them unrecorded (sent again after a crash) for a whole idle poll.
                 let brief = min(wait, recordDelay)
                 if brief > .zero { await doorbell.wait(upTo: brief, ringsSeen: ringsSeen) }
                 if doorbell.rings > ringsSeen || doorbell.isClosed { continue }
                 try await dispatcher.record(pending)
                 pending = DeliveryRecord()
                 wait -= brief
-                if wait <= .zero { continue }
+                if wait <= .zero {
+                    claimNow = true
+                    continue
+                }
+                // Handed meanwhile: they go first.
+                if doorbell.hasHanded { continue }
             }
             await doorbell.wait(upTo: wait, ringsSeen: ringsSeen)
+            // Neither rung nor handed anything: the idle poll (or a retry) is due.
+            if doorbell.rings == ringsSeen, !doorbell.hasHanded { claimNow = true }
         }
         try await dispatcher.record(pending)
     }

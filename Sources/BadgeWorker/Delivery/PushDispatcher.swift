@@ -59,6 +59,8 @@ struct PushDispatcher: Sendable {
     struct RoundResult {
         /// Pushes claimed.
         var claimed: Int
+        /// The outbox ids of the pushes claimed.
+        var ids: [Int64] = []
         /// The claim reached the round's size: more may be due at once.
         var moreDue: Bool
         /// The earliest next attempt the round scheduled (microseconds since the epoch), if any.
@@ -91,6 +93,22 @@ struct PushDispatcher: Sendable {
             return RoundResult(claimed: 0, moreDue: claim.reachedLimit, nextRetryAt: nil, record: DeliveryRecord())
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
+        return try await send(claimed, term: term, moreDue: claim.reachedLimit)
+    }
+
+    /// Sends `claimed` (pushes claimed by ingestion's transaction, see `ApplyContext.claimsPushes`) as one round,
+    /// without a claim: what ``deliverRound(partition:term:recording:)`` does after its claim. The round's
+    /// outcomes come back to be recorded (``RoundResult/record``).
+    func deliverClaimed(_ claimed: [ClaimedPush], term: LeaseTerm?) async throws -> RoundResult {
+        guard !claimed.isEmpty else {
+            return RoundResult(claimed: 0, moreDue: false, nextRetryAt: nil, record: DeliveryRecord())
+        }
+        WorkerMetrics.pushesClaimed.increment(by: claimed.count)
+        return try await send(claimed, term: term, moreDue: false)
+    }
+
+    /// Sends one round's claimed pushes (one device's in order, see ``DeliveryRound``) and returns what happened.
+    private func send(_ claimed: [ClaimedPush], term: LeaseTerm?, moreDue: Bool) async throws -> RoundResult {
         var round = DeliveryRound(claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge)
         var failure: (any Error)?
         await withTaskGroup(of: (ClaimedPush, DeliveryRound.Result, (any Error)?).self) { group in
@@ -113,11 +131,12 @@ struct PushDispatcher: Sendable {
             if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
             if let failure { throw failure }
             return RoundResult(
-                claimed: claimed.count, moreDue: claim.reachedLimit, nextRetryAt: round.nextRetryAt,
+                claimed: claimed.count, ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
                 record: DeliveryRecord())
         }
         return RoundResult(
-            claimed: claimed.count, moreDue: claim.reachedLimit, nextRetryAt: round.nextRetryAt, record: round.record)
+            claimed: claimed.count, ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
+            record: round.record)
     }
 
     /// Records a round's outcomes on their own.

@@ -6,7 +6,8 @@ import Logging
 import Metrics
 
 /// The ingestion stage of one partition queue: batches of messages → decode → park invalid ones → one
-/// transaction → one multiple-ack → ring the partition's delivery loop. It never waits for a provider.
+/// transaction → one multiple-ack → hand the pushes the transaction claimed to the partition's delivery loop, and
+/// ring it for those it left to be claimed. It never waits for a provider.
 ///
 /// A batch the database refuses because of the data of some of its events (a value PostgreSQL or SQLite cannot
 /// store or index, see `StoreError.refusesInput`) is bisected (``PoisonBisector``): each culprit is parked in
@@ -42,6 +43,7 @@ struct PartitionProcessor: Sendable {
         WorkerMetrics.eventsConsumed.increment(by: batch.count)
         var events: [Event] = []
         var sources: [AMQPMessage] = []
+        var committed = Committed()
         events.reserveCapacity(batch.count)
         for message in batch {
             switch EventDecoder.decode(body: message.body, contentType: message.properties.contentType) {
@@ -58,13 +60,13 @@ struct PartitionProcessor: Sendable {
             let slice = events[range]
             let started = ContinuousClock.now
             do {
-                try await apply(slice)
+                committed.add(try await apply(slice))
             } catch let error as StoreError where error.refusesInput {
                 WorkerMetrics.databaseErrors(error).increment()
                 logger.warning(
                     "the database refused a batch's data; looking for the culprit",
                     metadata: ["event.count": "\(slice.count)", "event.error": "\(error)"])
-                try await isolate(Array(slice), sources: Array(sources[range]), refusal: error)
+                try await isolate(Array(slice), sources: Array(sources[range]), refusal: error, into: &committed)
             }
             WorkerMetrics.batchTransaction.record(duration: ContinuousClock.now - started)
             WorkerMetrics.batchSize.record(slice.count)
@@ -81,7 +83,7 @@ struct PartitionProcessor: Sendable {
         // broker (connection lost), the messages come back and find their effects already stored. The ack is
         // queued, not awaited: the next batch need not wait for the connection's thread to wake up and write it
         // (acks and the channel's close go out in order; a lost connection ends the consumer's stream).
-        doorbell.ring()
+        doorbell.hand(committed.claimed, claim: committed.toClaim)
         channel.queueAck(deliveryTag: lastTag, multiple: true)
         WorkerMetrics.eventsApplied.increment(by: events.count)
     }
@@ -109,18 +111,20 @@ struct PartitionProcessor: Sendable {
     /// Applies `events` in the worker's next shared ingestion transaction (``IngestionGroup``), or on their own
     /// when that transaction failed (so a refusal or a lost lease is this partition's alone, as if it had
     /// never been shared).
-    private func apply(_ events: some Collection<Event>) async throws {
+    private func apply(_ events: some Collection<Event>) async throws -> [AppliedEvent] {
         let batch = ApplyBatch(events: Array(events), context: context)
-        _ = try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) })
+        return try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) })
     }
 
     /// Applies `events` in a transaction of their own.
-    private func applyAlone(_ events: some Collection<Event>) async throws {
-        _ = try await ingestion.alone(ApplyBatch(events: Array(events), context: context))
+    private func applyAlone(_ events: some Collection<Event>) async throws -> [AppliedEvent] {
+        try await ingestion.alone(ApplyBatch(events: Array(events), context: context))
     }
 
     /// Applies `events` slice by slice, parking those the database refuses on their own (see ``PoisonBisector``).
-    private func isolate(_ events: [Event], sources: [AMQPMessage], refusal: StoreError) async throws {
+    private func isolate(
+        _ events: [Event], sources: [AMQPMessage], refusal: StoreError, into committed: inout Committed
+    ) async throws {
         var bisector = PoisonBisector(count: events.count)
         while true {
             switch bisector.next() {
@@ -128,7 +132,7 @@ struct PartitionProcessor: Sendable {
                 return
             case .apply(let range):
                 do {
-                    try await applyAlone(events[range])
+                    committed.add(try await applyAlone(events[range]))
                     bisector.applied()
                 } catch let error as StoreError where error.refusesInput {
                     if range.count == 1 {
@@ -171,5 +175,26 @@ extension String {
     /// The text on one line.
     func replacingNewlines() -> String {
         String(map { $0.isNewline ? " " : $0 })
+    }
+}
+
+extension PartitionProcessor {
+    /// What a batch's transactions committed for the delivery stage: the pushes they claimed themselves (see
+    /// `ApplyContext.claimsPushes`), and whether they planned others, for the delivery loop to claim.
+    struct Committed {
+        var claimed: [ClaimedPush] = []
+        var toClaim = false
+
+        mutating func add(_ applied: [AppliedEvent]) {
+            for event in applied {
+                for push in event.pushes {
+                    if push.claimedEpoch != nil {
+                        claimed.append(ClaimedPush(outbox: push, push: push.push))
+                    } else {
+                        toClaim = true
+                    }
+                }
+            }
+        }
     }
 }

@@ -37,7 +37,7 @@ struct PartitionLauncher {
             configuration: configuration,
             context: ApplyContext(
                 partition: partition, lease: lease,
-                maxDevicesPerUser: configuration.maxDevicesPerUser),
+                maxDevicesPerUser: configuration.maxDevicesPerUser, claimsPushes: lease != nil),
             watchdog: watchdog, health: health, logger: partitionLogger)
         let delivery = PartitionDelivery(
             dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
