@@ -6,9 +6,10 @@ import Testing
 
 @testable import BadgeWorker
 
-/// When a partition goes quiet after a round, the round's outcomes are recorded on their own within the record
-/// delay, not left for the idle poll: a push stays sent but unrecorded (what a crash would send again) only that
-/// long. Real database and a real sink over HTTP.
+/// The delivery loop, with a real database and a real sink over HTTP. When a partition goes quiet after a round,
+/// the round's outcomes are recorded on their own within the record delay, not left for the idle poll: a push stays
+/// sent but unrecorded (what a crash would send again) only that long. Pushes claimed by their own batch go out
+/// without a claim.
 @Suite("Delivery loop")
 struct PartitionDeliveryTests {
     private static let token = "feed0000feed0000feed0000feed0000"
@@ -44,6 +45,67 @@ struct PartitionDeliveryTests {
             }
             // The loop stopped and recorded what it sent.
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
+        }
+    }
+
+    /// In a fleet on PostgreSQL, ingestion claims a device's pushes itself when nothing of the device is in the
+    /// outbox and hands them to the loop, which sends them without a claim; the device's next push, planned while
+    /// they were still unrecorded, is left to the loop's claim and goes out after them. Nothing goes out twice.
+    @Test func pushesClaimedByTheirBatchAreSentAsHandedAndTheDevicesNextPushFollowsThem() async throws {
+        try await withDeliveryFixture(.postgres) { store, sink, dispatcher in
+            let round = try await store.leaseRound(
+                worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+            let lease = try #require(round.leases.first)
+            let context = ApplyContext(partition: 0, lease: lease, claimsPushes: true)
+            let events = Self.events
+            let doorbell = Doorbell()
+            let delivery = PartitionDelivery(
+                dispatcher: dispatcher(store), partition: 0,
+                term: LeaseTerm(lease: lease, ttl: .seconds(60), confirmed: .now), doorbell: doorbell,
+                idlePoll: .seconds(60))
+            func waitFor(pushes count: Int) async throws {
+                let clock = ContinuousClock()
+                let deadline = clock.now + .seconds(20)
+                while sink.receivedPushes(token: Self.token).count < count, clock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await delivery.run() }
+                // The registration's badge push is never claimed by its own batch: the loop's claim sends it.
+                let registration = try await store.apply([events[0]], policy: .unseen, context: context)
+                    .flatMap(\.pushes)
+                #expect(registration.map(\.claimedEpoch) == [nil])
+                doorbell.hand([], claim: true)
+                try await waitFor(pushes: 1)
+                let clock = ContinuousClock()
+                let deadline = clock.now + .seconds(20)
+                while try await !store.pendingPushes(limit: 10, partition: 0).isEmpty, clock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+
+                // Nothing of the device waits now: the alert is claimed by its batch and handed over, as ingestion
+                // does right after its commit; the next alert, planned before the first is recorded, is not.
+                let first = try await store.apply([events[1]], policy: .unseen, context: context).flatMap(\.pushes)
+                #expect(first.map(\.claimedEpoch) == [lease.epoch])
+                doorbell.hand(first.map { ClaimedPush(outbox: $0, push: $0.push) }, claim: false)
+                var next = events[1]
+                next.id = "n2"
+                next.occurredAt = next.occurredAt.adding(microseconds: 1_000_000)
+                let second = try await store.apply([next], policy: .unseen, context: context).flatMap(\.pushes)
+                #expect(second.map(\.claimedEpoch) == [nil])
+                doorbell.hand([], claim: true)
+
+                try await waitFor(pushes: 3)
+                let alerts = sink.receivedPushes(token: Self.token).dropFirst().map(\.bodyText)
+                #expect(alerts.count == 2)
+                #expect(alerts.first?.contains("\"n1\"") == true)
+                #expect(alerts.last?.contains("\"n2\"") == true)
+                doorbell.close()
+                try await group.waitForAll()
+            }
+            #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
+            #expect(sink.receivedPushes(token: Self.token).count == 3)
         }
     }
 
