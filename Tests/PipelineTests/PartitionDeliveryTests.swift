@@ -84,16 +84,17 @@ struct PartitionDeliveryTests {
                     try await Task.sleep(for: .milliseconds(20))
                 }
 
-                // Nothing of the device waits now: the alert is claimed by its batch and handed over, as ingestion
-                // does right after its commit; the next alert, planned before the first is recorded, is not.
+                // Nothing of the device waits now: the alert is claimed by its batch. The next alert, planned
+                // before the first is recorded (here: before it is even handed over), is not: it waits for the
+                // loop's claim, behind the first.
                 let first = try await store.apply([events[1]], policy: .unseen, context: context).flatMap(\.pushes)
                 #expect(first.map(\.claimedEpoch) == [lease.epoch])
-                doorbell.hand(first.map { ClaimedPush(outbox: $0, push: $0.push) }, claim: false)
                 var next = events[1]
                 next.id = "n2"
                 next.occurredAt = next.occurredAt.adding(microseconds: 1_000_000)
                 let second = try await store.apply([next], policy: .unseen, context: context).flatMap(\.pushes)
                 #expect(second.map(\.claimedEpoch) == [nil])
+                doorbell.hand(first.map { ClaimedPush(outbox: $0, push: $0.push) }, claim: false)
                 doorbell.hand([], claim: true)
 
                 try await waitFor(pushes: 3)

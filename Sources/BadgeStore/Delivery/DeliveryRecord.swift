@@ -45,6 +45,9 @@ public struct DeliveryRecord: Sendable, Equatable {
     /// Whether there is nothing to record.
     public var isEmpty: Bool { sent.isEmpty && failed.isEmpty && retries.isEmpty && deadTokens.isEmpty }
 
+    /// How many outcomes it holds.
+    public var count: Int { sent.count + failed.count + retries.count + deadTokens.count }
+
     /// Adds what `other` (a later round, of other outbox rows) did, to be recorded together.
     public mutating func add(_ other: DeliveryRecord) {
         sent += other.sent
