@@ -15,10 +15,10 @@ import Logging
 /// A round's outcomes are recorded with the next claim when one comes within `recordDelay` (at once when a ring is
 /// already waiting: no more than a claim would cost), and on their own otherwise (a transaction with fewer
 /// statements than a claim). Handed rounds that follow each other without a pause gather their outcomes until the
-/// loop pauses or they are a round's worth (`PushDispatcher.roundSize`), which is then recorded on its own beside
-/// the next round (one record in flight at a time, finished before any claim), unless a claim comes next. A push
-/// stays sent but not recorded (what a crash would send again, with the same `apns-id`) for one round's worth of
-/// pushes plus `recordDelay` at most.
+/// loop pauses or they are ``handedRecordSize``, which are then recorded on their own beside the next round (one
+/// record in flight at a time, finished before any claim), unless a claim comes next. A push stays sent but not
+/// recorded (what a crash would send again, with the same `apns-id`) for a round (or ``handedRecordSize`` handed
+/// pushes and the round after them) plus `recordDelay` at most.
 ///
 /// It ends when the doorbell closes (after its round in progress, whose outcomes it records: never half-way, a
 /// push sent but not recorded would be sent again) or with the first error (`lease_lost` when the partition moved
@@ -33,6 +33,11 @@ struct PartitionDelivery: Sendable {
     /// How long a round's outcomes may wait for the next claim before they are recorded on their own (see
     /// `WorkerConfiguration.deliveryRecordDelay`).
     var recordDelay = Duration.zero
+
+    /// How many outcomes of handed rounds that follow each other without a pause wait to be recorded together at
+    /// most (what a crash mid-stream sends again, with the same `apns-id`; at 2,000 events/s a partition's
+    /// record then costs a statement every 8 pushes or so).
+    static let handedRecordSize = 8
 
     func run() async throws {
         try await withThrowingTaskGroup(of: Void.self) { records in
@@ -88,11 +93,11 @@ struct PartitionDelivery: Sendable {
                     }
                     pending.add(round.record)
                     if let at = round.nextRetryAt { nextRetryAt = min(nextRetryAt ?? at, at) }
-                    // Under load handed pushes can keep coming without a pause: once the outcomes waiting are a
-                    // round's worth they are recorded, beside the next round, unless a claim comes next, which
+                    // Under load handed pushes can keep coming without a pause: once the outcomes waiting are
+                    // `handedRecordSize` they are recorded, beside the next round, unless a claim comes next, which
                     // records them itself. (Recording each handed round's outcomes at once, or after 50 ms, cost
                     // 10-15 ms of p50 at 2,000 events/s: a statement for every few pushes.)
-                    if pending.count >= dispatcher.roundSize, !claimNow, doorbell.rings == ringsSeen {
+                    if pending.count >= PartitionDelivery.handedRecordSize, !claimNow, doorbell.rings == ringsSeen {
                         try await settle(&records)
                         let outcomes = pending
                         pending = DeliveryRecord()
