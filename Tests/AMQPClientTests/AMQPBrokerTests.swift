@@ -57,12 +57,7 @@ struct AMQPBrokerTests {
     @Test func unackedDeliveriesComeBackRedeliveredAfterTheConnectionCloses() async throws {
         let queue = TestBroker.uniqueName("redeliver")
         let setup = try await TestBroker.connect()
-        let setupChannel = try await setup.openChannel()
-        try await setupChannel.declareQueue(queue, arguments: ["x-queue-type": "quorum"])
-        try await setupChannel.confirmSelect()
-        for index in 0..<5 {
-            try await setupChannel.publish(Array("m\(index)".utf8), exchange: "", routingKey: queue)
-        }
+        let setupChannel = try await TestBroker.quorumQueue(queue, messages: 5, on: setup)
 
         let first = try await TestBroker.connect()
         let firstChannel = try await first.openChannel()
@@ -94,12 +89,7 @@ struct AMQPBrokerTests {
     @Test func aQueuedAckGoesOutBeforeTheChannelClosesThatFollowsIt() async throws {
         let queue = TestBroker.uniqueName("queued-ack")
         let connection = try await TestBroker.connect()
-        let setup = try await connection.openChannel()
-        try await setup.declareQueue(queue, arguments: ["x-queue-type": "quorum"])
-        try await setup.confirmSelect()
-        for index in 0..<5 {
-            try await setup.publish(Array("m\(index)".utf8), exchange: "", routingKey: queue)
-        }
+        let setup = try await TestBroker.quorumQueue(queue, messages: 5, on: connection)
 
         let channel = try await connection.openChannel()
         try await channel.qos(prefetchCount: 10)

@@ -24,6 +24,22 @@ enum TestBroker {
         "test.\(prefix).\(UInt32.random(in: 0...UInt32.max))"
     }
 
+    /// Declares quorum queue `queue` on a new channel of `connection` and publishes `count` messages to it, `m0`,
+    /// `m1`, …, with confirms; returns that channel (for deleting the queue at the end).
+    static func quorumQueue(
+        _ queue: String, messages count: Int, on connection: AMQPConnection
+    ) async throws
+        -> AMQPChannel
+    {
+        let channel = try await connection.openChannel()
+        try await channel.declareQueue(queue, arguments: ["x-queue-type": "quorum"])
+        try await channel.confirmSelect()
+        for index in 0..<count {
+            try await channel.publish(Array("m\(index)".utf8), exchange: "", routingKey: queue)
+        }
+        return channel
+    }
+
     /// Runs `rabbitmqctl` on the test broker's node (through `scripts/services ctl`, or the command in
     /// `BADGEPIPE_TEST_RABBITMQCTL`) and throws when it fails.
     static func rabbitmqctl(_ arguments: String...) throws {
