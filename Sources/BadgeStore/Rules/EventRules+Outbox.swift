@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 
 extension EventRules {
     /// One row of ``planned`` as the outbox insert returned it.
@@ -33,7 +34,7 @@ extension EventRules {
             }
             return
         }
-        let hold = Self.microseconds(ApplyContext.claimHold)
+        let hold = ApplyContext.claimHold.wholeMicroseconds
         let claimed = "s.claim_epoch IS NOT NULL AND s.token IN (SELECT token FROM \(Self.claimPart))"
         batch.add(set) {
             "INSERT INTO outbox (\(OutboxRow.insertColumns), claimed_epoch, next_attempt_at) "
@@ -65,10 +66,5 @@ extension EventRules {
             rows.append(row)
         }
         return rows
-    }
-
-    /// `duration` in microseconds.
-    static func microseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
     }
 }

@@ -1,4 +1,5 @@
 import BadgeStore
+import BadgeSupport
 
 /// One delivery round as a state machine: it takes the pushes claimed for the round and the result of each
 /// attempt, and answers which push may start next and, at the end, what to record. No I/O: `PushDispatcher` drives
@@ -58,7 +59,7 @@ struct DeliveryRound {
     init(_ claimed: [ClaimedPush], concurrency: Int, schedule: RetrySchedule, maxAge: Duration) {
         self.concurrency = max(1, concurrency)
         self.schedule = schedule
-        self.maxAge = maxAge.components.seconds * 1_000_000 + maxAge.components.attoseconds / 1_000_000_000_000
+        self.maxAge = maxAge.wholeMicroseconds
         for push in claimed {
             let token = push.push.token
             if queues[token] == nil { ready.append(token) }
@@ -125,7 +126,7 @@ struct DeliveryRound {
             return true
         }
         let delay = schedule.delay(attempts: push.outbox.attempts + 1, retryAfter: retryAfter, unit: unit)
-        let micros = delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000
+        let micros = delay.wholeMicroseconds
         let at = now + max(micros, 1)
         record.retries.append(
             DeliveryRecord.Retry(

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeStore
+import BadgeSupport
 import BadgeWire
 import Logging
 import Metrics
@@ -70,8 +71,7 @@ public struct Retention: Service {
     /// Deletes everything older than the age, kind after kind, batch after batch; returns the rows deleted per kind.
     @discardableResult
     public func pass(now: Int64 = Timestamp.now().microsecondsSinceEpoch) async throws -> [RetentionKind: Int] {
-        let (seconds, attoseconds) = configuration.age.components
-        let cutoff = now - seconds * 1_000_000 - attoseconds / 1_000_000_000_000
+        let cutoff = now - configuration.age.wholeMicroseconds
         var deleted: [RetentionKind: Int] = [:]
         for kind in RetentionKind.allCases {
             while !Task.isShuttingDownGracefully {
