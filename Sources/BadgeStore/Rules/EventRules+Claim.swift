@@ -11,7 +11,8 @@ extension EventRules {
         return Dictionary(leases.map { ($0.partition, $0.epoch) }, uniquingKeysWith: max)
     }
 
-    /// Adds the claim part when the batch claims pushes (see ``ApplyContext/claimsPushes``); returns whether it did.
+    /// Adds the claim part when the batch claims pushes (see ``ApplyContext/claimsPushes``), of the partitions in
+    /// `epochs` (``claimEpochs``); returns whether it did.
     ///
     /// A device's pushes of the batch are claimed together, exactly as a fenced claim right after the commit would
     /// claim and send them (`DeliveryQueries.claimDueAtOnce`), when:
@@ -27,8 +28,7 @@ extension EventRules {
     ///
     /// For each such device the part moves `pushed_version` to the last push and returns the token; the outbox
     /// insert marks those pushes claimed. Every other push is planned as before and claimed by the delivery stage.
-    func addClaim(to batch: inout SQLWriteBatch) -> Bool {
-        let epochs = claimEpochs
+    func addClaim(to batch: inout SQLWriteBatch, epochs: [Int: Int64]) -> Bool {
         guard !epochs.isEmpty, !planned.isEmpty else { return false }
         struct Claim {
             var user: String

@@ -5,29 +5,29 @@ extension EventRules {
     /// One row of ``planned`` as the outbox insert returned it.
     struct WrittenPush: Equatable {
         var id: Int64
-        /// The lease epoch when the batch claimed the push (see ``addClaim(to:)``), else nil.
+        /// The lease epoch when the batch claimed the push (see ``addClaim(to:epochs:)``), else nil.
         var claimedEpoch: Int64?
         /// 0, or the end of its hold when the batch claimed it.
         var nextAttemptAt: Int64
     }
 
     /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``writtenPushes(_:)``
-    /// reads). With `claiming`, the batch has a claim part (``addClaim(to:)``): the pushes of the tokens it
-    /// returns are inserted claimed, under their partition's epoch and held for ``ApplyContext/claimHold``.
-    func addOutbox(to batch: inout SQLWriteBatch, claiming: Bool) {
+    /// reads). With `claiming` (the epochs by partition), the batch has a claim part (``addClaim(to:epochs:)``):
+    /// the pushes of the tokens it returns are inserted claimed, under their partition's epoch and held for
+    /// ``ApplyContext/claimHold``.
+    func addOutbox(to batch: inout SQLWriteBatch, claiming epochs: [Int: Int64]?) {
         var set = OutboxRow.rowSet()
-        if claiming {
+        if epochs != nil {
             set = SQLRowSet(set.columns + [("claim_epoch", .int)])
         }
-        let epochs = claiming ? claimEpochs : [:]
         for (push, pushPartition) in zip(planned, plannedPartitions) {
             var values = OutboxRow.values(
                 of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition,
                 createdAt: createdAt)
-            if claiming { values.append(.int(pushPartition.flatMap { epochs[$0] })) }
+            if let epochs { values.append(.int(pushPartition.flatMap { epochs[$0] })) }
             set.append(values)
         }
-        guard claiming else {
+        guard epochs != nil else {
             batch.add(set) {
                 "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM \($0) "
                     + "WHERE true ORDER BY ord RETURNING id, event_id, token, claimed_epoch, next_attempt_at"

@@ -57,10 +57,10 @@ struct PushDispatcher: Sendable {
 
     /// What one round did.
     struct RoundResult {
-        /// Pushes claimed.
-        var claimed: Int
         /// The outbox ids of the pushes claimed.
-        var ids: [Int64] = []
+        var ids: [Int64]
+        /// Pushes claimed.
+        var claimed: Int { ids.count }
         /// The claim reached the round's size: more may be due at once.
         var moreDue: Bool
         /// The earliest next attempt the round scheduled (microseconds since the epoch), if any.
@@ -90,7 +90,7 @@ struct PushDispatcher: Sendable {
         }
         let claimed = claim.pushes
         if claimed.isEmpty {
-            return RoundResult(claimed: 0, moreDue: claim.reachedLimit, nextRetryAt: nil, record: DeliveryRecord())
+            return RoundResult(ids: [], moreDue: claim.reachedLimit, nextRetryAt: nil, record: DeliveryRecord())
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
         return try await send(claimed, term: term, moreDue: claim.reachedLimit)
@@ -101,7 +101,7 @@ struct PushDispatcher: Sendable {
     /// outcomes come back to be recorded (``RoundResult/record``).
     func deliverClaimed(_ claimed: [ClaimedPush], term: LeaseTerm?) async throws -> RoundResult {
         guard !claimed.isEmpty else {
-            return RoundResult(claimed: 0, moreDue: false, nextRetryAt: nil, record: DeliveryRecord())
+            return RoundResult(ids: [], moreDue: false, nextRetryAt: nil, record: DeliveryRecord())
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
         return try await send(claimed, term: term, moreDue: false)
@@ -131,11 +131,11 @@ struct PushDispatcher: Sendable {
             if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
             if let failure { throw failure }
             return RoundResult(
-                claimed: claimed.count, ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
+                ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
                 record: DeliveryRecord())
         }
         return RoundResult(
-            claimed: claimed.count, ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
+            ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
             record: round.record)
     }
 
