@@ -29,7 +29,7 @@ struct DeliveryLoopTests {
     @Test func itClaimsAtTheStartThenRecordsAQuietRoundsOutcomesOnTheirOwnAfterTheRecordDelay() {
         var loop = Self.loop()
         #expect(loop.next(Self.seen()) == .claim(recording: DeliveryRecord()))
-        loop.claimed(Self.round(sent: [1, 2]))
+        loop.claimed(Self.round(sent: [1, 2]), ringsSeen: 0)
         // Nothing rings: the outcomes wait up to the record delay for a claim to take them along.
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(20), ringsSeen: 0))
         #expect(loop.next(Self.seen()) == .record(DeliveryRecord(sent: [1, 2])))
@@ -41,25 +41,25 @@ struct DeliveryLoopTests {
     @Test func aRingWithinTheRecordDelayMakesTheClaimRecordTheOutcomes() {
         var loop = Self.loop()
         _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [1]))
+        loop.claimed(Self.round(sent: [1]), ringsSeen: 0)
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(20), ringsSeen: 0))
         #expect(loop.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [1])))
+        // A ring the claim covered (counted just before it began) does not make it claim again.
+        loop.claimed(Self.round(sent: []), ringsSeen: 1)
         #expect(loop.ringsSeen == 1)
-        // A ring the claim covered does not make it claim again.
-        loop.claimed(Self.round(sent: []))
         #expect(loop.next(Self.seen(rings: 1)) == .wait(.seconds(1), ringsSeen: 1))
     }
 
     @Test func withoutARecordDelayOutcomesAreRecordedAtOnceUnlessARingWaits() {
         var loop = Self.loop(recordDelay: .zero)
         _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [1]))
+        loop.claimed(Self.round(sent: [1]), ringsSeen: 0)
         #expect(loop.next(Self.seen()) == .record(DeliveryRecord(sent: [1])))
         #expect(loop.next(Self.seen()) == .wait(.seconds(1), ringsSeen: 0))
 
         var rung = Self.loop(recordDelay: .zero)
         _ = rung.next(Self.seen())
-        rung.claimed(Self.round(sent: [2]))
+        rung.claimed(Self.round(sent: [2]), ringsSeen: 0)
         #expect(rung.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [2])))
     }
 
@@ -73,7 +73,7 @@ struct DeliveryLoopTests {
     @Test func handedOutcomesGatherUntilTheirSizeAndAreThenRecordedAside() {
         var loop = Self.loop(handedRecordSize: 3)
         _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: []))
+        loop.claimed(Self.round(sent: []), ringsSeen: 0)
         #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
         loop.handedSent(Self.round(sent: [1, 2]))
         #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
@@ -90,32 +90,45 @@ struct DeliveryLoopTests {
     @Test func handedOutcomesAreLeftToAClaimThatComesNext() {
         var loop = Self.loop(handedRecordSize: 1)
         _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: []))
+        loop.claimed(Self.round(sent: []), ringsSeen: 0)
         #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
         loop.handedSent(Self.round(sent: [4]))
         // Rung meanwhile: the claim records them itself.
         #expect(loop.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [4])))
     }
 
+    @Test func handedOutcomesAreRecordedAsideWhenMoreHandedPushesKeepTheClaimWaiting() {
+        var loop = Self.loop(handedRecordSize: 2)
+        _ = loop.next(Self.seen())
+        loop.claimed(Self.round(sent: []), ringsSeen: 0)
+        #expect(loop.next(Self.seen(rings: 1, handed: true)) == .sendHanded)
+        loop.handedSent(Self.round(sent: [1, 2]))
+        // A ring waits, but so do more handed pushes, which go first: the claim does not come next.
+        #expect(loop.next(Self.seen(rings: 1, handed: true)) == .recordAside(DeliveryRecord(sent: [1, 2])))
+        #expect(loop.next(Self.seen(rings: 1, handed: true)) == .sendHanded)
+        loop.handedSent(Self.round(sent: [3]))
+        #expect(loop.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [3])))
+    }
+
     @Test func aFullRoundClaimsAgainAtOnce() {
         var loop = Self.loop()
         _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [1, 2], moreDue: true))
+        loop.claimed(Self.round(sent: [1, 2], moreDue: true), ringsSeen: 0)
         #expect(loop.next(Self.seen()) == .claim(recording: DeliveryRecord(sent: [1, 2])))
     }
 
     @Test func aScheduledRetryShortensTheWaitAndIsClaimedWhenDue() {
         var loop = Self.loop(recordDelay: .zero)
         _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [], nextRetryAt: Self.now + 300_000))
+        loop.claimed(Self.round(sent: [], nextRetryAt: Self.now + 300_000), ringsSeen: 0)
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(300), ringsSeen: 0))
         // A wait that ends without a ring or a hand-over is the idle poll or the retry coming due: it claims.
         #expect(loop.next(Self.seen(at: Self.now + 100_000)) == .claim(recording: DeliveryRecord()))
-        loop.claimed(Self.round(sent: [], nextRetryAt: Self.now + 300_000))
+        loop.claimed(Self.round(sent: [], nextRetryAt: Self.now + 300_000), ringsSeen: 0)
         // Not due yet: it waits only until then.
         #expect(loop.next(Self.seen(at: Self.now + 100_000)) == .wait(.milliseconds(200), ringsSeen: 0))
         _ = loop.next(Self.seen(rings: 1, at: Self.now + 150_000))
-        loop.claimed(Self.round(sent: []))
+        loop.claimed(Self.round(sent: []), ringsSeen: 1)
         #expect(loop.next(Self.seen(rings: 1, at: Self.now + 300_000)) == .claim(recording: DeliveryRecord()))
         #expect(loop.nextRetryAt == nil)
     }
@@ -123,7 +136,7 @@ struct DeliveryLoopTests {
     @Test func closingRecordsWhatIsLeftAndEnds() {
         var loop = Self.loop()
         _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [5]))
+        loop.claimed(Self.round(sent: [5]), ringsSeen: 0)
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(20), ringsSeen: 0))
         #expect(loop.next(Self.seen(closed: true)) == .finish(DeliveryRecord(sent: [5])))
 

@@ -13,7 +13,8 @@ import BadgeStore
 ///   on their own otherwise.
 /// - Handed rounds that follow each other without a pause gather their outcomes until they are
 ///   `handedRecordSize`; those are then recorded aside, beside the next rounds (``Action/recordAside(_:)``),
-///   unless a claim comes next, which records them itself.
+///   unless a claim comes next, which records them itself. A claim does not come next while more handed pushes
+///   wait, even when a ring waits too: they go first, and the outcomes would otherwise pile up behind them.
 /// - Closed: the outcomes not recorded yet are recorded, and the loop ends.
 ///
 /// At most one record runs aside at a time, and it is finished before anything but a handed round
@@ -36,7 +37,7 @@ struct DeliveryLoop {
         /// Take the handed pushes and send them without a claim; then ``handedSent(_:)`` (or ``handedFailed()``).
         case sendHanded
         /// Claim a round, recording these outcomes in the claim's transaction, and send it; then
-        /// ``claimed(_:)``.
+        /// ``claimed(_:ringsSeen:)``, with the rings counted just before the claim began.
         case claim(recording: DeliveryRecord)
         /// Record these outcomes now, and wait for the record.
         case record(DeliveryRecord)
@@ -96,8 +97,10 @@ struct DeliveryLoop {
         case .top:
             return top(seen)
         case .afterHanded:
-            // Under load handed pushes can keep coming without a pause; a claim coming next records them itself.
-            if pending.count >= handedRecordSize, !claimNow, seen.rings == ringsSeen {
+            // Under load handed pushes can keep coming without a pause. A claim records the outcomes itself, but
+            // only when it comes next: handed pushes go first, so while more are waiting it does not.
+            let claimsNext = !seen.hasHanded && !seen.closed && (claimNow || seen.rings > ringsSeen)
+            if pending.count >= handedRecordSize, !claimsNext {
                 return .recordAside(takePending())
             }
             return top(seen)
@@ -127,8 +130,10 @@ struct DeliveryLoop {
         takePending()
     }
 
-    /// A claimed round (``Action/claim(recording:)``) finished.
-    mutating func claimed(_ round: PushDispatcher.RoundResult) {
+    /// A claimed round (``Action/claim(recording:)``) finished; `rings` is how many times the doorbell had been
+    /// rung just before the claim began (after the record aside finished): those rings are covered by the claim.
+    mutating func claimed(_ round: PushDispatcher.RoundResult, ringsSeen rings: Int) {
+        ringsSeen = rings
         pending = round.record
         noteRetry(round.nextRetryAt)
         claimNow = round.moreDue
@@ -140,10 +145,7 @@ struct DeliveryLoop {
             phase = .afterHanded
             return .sendHanded
         }
-        if claimNow || seen.rings > ringsSeen {
-            ringsSeen = seen.rings
-            return .claim(recording: takePending())
-        }
+        if claimNow || seen.rings > ringsSeen { return .claim(recording: takePending()) }
         var wait = idlePoll
         if let at = nextRetryAt {
             if at <= seen.now {

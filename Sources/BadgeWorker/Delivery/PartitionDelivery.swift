@@ -65,10 +65,12 @@ struct PartitionDelivery: Sendable {
                         }
                         loop.handedSent(round)
                     case .claim(let recording):
+                        // The claim covers the rings so far: it begins after them.
+                        let rings = doorbell.rings
                         let round = try await dispatcher.deliverRound(
                             partition: partition, term: term, recording: recording)
                         doorbell.discardHanded(Set(round.ids))
-                        loop.claimed(round)
+                        loop.claimed(round, ringsSeen: rings)
                     case .record(let outcomes):
                         try await dispatcher.record(outcomes)
                     case .recordAside(let outcomes):
