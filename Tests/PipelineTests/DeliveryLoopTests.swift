@@ -13,6 +13,17 @@ struct DeliveryLoopTests {
         DeliveryLoop(idlePoll: .seconds(1), recordDelay: recordDelay, handedRecordSize: handedRecordSize)
     }
 
+    /// A loop past its first claim (the one at the start), whose round did `first`.
+    private static func afterFirstClaim(
+        _ first: PushDispatcher.RoundResult = round(sent: []), recordDelay: Duration = .milliseconds(20),
+        handedRecordSize: Int = 3
+    ) -> DeliveryLoop {
+        var loop = loop(recordDelay: recordDelay, handedRecordSize: handedRecordSize)
+        _ = loop.next(seen())
+        loop.claimed(first, ringsSeen: 0)
+        return loop
+    }
+
     private static func seen(
         rings: Int = 0, handed: Bool = false, closed: Bool = false, at now: Int64 = now
     ) -> DeliveryLoop.Observation {
@@ -39,9 +50,7 @@ struct DeliveryLoopTests {
     }
 
     @Test func aRingWithinTheRecordDelayMakesTheClaimRecordTheOutcomes() {
-        var loop = Self.loop()
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [1]), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(Self.round(sent: [1]))
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(20), ringsSeen: 0))
         #expect(loop.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [1])))
         // A ring the claim covered (counted just before it began) does not make it claim again.
@@ -51,15 +60,11 @@ struct DeliveryLoopTests {
     }
 
     @Test func withoutARecordDelayOutcomesAreRecordedAtOnceUnlessARingWaits() {
-        var loop = Self.loop(recordDelay: .zero)
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [1]), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(Self.round(sent: [1]), recordDelay: .zero)
         #expect(loop.next(Self.seen()) == .record(DeliveryRecord(sent: [1])))
         #expect(loop.next(Self.seen()) == .wait(.seconds(1), ringsSeen: 0))
 
-        var rung = Self.loop(recordDelay: .zero)
-        _ = rung.next(Self.seen())
-        rung.claimed(Self.round(sent: [2]), ringsSeen: 0)
+        var rung = Self.afterFirstClaim(Self.round(sent: [2]), recordDelay: .zero)
         #expect(rung.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [2])))
     }
 
@@ -71,9 +76,7 @@ struct DeliveryLoopTests {
     }
 
     @Test func handedOutcomesGatherUntilTheirSizeAndAreThenRecordedAside() {
-        var loop = Self.loop(handedRecordSize: 3)
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: []), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(handedRecordSize: 3)
         #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
         loop.handedSent(Self.round(sent: [1, 2]))
         #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
@@ -88,9 +91,7 @@ struct DeliveryLoopTests {
     }
 
     @Test func handedOutcomesAreLeftToAClaimThatComesNext() {
-        var loop = Self.loop(handedRecordSize: 1)
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: []), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(handedRecordSize: 1)
         #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
         loop.handedSent(Self.round(sent: [4]))
         // Rung meanwhile: the claim records them itself.
@@ -98,9 +99,7 @@ struct DeliveryLoopTests {
     }
 
     @Test func handedOutcomesAreRecordedAsideWhenMoreHandedPushesKeepTheClaimWaiting() {
-        var loop = Self.loop(handedRecordSize: 2)
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: []), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(handedRecordSize: 2)
         #expect(loop.next(Self.seen(rings: 1, handed: true)) == .sendHanded)
         loop.handedSent(Self.round(sent: [1, 2]))
         // A ring waits, but so do more handed pushes, which go first: the claim does not come next.
@@ -111,16 +110,12 @@ struct DeliveryLoopTests {
     }
 
     @Test func aFullRoundClaimsAgainAtOnce() {
-        var loop = Self.loop()
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [1, 2], moreDue: true), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(Self.round(sent: [1, 2], moreDue: true))
         #expect(loop.next(Self.seen()) == .claim(recording: DeliveryRecord(sent: [1, 2])))
     }
 
     @Test func aScheduledRetryShortensTheWaitAndIsClaimedWhenDue() {
-        var loop = Self.loop(recordDelay: .zero)
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [], nextRetryAt: Self.now + 300_000), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(Self.round(sent: [], nextRetryAt: Self.now + 300_000), recordDelay: .zero)
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(300), ringsSeen: 0))
         // A wait that ends without a ring or a hand-over is the idle poll or the retry coming due: it claims.
         #expect(loop.next(Self.seen(at: Self.now + 100_000)) == .claim(recording: DeliveryRecord()))
@@ -134,9 +129,7 @@ struct DeliveryLoopTests {
     }
 
     @Test func closingRecordsWhatIsLeftAndEnds() {
-        var loop = Self.loop()
-        _ = loop.next(Self.seen())
-        loop.claimed(Self.round(sent: [5]), ringsSeen: 0)
+        var loop = Self.afterFirstClaim(Self.round(sent: [5]))
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(20), ringsSeen: 0))
         #expect(loop.next(Self.seen(closed: true)) == .finish(DeliveryRecord(sent: [5])))
 
