@@ -99,7 +99,7 @@ struct DeliveryLoop {
         case .afterHanded:
             // Under load handed pushes can keep coming without a pause. A claim records the outcomes itself, but
             // only when it comes next: handed pushes go first, so while more are waiting it does not.
-            let claimsNext = !seen.hasHanded && !seen.closed && (claimNow || seen.rings > ringsSeen)
+            let claimsNext = !seen.hasHanded && !seen.closed && claimIsDue(seen)
             if pending.count >= handedRecordSize, !claimsNext {
                 return .recordAside(takePending())
             }
@@ -145,7 +145,7 @@ struct DeliveryLoop {
             phase = .afterHanded
             return .sendHanded
         }
-        if claimNow || seen.rings > ringsSeen { return .claim(recording: takePending()) }
+        if claimIsDue(seen) { return .claim(recording: takePending()) }
         var wait = idlePoll
         if let at = nextRetryAt {
             if at <= seen.now {
@@ -165,6 +165,12 @@ struct DeliveryLoop {
         guard brief > .zero else { return afterBriefWait(seen, remaining: wait) }
         phase = .afterBriefWait(remaining: wait - brief)
         return .wait(brief, ringsSeen: ringsSeen)
+    }
+
+    /// Whether a claim is due, once no handed pushes go first: a full round asked for the next at once, a wait
+    /// ended with nothing else to do, or the doorbell rang since the last claim began.
+    private func claimIsDue(_ seen: Observation) -> Bool {
+        claimNow || seen.rings > ringsSeen
     }
 
     private mutating func afterBriefWait(_ seen: Observation, remaining: Duration) -> Action {
