@@ -102,6 +102,7 @@ struct OperationsTests {
         #expect(try health("http://127.0.0.1:\(port)").0 == 0)
         let (_, metrics) = try await get("http://127.0.0.1:\(port)/metrics")
         #expect(Self.samples(metrics)["badgepipe_partitions_held"] == 2, "\(metrics.prefix(500))")
+        try await FleetHarness.cleanUp(namespace: "ops-\(port)")
     }
 
     /// `/metrics` in the Prometheus text format, as `name{labels}` → value.

@@ -21,7 +21,8 @@ func withDeliveryFixture(
         return logger
     }()
     let sink = try TestSink(seed: 7, logger: logger)
-    let store = try BadgeStoreFactory.make(url: try backend.freshURL(), logger: logger)
+    let databaseURL = try backend.freshURL()
+    let store = try BadgeStoreFactory.make(url: databaseURL, logger: logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await sink.group.run() }
         group.addTask { await store.run() }
@@ -47,6 +48,7 @@ func withDeliveryFixture(
         await sink.group.triggerGracefulShutdown()
         try await group.waitForAll()
         try await http.shutdown()
+        backend.drop(databaseURL)
         try result.get()
     }
 }
