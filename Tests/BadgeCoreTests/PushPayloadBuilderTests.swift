@@ -66,7 +66,7 @@ struct PushPayloadBuilderTests {
             request.bodyString
                 == #"{"aps":{"badge":2},"type":"notification_read","badge_version":5,"#
                 + #""counts":{"unread_notifications":3,"unseen_notifications":1,"unread_messages":1}}"#)
-        #expect(request.header("apns-push-type") == "background")
+        #expect(request.header("apns-push-type") == "alert", "a badge change is an alert push for APNs")
         #expect(request.header("apns-priority") == "5")
         #expect(request.header("apns-collapse-id") == "badge")
         #expect(request.apnsID != nil)

@@ -85,14 +85,15 @@ struct ProviderTests {
                 )
             }
             #expect(sand.allSatisfy { $0.status == 200 }, "every sandbox push carried a valid token")
-            let alerts = prod.filter { $0.headers["apns-push-type"] == "alert" }
+            #expect((prod + sand).allSatisfy { $0.headers["apns-push-type"] == "alert" })
+            let alerts = prod.filter { $0.headers["apns-collapse-id"] == nil }
             #expect(alerts.map(\.status) == [403, 200], "refused once as expired, then accepted")
             #expect(
                 alerts.map { $0.headers["apns-id"] }.count == 2
                     && alerts[0].headers["apns-id"] == alerts[1].headers["apns-id"])
             #expect(alerts[0].headers["authorization"] != alerts[1].headers["authorization"], "re-signed")
             #expect(alerts.map { $0.headers["apns-priority"] } == ["10", "10"])
-            let badgeOnly = (prod + sand).filter { $0.headers["apns-push-type"] == "background" }
+            let badgeOnly = (prod + sand).filter { $0.headers["apns-collapse-id"] == "badge" }
             #expect(!badgeOnly.isEmpty && badgeOnly.allSatisfy { $0.headers["apns-priority"] == "5" })
             let snapshot = try await pipeline.store.snapshot(user: "u-prod")
             #expect(snapshot.devices.map(\.token) == [prodToken], "the device stays active")

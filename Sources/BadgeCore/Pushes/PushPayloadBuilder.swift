@@ -3,8 +3,8 @@ import BadgeWire
 /// Builds the APNs or FCM HTTP request for a ``PlannedPush`` (contract section 3).
 ///
 /// APNs: `POST /3/device/{token}` with `apns-topic` (the device's topic or ``defaultAPNsTopic``),
-/// `apns-push-type` and `apns-priority` (`alert` with 10 for alerts; `background` with 5 for badge-only pushes,
-/// which interrupt nobody and may be delivered at the device's convenience), `apns-id`, and for badge-only pushes
+/// `apns-push-type: alert` and `apns-priority` (10 for alerts; 5 for badge-only pushes, which interrupt nobody and
+/// may be delivered at the device's convenience), `apns-id`, and for badge-only pushes
 /// `apns-collapse-id: badge` (the newest badge replaces an older one APNs still holds). The sender adds
 /// `apns-expiration` and `authorization` when it sends. FCM: `POST
 /// /v1/projects/{project}/messages:send` with `{"message":{…}}`. Every body is at most ``maxBodyBytes``;
@@ -132,7 +132,9 @@ public struct PushPayloadBuilder: Sendable {
         let apnsID = Self.apnsID(for: push)
         var headers: [(String, String)] = [
             ("apns-topic", push.topic ?? defaultAPNsTopic),
-            ("apns-push-type", push.kind.isAlert ? "alert" : "background"),
+            // A badge change is a user-visible effect, so badge-only pushes are `alert` pushes too: Apple's
+            // `background` type is for silent `content-available` pushes and allows no `badge`.
+            ("apns-push-type", "alert"),
             ("apns-priority", push.kind.isAlert ? "10" : "5"),
             ("apns-id", apnsID),
         ]
