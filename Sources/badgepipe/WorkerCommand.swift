@@ -25,7 +25,9 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "APNs URL for sandbox devices (BADGEPIPE_APNS_SANDBOX_URL).",
-            discussion: "Default: https://api.sandbox.push.apple.com, or --apns-url when only that is set."))
+            discussion:
+                "Default: https://api.sandbox.push.apple.com, or --apns-url when only that is set to a host other "
+                + "than Apple's (a local sink serves both environments)."))
     var apnsSandboxURL: String?
     @Option(help: "APNs token-auth key, a .p8 file (BADGEPIPE_APNS_KEY_FILE).") var apnsKeyFile: String?
     @Option(help: "The .p8 key's id (BADGEPIPE_APNS_KEY_ID).") var apnsKeyID: String?
@@ -233,8 +235,8 @@ struct WorkerCommand: AsyncParsableCommand {
             }
         }
         let configuration = DeliveryConfiguration(
-            apnsBaseURL: apnsURL ?? "https://api.push.apple.com",
-            apnsSandboxBaseURL: sandboxURL ?? (apnsURL == nil ? "https://api.sandbox.push.apple.com" : nil),
+            apnsBaseURL: apnsURL ?? DeliveryConfiguration.appleAPNsURL,
+            apnsSandboxBaseURL: sandboxURL ?? DeliveryConfiguration.defaultSandboxURL(apnsURL: apnsURL),
             fcmBaseURL: Settings.optional(fcmURL, "BADGEPIPE_FCM_URL") ?? "https://fcm.googleapis.com",
             apnsCredentials: credentials, fcmCredentials: account,
             trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections,

@@ -23,6 +23,19 @@ struct DeliveryConfigurationTests {
         #expect(problems[2].contains("--fcm-credentials-file"))
     }
 
+    @Test func sandboxDevicesGoToApplesSandboxUnlessProductionGoesToAStandIn() {
+        let sandbox = "https://api.sandbox.push.apple.com"
+        #expect(DeliveryConfiguration.defaultSandboxURL(apnsURL: nil) == sandbox)
+        // Apple's production host named explicitly (as a compose file does): a sandbox token sent there would be
+        // answered BadDeviceToken and its device deactivated.
+        #expect(DeliveryConfiguration.defaultSandboxURL(apnsURL: "https://api.push.apple.com") == sandbox)
+        #expect(DeliveryConfiguration.defaultSandboxURL(apnsURL: "https://API.push.apple.com:443/") == sandbox)
+        #expect(DeliveryConfiguration.defaultSandboxURL(apnsURL: "http://sink:8787") == "http://sink:8787")
+        #expect(
+            DeliveryConfiguration.defaultSandboxURL(apnsURL: "https://apns-proxy.internal")
+                == "https://apns-proxy.internal")
+    }
+
     @Test func credentialsSatisfyTheirProvider() throws {
         let key = try APNsSigningKey(pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "K1", teamID: "T1")
         let configuration = DeliveryConfiguration(

@@ -98,6 +98,21 @@ public struct DeliveryConfiguration: Sendable {
 
     static func isHTTPS(_ url: String) -> Bool { url.lowercased().hasPrefix("https:") }
 
+    /// Apple's production and sandbox APNs hosts.
+    public static let appleAPNsURL = "https://api.push.apple.com"
+    public static let appleAPNsSandboxURL = "https://api.sandbox.push.apple.com"
+
+    /// Where sandbox devices go when `--apns-sandbox-url` is not set, given `--apns-url` (nil when that is not set
+    /// either): Apple's sandbox host while production devices go to Apple (a sandbox token sent to the production
+    /// host is answered `BadDeviceToken`, and its device would be deactivated for good), otherwise the same URL as
+    /// production devices, so that one stand-in (a `badgepipe sink`, a proxy) serves both environments.
+    public static func defaultSandboxURL(apnsURL: String?) -> String {
+        guard let apnsURL, URLComponents(string: apnsURL)?.host?.lowercased() != "api.push.apple.com" else {
+            return appleAPNsSandboxURL
+        }
+        return apnsURL
+    }
+
     /// `http://` or `https://` (any case), a host, and nothing after the path.
     static func isProviderURL(_ url: String) -> Bool {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
