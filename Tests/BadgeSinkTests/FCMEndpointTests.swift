@@ -71,6 +71,24 @@ struct FCMEndpointTests {
         }
     }
 
+    @Test(
+        "a fault that names an FCM error code is answered with it, at the translated status",
+        arguments: [
+            (410, "UNREGISTERED", 404),
+            (404, "UNREGISTERED", 404),
+            (403, "SENDER_ID_MISMATCH", 403),
+            (500, "INTERNAL", 500),
+        ]
+    )
+    func faultsNamingAnFCMCode(apnsStatus: Int, errorCode: String, fcmStatus: Int) async throws {
+        try await SinkHarness.withSink { sink in
+            try await sink.addFault("{\"token\":\"fcm-x\",\"status\":\(apnsStatus),\"reason\":\"\(errorCode)\"}")
+            let answer = try await sink.pushFCM("fcm-x")
+            #expect(answer.status == fcmStatus)
+            #expect(Self.errorCode(answer.json) == errorCode)
+        }
+    }
+
     static func errorCode(_ json: [String: Any]) -> String? {
         let details = (json["error"] as? [String: Any])?["details"] as? [[String: Any]]
         return details?.first?["errorCode"] as? String

@@ -18,7 +18,7 @@ struct FCMError: Equatable {
     }
 
     /// The FCM error codes a fault may name directly (an addition to the contract: a fault whose reason is one of
-    /// these is answered with it and the fault's status, untranslated).
+    /// these is answered with it; its status is still translated, so that 410 becomes FCM's 404).
     static let codes: Set<String> = [
         "UNREGISTERED", "INVALID_ARGUMENT", "QUOTA_EXCEEDED", "UNAVAILABLE", "INTERNAL", "SENDER_ID_MISMATCH",
         "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED", "PERMISSION_DENIED",
@@ -27,7 +27,7 @@ struct FCMError: Equatable {
     /// The error FCM answers for a fault of `status` and `reason`.
     init(fault status: Int, reason: String) {
         if Self.codes.contains(reason) {
-            self.init(status: status, errorCode: reason)
+            self.init(status: Self(translatingAPNsStatus: status).status, errorCode: reason)
         } else {
             self.init(translatingAPNsStatus: status)
         }
