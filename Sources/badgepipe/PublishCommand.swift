@@ -46,6 +46,7 @@ struct PublishCommand: AsyncParsableCommand {
 
     func run() async throws {
         let events = try collectEvents()
+        warnAboutInvalid(events)
         let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
         let channel = try await connection.openChannel()
         let exchange = Topology(namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"))
@@ -88,6 +89,28 @@ struct PublishCommand: AsyncParsableCommand {
             return [OutgoingEvent(json: json)]
         }
         return [OutgoingEvent(event: try eventFromFlags())]
+    }
+
+    /// Events from a file or a scenario are published as they are, valid or not (publishing invalid events on
+    /// purpose is how the dead queue is tested), but each one the contract calls invalid is named on stderr, so
+    /// that a typo is seen now rather than found parked in the dead queue later.
+    private func warnAboutInvalid(_ events: [OutgoingEvent]) {
+        var invalid = 0
+        for (index, event) in events.enumerated() {
+            guard case .failure(let problem) = EventDecoder.decode(body: event.body, contentType: "application/json")
+            else { continue }
+            invalid += 1
+            if invalid <= 20 {
+                let name = event.id.isEmpty ? "without an id" : JSONValue.quotedForMessage(event.id)
+                FileHandle.standardError.write(
+                    Data("warning: event \(index + 1) (\(name)) is invalid: \(problem.message)\n".utf8))
+            }
+        }
+        guard invalid > 0 else { return }
+        let summary =
+            "warning: \(invalid) of \(events.count) events are invalid; they are published anyway, and the workers "
+            + "park them in the dead queue with their reason\n"
+        FileHandle.standardError.write(Data(summary.utf8))
     }
 
     private func eventFromFlags() throws -> Event {
