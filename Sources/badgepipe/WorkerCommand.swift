@@ -44,7 +44,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds a provider request may take (BADGEPIPE_PROVIDER_TIMEOUT_MS, default 10000).")
     var providerTimeout: Int?
     @Option(help: "unseen or unread (BADGEPIPE_BADGE_POLICY).") var badgePolicy: String?
-    @Option(help: "Default APNs topic (BADGEPIPE_APNS_TOPIC).") var apnsTopic: String?
+    @Option(
+        help: """
+            Default APNs topic, your app's bundle id (BADGEPIPE_APNS_TOPIC, default com.example.app for a local \
+            sink; required with APNs credentials).
+            """)
+    var apnsTopic: String?
     @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default the credentials file's, else badgepipe).")
     var fcmProject: String?
     @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
@@ -225,6 +230,13 @@ struct WorkerCommand: AsyncParsableCommand {
             guard let certFile else { throw fail("--apns-cert-key-file needs --apns-cert-file") }
             guard let certKeyFile else { throw fail("--apns-cert-file needs --apns-cert-key-file (its private key)") }
             credentials = .certificate(chainFile: certFile, keyFile: certKeyFile)
+        }
+        // The example default topic is for a local sink only: Apple answers `DeviceTokenNotForTopic` for a topic
+        // that is not the app's, and that answer deactivates the device for good.
+        if credentials != nil, Settings.optional(apnsTopic, "BADGEPIPE_APNS_TOPIC") == nil {
+            throw fail(
+                "APNs credentials need --apns-topic (BADGEPIPE_APNS_TOPIC), your app's bundle id: devices registered "
+                    + "without a topic are pushed with it, and Apple deactivates a device pushed with another app's")
         }
         var account: ServiceAccount?
         if let file = Settings.optional(fcmCredentialsFile, "BADGEPIPE_FCM_CREDENTIALS_FILE") {

@@ -74,6 +74,28 @@ struct SettingsTests {
             errors.contains("--apns-url is https://api.push.apple.com but no APNs credentials are set"), "\(errors)")
     }
 
+    @Test func apnsCredentialsNeedTheAppsTopic() throws {
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString).p8")
+        defer { try? FileManager.default.removeItem(at: key) }
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        openssl.arguments = [
+            "openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key.path,
+        ]
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0)
+        let credentials = ["--apns-key-file", key.path, "--apns-key-id", "K", "--apns-team-id", "T"]
+        let (status, errors) = try run(["worker"] + Self.sink + credentials)
+        #expect(status != 0)
+        #expect(errors.contains("APNs credentials need --apns-topic (BADGEPIPE_APNS_TOPIC)"), "\(errors)")
+        // With the topic the same settings pass: the next setting checked (a bad one on purpose) is the complaint.
+        let (_, withTopic) = try run(
+            ["worker"] + Self.sink + credentials + ["--apns-topic", "com.example.app", "--partitions", "0"])
+        #expect(withTopic.contains("--partitions (BADGEPIPE_PARTITIONS) must be within"), "\(withTopic)")
+    }
+
     @Test func theSinkRefusesHalfATLSSetupAndABadPort() throws {
         let (status, errors) = try run(["sink", "--port", "0", "--tls-cert", "/tmp/x.crt"])
         #expect(status != 0)
