@@ -29,12 +29,23 @@ struct PublishCommand: AsyncParsableCommand {
     @Option(help: "RFC 3339 time (default: now).") var occurredAt: String?
     @Option(help: "Actor id.") var actorID: String?
     @Option(help: "Actor display name (default: the actor id).") var actorName: String?
+    @Option(help: "Actor username.") var actorUsername: String?
     @Option(help: "Post id.") var postID: String?
+    @Option(help: "Comment id (comment).") var commentID: String?
+    @Option(help: "Title (prayer_reminder).") var title: String?
     @Option(help: "Text (comment, mention, message, reminder).") var text: String?
     @Option(help: "Conversation id.") var conversationID: String?
+    @Option(help: "Message id (message).") var messageID: String?
+    @Option(help: "RFC 3339 watermark (notifications_read_all, notifications_opened, conversation_read).")
+    var until: String?
     @Option(help: "Notification ids, comma separated (notification_read).") var notificationIDs: String?
     @Option(help: "Device token (device_registered / device_unregistered).") var token: String?
     @Option(help: "apns or fcm (device_registered).") var provider: String?
+    @Option(help: "APNs topic of the device (device_registered; default: the workers' --apns-topic).")
+    var topic: String?
+    @Option(help: "production or sandbox (device_registered, APNs).") var environment: String?
+    @Option(help: "true or false (preferences_updated).") var badgeEnabled: Bool?
+    @Option(help: "true or false (preferences_updated).") var previews: Bool?
 
     @Option(help: "Generate this many events (load mode).") var count: Int?
     @Option(help: "Events per second in load mode (default: as fast as confirms allow).") var rate: Double?
@@ -43,10 +54,23 @@ struct PublishCommand: AsyncParsableCommand {
     @Option(help: "Unconfirmed publishes in flight.") var window: Int = 1000
     @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe), as the workers use.")
     var namespace: String?
+    @Flag(
+        name: .customLong("print"),
+        help: "Print each event's body (one JSON object a line) instead of publishing; no broker needed.")
+    var printOnly = false
 
     func run() async throws {
         let events = try collectEvents()
         warnAboutInvalid(events)
+        if printOnly {
+            if let count {
+                var generator = LoadGenerator(users: max(1, users), seed: seed)
+                for _ in 0..<count { print(String(decoding: generator.next().body, as: UTF8.self)) }
+            } else {
+                for event in events { print(String(decoding: event.body, as: UTF8.self)) }
+            }
+            return
+        }
         let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
         let channel = try await connection.openChannel()
         let exchange = Topology(namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"))
@@ -121,24 +145,44 @@ struct PublishCommand: AsyncParsableCommand {
                     + " or --file, --scenario or --count")
         }
         guard let recipient else { throw CommandError(code: "missing_recipient", message: "give --recipient") }
-        let occurred =
-            try occurredAt.map {
+        func time(_ text: String?, _ flag: String) throws -> Timestamp? {
+            try text.map {
                 guard let time = Timestamp.parse($0) else {
-                    throw CommandError(code: "bad_time", message: "--occurred-at is not an RFC 3339 timestamp")
+                    throw CommandError(code: "bad_time", message: "\(flag) is not an RFC 3339 timestamp")
                 }
                 return time
-            } ?? Timestamp.now()
+            }
+        }
+        func value<T: RawRepresentable<String>>(_ text: String?, _ flag: String, _ allowed: String) throws -> T? {
+            try text.map {
+                guard let value = T(rawValue: $0) else {
+                    throw CommandError(code: "bad_value", message: "\(flag) is \(allowed), not \($0)")
+                }
+                return value
+            }
+        }
+        let device = try token.map {
+            DeviceInfo(
+                token: $0, provider: try value(provider, "--provider", "apns or fcm"), topic: topic,
+                environment: try value(environment, "--environment", "production or sandbox"))
+        }
         let event = Event(
             id: id ?? "evt-\(UInt64.random(in: 0...UInt64.max))",
             type: eventType,
             recipient: recipient,
-            occurredAt: occurred,
-            actor: actorID.map { EventActor(id: $0, name: actorName ?? $0) },
+            occurredAt: try time(occurredAt, "--occurred-at") ?? Timestamp.now(),
+            actor: actorID.map { EventActor(id: $0, name: actorName ?? $0, username: actorUsername) },
             postID: postID,
+            commentID: commentID,
             conversationID: conversationID,
+            messageID: messageID,
+            title: title,
             text: text,
+            until: try time(until, "--until"),
             notificationIDs: notificationIDs?.split(separator: ",").map(String.init) ?? [],
-            device: token.map { DeviceInfo(token: $0, provider: provider.flatMap(PushProvider.init(rawValue:))) })
+            device: device,
+            preferences: badgeEnabled == nil && previews == nil
+                ? nil : PreferencesChange(badgeEnabled: badgeEnabled, previews: previews))
         // Check it here so a typo is reported now rather than parked by the worker.
         if case .failure(let invalid) = EventDecoder.decode(body: event.jsonData(), contentType: nil) {
             throw CommandError(code: invalid.code, message: "the event would be invalid: \(invalid.message)")

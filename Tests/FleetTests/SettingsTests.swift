@@ -6,6 +6,14 @@ import Testing
 struct SettingsTests {
     /// Runs `badgepipe arguments` with `environment` added; returns its exit status and standard error.
     private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
+        let (status, _, errors) = try runWithOutput(arguments, environment: environment)
+        return (status, errors)
+    }
+
+    /// Runs `badgepipe arguments` with `environment` added; returns its exit status, standard output and error.
+    private func runWithOutput(
+        _ arguments: [String], environment: [String: String] = [:]
+    ) throws -> (Int32, String, String) {
         let process = Process()
         process.executableURL = WorkerProcess.executable
         process.arguments = arguments
@@ -13,12 +21,18 @@ struct SettingsTests {
         merged.merge(environment) { $1 }
         process.environment = merged
         let errors = Pipe()
+        let output = Pipe()
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output
         try process.run()
-        let data = errors.fileHandleForReading.readDataToEndOfFile()
+        // Small outputs only: both pipes are read after the other closes, well within a pipe's buffer.
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return (
+            process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+            String(decoding: errorData, as: UTF8.self)
+        )
     }
 
     private static let sink = ["--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1"]
@@ -94,6 +108,45 @@ struct SettingsTests {
         let (_, withTopic) = try run(
             ["worker"] + Self.sink + credentials + ["--apns-topic", "com.example.app", "--partitions", "0"])
         #expect(withTopic.contains("--partitions (BADGEPIPE_PARTITIONS) must be within"), "\(withTopic)")
+    }
+
+    @Test func publishPrintsTheEventItsFlagsMake() throws {
+        let (status, output, errors) = try runWithOutput([
+            "publish", "--print", "--type", "device_registered", "--recipient", "u-a", "--id", "d1",
+            "--occurred-at", "2026-11-24T10:00:00Z", "--token", "tok-0001", "--provider", "apns", "--topic",
+            "com.example.other", "--environment", "sandbox",
+        ])
+        #expect(status == 0, "\(errors)")
+        #expect(
+            output
+                == #"{"id":"d1","type":"device_registered","recipient":"u-a","occurred_at":"2026-11-24T10:00:00Z","#
+                + #""device":{"token":"tok-0001","provider":"apns","topic":"com.example.other","environment":"sandbox"}}"#
+                + "\n")
+        let (_, preferences, _) = try runWithOutput([
+            "publish", "--print", "--type", "preferences_updated", "--recipient", "u-a", "--id", "p1",
+            "--occurred-at", "2026-11-24T10:00:00Z", "--badge-enabled", "false",
+        ])
+        #expect(preferences.contains(#""preferences":{"badge_enabled":false}"#), "\(preferences)")
+        let (refused, _, said) = try runWithOutput([
+            "publish", "--print", "--type", "device_registered", "--recipient", "u-a", "--token", "tok-0001",
+            "--provider", "apns", "--environment", "prod",
+        ])
+        #expect(refused != 0)
+        #expect(said.contains("--environment is production or sandbox, not prod"), "\(said)")
+    }
+
+    @Test func publishNamesTheInvalidEventsOfAFile() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("events-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let events =
+            #"[{"id":"ok1","type":"notifications_opened","recipient":"u-a","occurred_at":"2026-11-24T10:00:00Z"},"#
+            + #"{"id":"bad1","type":"folow","recipient":"u-a","occurred_at":"2026-11-24T10:00:00Z"}]"#
+        try Data(events.utf8).write(to: file)
+        let (status, output, errors) = try runWithOutput(["publish", "--print", "--file", file.path])
+        #expect(status == 0, "still published: invalid events are how the dead queue is tested")
+        #expect(output.split(separator: "\n").count == 2)
+        #expect(errors.contains(#"event 2 ("bad1") is invalid: unknown type "folow""#), "\(errors)")
+        #expect(!errors.contains("ok1"))
     }
 
     @Test func theSinkRefusesHalfATLSSetupAndABadPort() throws {
