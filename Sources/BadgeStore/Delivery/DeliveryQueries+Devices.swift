@@ -8,14 +8,14 @@ extension DeliveryQueries {
         for token in Set(rows.map(\.push.token)).sorted() { tokens.append([.text(token)]) }
         var stored: [String: PushGuard.Device] = [:]
         for row in try await sql.query(
-            "SELECT token, user_id, pushed_version, active FROM devices WHERE token IN (SELECT token FROM "
+            "SELECT token, user_id, pushed_version FROM devices WHERE token IN (SELECT token FROM "
                 + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forNoKeyUpdate,
             [tokens.bind])
         {
             guard let token = try row["token"].string, let user = try row["user_id"].string,
-                let version = try row["pushed_version"].int64, let active = try row["active"].bool
+                let version = try row["pushed_version"].int64
             else { throw StoreError.corrupt("bad devices row") }
-            stored[token] = PushGuard.Device(user: user, pushedVersion: version, active: active)
+            stored[token] = PushGuard.Device(user: user, pushedVersion: version)
         }
         return stored
     }

@@ -19,11 +19,11 @@ extension DeliveryQueries {
 
     /// The fenced claim of ``claimDueFenced(partition:limit:now:policy:lease:skipClaimedBefore:removing:sql:)`` as
     /// one statement on its own (no `BEGIN`, no `COMMIT`: one round trip instead of four), for the usual round:
-    /// every claimed push to a stored device is its user's and active, at or above the device's `pushed_version`, and above
+    /// every claimed push to a stored device is its user's, at or above the device's `pushed_version`, and above
     /// or at the one before it for the same device. Then the push guard would send them all and move each
     /// device's `pushed_version` to its last push, and the statement does exactly that itself (the `simple`
     /// check). Returns nil, having only marked the rows (which a claim under the same epoch takes again) and
-    /// removed `removed`, when the round is not that simple (a push to a token that moved to another user or is no longer active, or
+    /// removed `removed`, when the round is not that simple (a push to a token that moved to another user, or
     /// one older than what went to its device): the caller then claims in a transaction as before. Superseded
     /// badge-only pushes (coalesced) are deleted by a second statement.
     ///
@@ -74,7 +74,7 @@ extension DeliveryQueries {
     /// the `simple` check and, when it holds, each device's new `pushed_version`.
     ///
     /// It always returns at least one row: `lease_held` (1 or 0), `simple` (with `settingVersions`), and the
-    /// claimed rows joined to their devices (`d_user_id`, `d_pushed_version`, `d_active`, NULL for a token without a devices
+    /// claimed rows joined to their devices (`d_user_id`, `d_pushed_version`, NULL for a token without a devices
     /// row), or NULLs when nothing was due.
     private static func fencedClaimStatement(
         partition: Int?, limit: Int, now: Int64, lease: PartitionLease, skipClaimedBefore: Int64?,
@@ -106,8 +106,7 @@ extension DeliveryQueries {
             ? """
             ,
             x AS MATERIALIZED (SELECT token AS x_token, max(badge_version) AS x_top, bool_and(ok) AS x_ok FROM (
-                SELECT c.token, c.badge_version, c.user_id = d.d_user_id AND d.d_active
-                    AND c.badge_version >= d.d_pushed_version
+                SELECT c.token, c.badge_version, c.user_id = d.d_user_id AND c.badge_version >= d.d_pushed_version
                     AND c.badge_version >= coalesce(lag(c.badge_version) OVER (PARTITION BY c.token ORDER BY c.id),
                         c.badge_version) AS ok
                 FROM c JOIN d ON d.d_token = c.token) AS s GROUP BY token),
@@ -119,10 +118,10 @@ extension DeliveryQueries {
             WITH \(removal)\(check.sql),
             c AS (UPDATE outbox SET claimed_epoch = $\(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
                 AND id IN (SELECT o.id \(due)) RETURNING \(OutboxRow.selectColumns)),
-            d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version,
-                active AS d_active FROM devices WHERE token = ANY(ARRAY(SELECT token FROM c)) ORDER BY token FOR NO KEY UPDATE)\(versions)
+            d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
+                FROM devices WHERE token = ANY(ARRAY(SELECT token FROM c)) ORDER BY token FOR NO KEY UPDATE)\(versions)
             SELECT (SELECT count(*) FROM lease) AS lease_held\(settingVersions ? ", (SELECT ok FROM simple) AS simple" : ""),
-                c.*, d.d_user_id, d.d_pushed_version, d.d_active
+                c.*, d.d_user_id, d.d_pushed_version
             FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN d ON d.d_token = c.token
             """
         return (sql, binds)
@@ -141,10 +140,8 @@ extension DeliveryQueries {
         for row in rows where try row["id"].int64 != nil {
             let push = try OutboxRow.decode(row)
             claimed.append(push)
-            if let user = try row["d_user_id"].string, let version = try row["d_pushed_version"].int64,
-                let active = try row["d_active"].bool
-            {
-                devices[push.push.token] = PushGuard.Device(user: user, pushedVersion: version, active: active)
+            if let user = try row["d_user_id"].string, let version = try row["d_pushed_version"].int64 {
+                devices[push.push.token] = PushGuard.Device(user: user, pushedVersion: version)
             }
         }
         claimed.sort { $0.id < $1.id }

@@ -5,9 +5,6 @@ import BadgeCore
 /// The `badge_version` of what reaches one device never decreases. For each row, given the device row of its
 /// token as it stands after the rows before it:
 /// - the token belongs to another user now: dropped (nothing of the old owner reaches it);
-/// - the device is no longer active (unregistered, or reported dead by its provider): dropped, since the contract
-///   promises no more pushes to it, even those planned before (a logged-out device must not show the old
-///   account's alerts when a provider outage held them back);
 /// - `badgeVersion` is at least the version last pushed to the token: claimed (the token's version moves up to it;
 ///   re-sending the same version is allowed);
 /// - a newer version already went there: a badge-only push is superseded and dropped; an alert is never dropped,
@@ -23,8 +20,6 @@ struct PushGuard {
     struct Device: Equatable {
         var user: String
         var pushedVersion: Int64
-        /// Whether the device still receives pushes (`devices.active`).
-        var active = true
     }
 
     /// What happens to one row.
@@ -33,8 +28,8 @@ struct PushGuard {
         case send
         /// Send it rebuilt at a fresh version (assigned once the user's version is bumped).
         case rebuild
-        /// Drop it: `superseded` (a newer push reached or will reach the device), `foreign` (the token moved
-        /// to another user) or `inactive` (the device was unregistered or reported dead).
+        /// Drop it: `superseded` (a newer push reached or will reach the device), or `foreign` (the token moved
+        /// to another user).
         case drop(DropReason)
     }
 
@@ -42,7 +37,6 @@ struct PushGuard {
     enum DropReason: String, Equatable {
         case superseded
         case foreign
-        case inactive
     }
 
     /// Rebuilt versions are above every planned one; this stands for "fresh, assigned later".
@@ -67,10 +61,6 @@ struct PushGuard {
             }
             guard device.user == push.recipient else {
                 decisions.append(.drop(.foreign))
-                continue
-            }
-            guard device.active else {
-                decisions.append(.drop(.inactive))
                 continue
             }
             if push.badgeVersion >= device.pushedVersion, device.pushedVersion != Self.fresh {
