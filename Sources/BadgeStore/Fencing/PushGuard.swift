@@ -5,6 +5,10 @@ import BadgeCore
 /// The `badge_version` of what reaches one device never decreases. For each row, given the device row of its
 /// token as it stands after the rows before it:
 /// - the token belongs to another user now: dropped (nothing of the old owner reaches it);
+/// - the device was unregistered (or reported dead) after the push was planned: still sent. The push is the effect
+///   of an event that took effect while the device was active, before the unregistration in the user's order, as
+///   the contract's "an alert push to each of the recipient's active devices" asks; the unregistration stops every
+///   push planned after it ("no more pushes to it"). The fleet suite's model expects exactly that;
 /// - `badgeVersion` is at least the version last pushed to the token: claimed (the token's version moves up to it;
 ///   re-sending the same version is allowed);
 /// - a newer version already went there: a badge-only push is superseded and dropped; an alert is never dropped,
