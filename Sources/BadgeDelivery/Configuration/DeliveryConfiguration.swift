@@ -98,8 +98,9 @@ public struct DeliveryConfiguration: Sendable {
 
     static func isHTTPS(_ url: String) -> Bool { url.lowercased().hasPrefix("https:") }
 
-    /// Apple's production and sandbox APNs hosts.
+    /// Apple's APNs host for production devices.
     public static let appleAPNsURL = "https://api.push.apple.com"
+    /// Apple's APNs host for sandbox devices (development builds).
     public static let appleAPNsSandboxURL = "https://api.sandbox.push.apple.com"
 
     /// Where sandbox devices go when `--apns-sandbox-url` is not set, given `--apns-url` (nil when that is not set
