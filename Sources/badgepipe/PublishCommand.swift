@@ -61,14 +61,18 @@ struct PublishCommand: AsyncParsableCommand {
 
     func run() async throws {
         let events = try collectEvents()
-        warnAboutInvalid(events)
+        // The events in publishing order: a generated load, or those collected.
+        let total = count ?? events.count
+        let next: () -> OutgoingEvent
+        if count != nil {
+            var generator = LoadGenerator(users: max(1, users), seed: seed)
+            next = { generator.next() }
+        } else {
+            var iterator = events.makeIterator()
+            next = { iterator.next()! }
+        }
         if printOnly {
-            if let count {
-                var generator = LoadGenerator(users: max(1, users), seed: seed)
-                for _ in 0..<count { print(String(decoding: generator.next().body, as: UTF8.self)) }
-            } else {
-                for event in events { print(String(decoding: event.body, as: UTF8.self)) }
-            }
+            for _ in 0..<total { print(String(decoding: next().body, as: UTF8.self)) }
             return
         }
         let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
@@ -84,14 +88,9 @@ struct PublishCommand: AsyncParsableCommand {
         }
         try await channel.confirmSelect()
         let publisher = EventPublisher(channel: channel, window: window, exchange: exchange)
-        let report: EventPublisher.Report
-        if let count {
-            var generator = LoadGenerator(users: max(1, users), seed: seed)
-            report = try await publisher.publish(count: count, rate: rate, progress: true) { generator.next() }
-        } else {
-            var iterator = events.makeIterator()
-            report = try await publisher.publish(count: events.count, rate: nil, progress: false) { iterator.next()! }
-        }
+        let generated = count != nil
+        let report = try await publisher.publish(
+            count: total, rate: generated ? rate : nil, progress: generated, next: next)
         await connection.close()
         print(report.summary)
         for failure in report.failures.prefix(20) { print("  not confirmed: \(failure)") }
@@ -105,12 +104,11 @@ struct PublishCommand: AsyncParsableCommand {
             guard let steps = json["steps"]?.arrayValue else {
                 throw CommandError(code: "bad_scenario", message: "\(scenario): no \"steps\" array")
             }
-            return steps.compactMap { $0["publish"] }.map(OutgoingEvent.init(json:))
+            return warningAboutInvalid(steps.compactMap { $0["publish"] }.map(OutgoingEvent.init(json:)))
         }
         if let file {
             let json = try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
-            if let array = json.arrayValue { return array.map(OutgoingEvent.init(json:)) }
-            return [OutgoingEvent(json: json)]
+            return warningAboutInvalid((json.arrayValue ?? [json]).map(OutgoingEvent.init(json:)))
         }
         return [OutgoingEvent(event: try eventFromFlags())]
     }
@@ -118,7 +116,7 @@ struct PublishCommand: AsyncParsableCommand {
     /// Events from a file or a scenario are published as they are, valid or not (publishing invalid events on
     /// purpose is how the dead queue is tested), but each one the contract calls invalid is named on stderr, so
     /// that a typo is seen now rather than found parked in the dead queue later.
-    private func warnAboutInvalid(_ events: [OutgoingEvent]) {
+    private func warningAboutInvalid(_ events: [OutgoingEvent]) -> [OutgoingEvent] {
         var invalid = 0
         for (index, event) in events.enumerated() {
             guard case .failure(let problem) = EventDecoder.decode(body: event.body, contentType: "application/json")
@@ -130,11 +128,12 @@ struct PublishCommand: AsyncParsableCommand {
                     Data("warning: event \(index + 1) (\(name)) is invalid: \(problem.message)\n".utf8))
             }
         }
-        guard invalid > 0 else { return }
+        guard invalid > 0 else { return events }
         let summary =
             "warning: \(invalid) of \(events.count) events are invalid; they are published anyway, and the workers "
             + "park them in the dead queue with their reason\n"
         FileHandle.standardError.write(Data(summary.utf8))
+        return events
     }
 
     private func eventFromFlags() throws -> Event {

@@ -25,7 +25,7 @@ struct SettingsTests {
         process.standardError = errors
         process.standardOutput = output
         try process.run()
-        // Small outputs only: both pipes are read after the other closes, well within a pipe's buffer.
+        // Read one after the other: fine while each output stays within a pipe's buffer (these are a few lines).
         let errorData = errors.fileHandleForReading.readDataToEndOfFile()
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()

@@ -108,7 +108,8 @@ public struct DeliveryConfiguration: Sendable {
     /// host is answered `BadDeviceToken`, and its device would be deactivated for good), otherwise the same URL as
     /// production devices, so that one stand-in (a `badgepipe sink`, a proxy) serves both environments.
     public static func defaultSandboxURL(apnsURL: String?) -> String {
-        guard let apnsURL, URLComponents(string: apnsURL)?.host?.lowercased() != "api.push.apple.com" else {
+        let appleHost = URLComponents(string: appleAPNsURL)?.host
+        guard let apnsURL, URLComponents(string: apnsURL)?.host?.lowercased() != appleHost else {
             return appleAPNsSandboxURL
         }
         return apnsURL
