@@ -93,7 +93,8 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         let delivery = try deliveryConfiguration()
         var configuration = WorkerConfiguration(
-            amqp: try AMQPConfiguration(url: Settings.amqpURL(amqpURL)),
+            amqp: try AMQPConfiguration(
+                url: Settings.amqpURL(amqpURL), defaultHeartbeatSeconds: WorkerConfiguration.defaultHeartbeatSeconds),
             databaseURL: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
             delivery: delivery,
             badgePolicy: policy,

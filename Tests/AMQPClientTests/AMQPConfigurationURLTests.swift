@@ -24,6 +24,12 @@ struct AMQPConfigurationURLTests {
         #expect(configuration.heartbeatSeconds == 30)
     }
 
+    @Test func aCallerDefaultHeartbeatAppliesOnlyWhenTheURLNamesNone() throws {
+        #expect(try AMQPConfiguration(url: "amqp://h/", defaultHeartbeatSeconds: 5).heartbeatSeconds == 5)
+        #expect(try AMQPConfiguration(url: "amqp://h/?heartbeat=20", defaultHeartbeatSeconds: 5).heartbeatSeconds == 20)
+        #expect(try AMQPConfiguration(url: "amqp://h/?heartbeat=0", defaultHeartbeatSeconds: 5).heartbeatSeconds == 0)
+    }
+
     @Test func vhostPercentDecoding() throws {
         #expect(try AMQPConfiguration(url: "amqp://h/%2F").virtualHost == "/")
         #expect(try AMQPConfiguration(url: "amqp://h/a%2Fb%20c").virtualHost == "a/b c")

@@ -26,8 +26,9 @@ struct OperationsTests {
         throw FleetError("\(url) never answered")
     }
 
+    /// A worker on its own namespace and SQLite file; its output goes to `log` when given, else nowhere.
     private func worker(
-        amqpURL: String, port: Int, database: String, sink: String = "http://127.0.0.1:1"
+        amqpURL: String, port: Int, database: String, sink: String = "http://127.0.0.1:1", log: String? = nil
     ) throws
         -> Process
     {
@@ -38,8 +39,15 @@ struct OperationsTests {
             sink, "--metrics-port", "\(port)", "--namespace", "ops-\(port)", "--partitions", "2",
         ]
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if let log {
+            FileManager.default.createFile(atPath: log, contents: nil)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            process.standardOutput = handle
+            process.standardError = handle
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         return process
     }
@@ -102,6 +110,34 @@ struct OperationsTests {
         #expect(try health("http://127.0.0.1:\(port)").0 == 0)
         let (_, metrics) = try await get("http://127.0.0.1:\(port)/metrics")
         #expect(Self.samples(metrics)["badgepipe_partitions_held"] == 2, "\(metrics.prefix(500))")
+        try await FleetHarness.cleanUp(namespace: "ops-\(port)")
+    }
+
+    /// The heartbeat the broker agreed with the worker, from its "worker ready" line: 5 s when the URL names none
+    /// (so a worker gone without closing its connection frees its partition queues in 10–15 s), else the URL's.
+    @Test(arguments: [("", 5), ("heartbeat=7", 7)])
+    func theWorkerAsksForAFiveSecondHeartbeatUnlessItsURLNamesOne(query: String, agreed: Int) async throws {
+        let port = try freeListenPort()
+        let directory = FileManager.default.temporaryDirectory
+        let database = directory.appendingPathComponent("ops-\(port).sqlite").path
+        let log = directory.appendingPathComponent("ops-\(port).log").path
+        let base = FleetHarness.amqpURL
+        let amqpURL = query.isEmpty ? base : base + (base.contains("?") ? "&" : "?") + query
+        let process = try worker(amqpURL: amqpURL, port: port, database: database, log: log)
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+            try? FileManager.default.removeItem(atPath: database)
+            try? FileManager.default.removeItem(atPath: log)
+        }
+        var readyLine: Substring?
+        for _ in 0..<200 where readyLine == nil {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            readyLine = text.split(separator: "\n").first { $0.contains("worker ready") }
+            if readyLine == nil { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let line = try #require(readyLine, "no \"worker ready\" line in 20 s")
+        #expect(line.contains("amqp.heartbeat_seconds=\(agreed)"), "\(line)")
         try await FleetHarness.cleanUp(namespace: "ops-\(port)")
     }
 

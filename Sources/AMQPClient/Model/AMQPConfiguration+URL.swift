@@ -11,7 +11,9 @@ extension AMQPConfiguration {
     /// Foundation's `URLComponents` splits the URL (RFC 3986, invalid characters refused rather than encoded:
     /// characters such as `@`, `/` or `?` in a password must be percent-encoded); only the vhost rule and
     /// RabbitMQ's query keys are read here.
-    public init(url: String) throws(AMQPError) {
+    ///
+    /// - Parameter defaultHeartbeatSeconds: the heartbeat to ask for when the URL has no `heartbeat` parameter.
+    public init(url: String, defaultHeartbeatSeconds: Int = 30) throws(AMQPError) {
         func fail(_ why: String) -> AMQPError { AMQPError(.invalidURL, "\(why) in AMQP URL \"\(Self.redacted(url))\"") }
 
         guard let components = URLComponents(string: url, encodingInvalidCharacters: false) else {
@@ -49,6 +51,7 @@ extension AMQPConfiguration {
             virtualHost: virtualHost,
             username: username,
             password: password,
+            heartbeatSeconds: defaultHeartbeatSeconds,
             tls: components.scheme == "amqps" ? TLS() : nil
         )
 

@@ -106,6 +106,7 @@ struct WorkerSession {
                 "worker.partitions": "\(configuration.topology.partitions)", "worker.held": "\(held)",
                 "worker.policy": "\(configuration.badgePolicy.rawValue)",
                 "worker.id": "\(configuration.fleet?.workerID ?? "single")",
+                "amqp.heartbeat_seconds": "\(connection.heartbeatSeconds)",
             ])
     }
 }
