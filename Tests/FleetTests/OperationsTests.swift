@@ -114,7 +114,8 @@ struct OperationsTests {
     }
 
     /// The heartbeat the broker agreed with the worker, from its "worker ready" line: 5 s when the URL names none
-    /// (so a worker gone without closing its connection frees its partition queues in 10–15 s), else the URL's.
+    /// (so a worker gone without closing its connection frees its partition queues in seconds, not a minute),
+    /// else the URL's.
     @Test(arguments: [("", 5), ("heartbeat=7", 7)])
     func theWorkerAsksForAFiveSecondHeartbeatUnlessItsURLNamesOne(query: String, agreed: Int) async throws {
         let port = try freeListenPort()
