@@ -16,6 +16,11 @@ struct FleetHarness {
     static let amqpURL =
         ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
         ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+
+    /// ``amqpURL`` with `query` (`key=value`) added to whatever query it already has; unchanged when it is empty.
+    static func amqpURL(adding query: String) -> String {
+        query.isEmpty ? amqpURL : amqpURL + (amqpURL.contains("?") ? "&" : "?") + query
+    }
     static let databaseBase =
         ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
         ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
@@ -57,7 +62,7 @@ struct FleetHarness {
             var portIterator = ports.makeAsyncIterator()
             guard let port = await portIterator.next() else { throw FleetError("sink did not start") }
             let environment = [
-                "BADGEPIPE_AMQP_URL": amqpURL + (amqpURL.contains("?") ? "&" : "?") + "heartbeat=2",
+                "BADGEPIPE_AMQP_URL": amqpURL(adding: "heartbeat=2"),
                 "BADGEPIPE_DATABASE_URL": databaseURL,
                 "BADGEPIPE_APNS_URL": "http://127.0.0.1:\(port)",
                 "BADGEPIPE_FCM_URL": "http://127.0.0.1:\(port)",

@@ -122,9 +122,8 @@ struct OperationsTests {
         let directory = FileManager.default.temporaryDirectory
         let database = directory.appendingPathComponent("ops-\(port).sqlite").path
         let log = directory.appendingPathComponent("ops-\(port).log").path
-        let base = FleetHarness.amqpURL
-        let amqpURL = query.isEmpty ? base : base + (base.contains("?") ? "&" : "?") + query
-        let process = try worker(amqpURL: amqpURL, port: port, database: database, log: log)
+        let process = try worker(
+            amqpURL: FleetHarness.amqpURL(adding: query), port: port, database: database, log: log)
         defer {
             process.terminate()
             process.waitUntilExit()
@@ -247,7 +246,7 @@ struct OperationsTests {
     @Test func readinessFollowsTheBrokerAway() async throws {
         let port = try freeListenPort()
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
-        let amqpURL = FleetHarness.amqpURL + (FleetHarness.amqpURL.contains("?") ? "&" : "?") + "heartbeat=2"
+        let amqpURL = FleetHarness.amqpURL(adding: "heartbeat=2")
         let process = try worker(amqpURL: amqpURL, port: port, database: database)
         defer {
             process.terminate()
