@@ -417,6 +417,49 @@ struct FleetStoreTests {
             #expect(takenOver.pushes.map(\.push.eventID) == ["n5"])
         }
     }
+    /// A backlog that grew after the claim's plan was made (PostgreSQL): the connections cache generic plans, and a
+    /// plan made while the outbox was nearly empty used to run the claim's "nothing of this device waits before
+    /// it" check as a join that read the whole outbox again for every row it looked at. After a worker was frozen
+    /// for 9 s (the fleet suite's SIGSTOP run), its partitions' claims over a backlog of about 2,000 rows ran past
+    /// the statement timeout (9 s) again and again, and their pushes waited 40 s or more. The claim must take its
+    /// rows with work in proportion to what it reads, whatever the plan was made on.
+    @Test func aClaimOverABacklogThatGrewAfterItsPlanWasMadeStillCompletes() async throws {
+        try await withStore(.postgres) { store in
+            let lease = try await onlyLease(of: store)
+            let context = ApplyContext(partition: 0, lease: lease)
+            func claim(limit: Int) async throws -> ClaimedPushes {
+                try await store.claimPushes(
+                    partition: 0, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen,
+                    lease: lease, skipClaimedBefore: nil, recording: DeliveryRecord())
+            }
+            let users = (0..<40).map { "u-\($0)" }
+            _ = try await store.apply(
+                users.enumerated().map { index, user in
+                    register("d-\(user)", token: String(format: "%032x", index + 1), for: user)
+                }, policy: .unseen, context: context)
+            let registrations = try await claim(limit: 100)
+            #expect(registrations.pushes.count == users.count)
+            try await store.markSent(registrations.pushes.map(\.outbox.id))
+            // As autovacuum does when it finds the outbox drained: the statistics say it is empty. Statements are
+            // prepared on their third run on a connection: enough empty rounds that every connection the pool
+            // hands out has the claim's plan made on those statistics.
+            try await execute(store, "ANALYZE outbox")
+            for _ in 0..<30 { #expect(try await claim(limit: 256).pushes.isEmpty) }
+
+            // 4,000 alerts, 100 for each of the 40 devices.
+            for round in 0..<10 {
+                let events = (0..<400).map { index in
+                    let number = round * 400 + index
+                    return follow("n\(number)", at: Int64(number + 1), to: users[number % users.count])
+                }
+                _ = try await store.apply(events, policy: .unseen, context: context)
+            }
+            let first = try await claim(limit: 256)
+            #expect(first.pushes.count == 256)
+            #expect(first.pushes.map(\.outbox.id) == first.pushes.map(\.outbox.id).sorted())
+            #expect(first.reachedLimit)
+        }
+    }
 }
 
 /// Worker w1's lease on the only partition (a minute long).

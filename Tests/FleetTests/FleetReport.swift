@@ -16,6 +16,9 @@ struct FleetReport: CustomStringConvertible {
     var duplicatesWithNewID: [String] = []
     var deadLettered = 0
     var longestGap: Duration = .zero
+    /// The push that ended the longest gap: its token, its `apns-id` or event, and when it arrived, counted from
+    /// the first push (so that a late straggler can be told from a pause in the middle of the run).
+    var afterLongestGap = ""
     var faults = 0
     var workerRestarts = 0
     /// Partitions leased by each worker at the end, fewest first.
@@ -30,7 +33,7 @@ struct FleetReport: CustomStringConvertible {
             + "lost \(lostEffects.count), wrong last badge \(badgeMismatches.count), "
             + "order violations \(orderViolations.count), duplicate alerts \(duplicateAlerts) "
             + "(with a new apns-id: \(duplicatesWithNewID.count)), dead-lettered \(deadLettered), faults \(faults), "
-            + "longest gap between pushes \(longestGap), worker self-restarts \(workerRestarts), "
+            + "longest gap between pushes \(longestGap) (ended by \(afterLongestGap)), worker self-restarts \(workerRestarts), "
             + "partitions per worker \(partitionsPerWorker)"
             + (queuedAtOutageEnd.map { ", at the outage's end: queued \($0)" } ?? "")
             + (processedAtOutageEnd.map { ", processed \($0)" } ?? "")
@@ -50,7 +53,7 @@ struct FleetReport: CustomStringConvertible {
 
         // Per token: accepted pushes in arrival order.
         var perToken: [String: [(payload: JSONValue, key: String, apnsID: String?, at: Date)]] = [:]
-        var arrivals: [Date] = []
+        var arrivals: [(at: Date, what: String)] = []
         for delivery in deliveries where delivery.status == 200 {
             guard var json = try? JSONValue.parse(delivery.body) else { continue }
             var apnsID = delivery.headers["apns-id"]
@@ -67,12 +70,16 @@ struct FleetReport: CustomStringConvertible {
                 key = "badge:\(json["badge_version"]?.int64Value ?? -1)"
             }
             perToken[delivery.token, default: []].append((json, key, apnsID, delivery.receivedAt))
-            arrivals.append(delivery.receivedAt)
+            arrivals.append((delivery.receivedAt, "\(delivery.token) \(key)"))
         }
-        arrivals.sort()
+        arrivals.sort { $0.at < $1.at }
         for (earlier, later) in zip(arrivals, arrivals.dropFirst()) {
-            let gap = Duration.milliseconds(Int64(later.timeIntervalSince(earlier) * 1000))
-            if gap > report.longestGap { report.longestGap = gap }
+            let gap = Duration.milliseconds(Int64(later.at.timeIntervalSince(earlier.at) * 1000))
+            if gap > report.longestGap {
+                report.longestGap = gap
+                let sinceFirst = Int(later.at.timeIntervalSince(arrivals[0].at) * 1000)
+                report.afterLongestGap = "\(later.what) at \(sinceFirst) ms"
+            }
         }
 
         var gotAlerts: [String: [String?]] = [:]

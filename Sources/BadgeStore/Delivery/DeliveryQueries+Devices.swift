@@ -8,8 +8,9 @@ extension DeliveryQueries {
         for token in Set(rows.map(\.push.token)).sorted() { tokens.append([.text(token)]) }
         var stored: [String: PushGuard.Device] = [:]
         for row in try await sql.query(
-            "SELECT token, user_id, pushed_version FROM devices WHERE token IN (SELECT token FROM "
-                + "\(tokens.table("s", bind: 1, dialect: sql.dialect))) ORDER BY token" + sql.dialect.forNoKeyUpdate,
+            "SELECT token, user_id, pushed_version FROM devices WHERE "
+                + sql.dialect.among("token", "SELECT token FROM \(tokens.table("s", bind: 1, dialect: sql.dialect))")
+                + " ORDER BY token" + sql.dialect.forNoKeyUpdate,
             [tokens.bind])
         {
             guard let token = try row["token"].string, let user = try row["user_id"].string,

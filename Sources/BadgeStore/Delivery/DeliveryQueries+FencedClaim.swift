@@ -90,7 +90,7 @@ extension DeliveryQueries {
             binds.append(set.bind)
             removal =
                 "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", bind: binds.count, dialect: .postgres))), "
-                + "gone AS (DELETE FROM outbox WHERE id IN (SELECT id FROM removed)), "
+                + "gone AS (DELETE FROM outbox WHERE \(SQLDialect.postgres.among("id", "SELECT id FROM removed"))), "
         }
         let due = dueRows(
             partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease.epoch, binds: &binds,
@@ -117,7 +117,7 @@ extension DeliveryQueries {
         let sql = """
             WITH \(removal)\(check.sql),
             c AS (UPDATE outbox SET claimed_epoch = $\(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
-                AND id IN (SELECT o.id \(due)) RETURNING \(OutboxRow.selectColumns)),
+                AND \(SQLDialect.postgres.among("id", "SELECT o.id \(due)")) RETURNING \(OutboxRow.selectColumns)),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
                 FROM devices WHERE token = ANY(ARRAY(SELECT token FROM c)) ORDER BY token FOR NO KEY UPDATE)\(versions)
             SELECT (SELECT count(*) FROM lease) AS lease_held\(settingVersions ? ", (SELECT ok FROM simple) AS simple" : ""),

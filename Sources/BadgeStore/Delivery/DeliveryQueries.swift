@@ -52,7 +52,7 @@ enum DeliveryQueries {
                 binds.append(.int(lease.epoch))
                 rows = try await sql.query(
                     "UPDATE outbox SET claimed_epoch = $\(binds.count), \(releasingHold) "
-                        + "WHERE id IN (SELECT o.id \(due)) RETURNING \(OutboxRow.selectColumns)",
+                        + "WHERE \(sql.dialect.among("id", "SELECT o.id \(due)")) RETURNING \(OutboxRow.selectColumns)",
                     binds
                 ).map(OutboxRow.decode).sorted { $0.id < $1.id }
             } else {
@@ -100,9 +100,12 @@ enum DeliveryQueries {
             due = "(\(due) OR (\(heldBefore("o"))))"
             waiting += " AND NOT (\(heldBefore("e")))"
         }
+        // `(e.token, e.id) < (o.token, o.id)` rather than `e.id < o.id`: one range of the (token, id) index, which
+        // the primary key cannot serve (with `e.id < o.id`, a plan made on an empty outbox read every row below
+        // `o.id` through the primary key instead).
         return "FROM outbox o WHERE \(due)\(filters) "
-            + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND e.id < o.id "
-            + "AND \(waiting)) ORDER BY o.id LIMIT $2" + dialect.forUpdate
+            + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND (e.token, e.id) < (o.token, o.id) "
+            + "AND \(waiting)\(dialect.perRowSubquery)) ORDER BY o.id LIMIT $2" + dialect.forUpdate
     }
 
     /// The `SET` item with which a claim releases a row it takes from a hold (``dueRows``): a claimed row that was
@@ -253,9 +256,9 @@ enum DeliveryQueries {
             var set = SQLRowSet([("token", .text)])
             for token in record.deadTokens.sorted() { set.append([.text(token)]) }
             let source = set.table("s", bind: 1, dialect: sql.dialect)
-            try await sql.execute(
-                "UPDATE devices SET active = FALSE WHERE token IN (SELECT token FROM \(source))", [set.bind])
-            try await sql.execute("DELETE FROM outbox WHERE token IN (SELECT token FROM \(source))", [set.bind])
+            let tokens = sql.dialect.among("token", "SELECT token FROM \(source)")
+            try await sql.execute("UPDATE devices SET active = FALSE WHERE \(tokens)", [set.bind])
+            try await sql.execute("DELETE FROM outbox WHERE \(tokens)", [set.bind])
         }
     }
 
@@ -286,7 +289,8 @@ enum DeliveryQueries {
         var set = SQLRowSet([("id", .int)])
         for id in ids.sorted() { set.append([.int(id)]) }
         return (
-            "DELETE FROM outbox WHERE id IN (SELECT id FROM \(set.table("s", bind: 1, dialect: dialect)))", [set.bind]
+            "DELETE FROM outbox WHERE \(dialect.among("id", "SELECT id FROM \(set.table("s", bind: 1, dialect: dialect))"))",
+            [set.bind]
         )
     }
 }

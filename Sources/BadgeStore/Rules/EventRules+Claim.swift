@@ -69,7 +69,7 @@ extension EventRules {
             UPDATE devices SET pushed_version = s.last_version FROM \($0)
             WHERE devices.token = s.token AND devices.user_id = s.user_id AND devices.active
                 AND devices.pushed_version <= s.first_version
-                AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = s.token)
+                AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = s.token\(SQLDialect.postgres.perRowSubquery))
                 AND devices.token IN (SELECT l.token FROM devices l WHERE l.token = s.token
                     FOR NO KEY UPDATE SKIP LOCKED)
             RETURNING devices.token

@@ -26,6 +26,34 @@ enum SQLDialect: Sendable {
         self == .postgres ? " FOR NO KEY UPDATE" : ""
     }
 
+    /// `column` is one of the values `subquery` returns: `column = ANY(ARRAY(subquery))` on PostgreSQL, an index
+    /// condition whatever the statistics say (the subquery runs once, as an init plan); `column IN (subquery)` on
+    /// SQLite.
+    ///
+    /// Why: the connections cache generic plans (`plan_cache_mode = force_generic_plan`), made on the statistics
+    /// of the moment. With `IN (SELECT …)`, a plan made while the outbox was empty (as autovacuum finds it once it
+    /// drains) joined the subquery to a scan of the whole table, and ran the subquery again for each row of it.
+    func among(_ column: String, _ subquery: String) -> String {
+        self == .postgres ? "\(column) = ANY(ARRAY(\(subquery)))" : "\(column) IN (\(subquery))"
+    }
+
+    /// Ends an `EXISTS` subquery so that PostgreSQL keeps it a subplan run for each outer row with that row's
+    /// values as index conditions (` OFFSET 0`: a subquery with an offset is never pulled up into a join);
+    /// nothing on SQLite, which runs correlated subqueries that way anyway.
+    ///
+    /// Why: pulled up, the outbox's "nothing of this device waits before it" check became an anti join, and a
+    /// generic plan made while the outbox looked empty scanned the whole outbox for every row the claim looked at:
+    /// claims over a backlog of a few thousand rows ran into the statement timeout again and again.
+    var perRowSubquery: String {
+        self == .postgres ? " OFFSET 0" : ""
+    }
+
+    /// The hidden column that addresses a row where it is stored: `ctid` on PostgreSQL, `rowid` on SQLite. Only
+    /// for finding rows again within one statement (a row's `ctid` changes when it is updated).
+    var rowAddress: String {
+        self == .postgres ? "ctid" : "rowid"
+    }
+
     /// The column type of an auto-incrementing 64-bit primary key.
     var autoIncrementPrimaryKey: String {
         self == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"
