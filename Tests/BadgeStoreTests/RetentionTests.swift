@@ -33,6 +33,29 @@ struct RetentionTests {
             conversationID: conversation, messageID: "msg-\(id)", text: "hello")
     }
 
+    /// A table that grew after the purge's plan was made (PostgreSQL, whose connections cache generic plans): a
+    /// plan made while `processed_events` was empty used to run the batch's subquery again for every old row, so
+    /// a purge over 400,000 old ids ran into the statement timeout and retention stopped for good.
+    @Test func aPurgeOverATableThatGrewAfterItsPlanWasMadeStillCompletes() async throws {
+        try await withStore(.postgres) { store in
+            let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+            try await database.transaction { try await $0.execute("ANALYZE processed_events", []) }
+            // Prepared on its third run on a connection: enough runs that every connection has it.
+            for _ in 0..<30 { #expect(try await store.purge(.processedEvents, olderThan: 1_000, limit: 500) == 0) }
+            try await database.transaction {
+                try await $0.execute(
+                    "INSERT INTO processed_events (event_id, processed_at) "
+                        + "SELECT 'old-' || g, g FROM generate_series(1, 400000) AS g", [])
+            }
+            #expect(try await store.purge(.processedEvents, olderThan: 500_000, limit: 500) == 500)
+            #expect(try await store.purge(.processedEvents, olderThan: 500_000, limit: 500) == 500)
+            let left = try await database.transaction {
+                try await $0.query("SELECT count(*) AS n FROM processed_events WHERE event_id LIKE 'old-%'", [])
+            }
+            #expect(try left.first?["n"].int64 == 399_000)
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func deletesOnlyWhatIsReadOrRecordedAndOlderThanTheCutoff(backend: Backend) async throws {
         try await withStore(backend) { store in
