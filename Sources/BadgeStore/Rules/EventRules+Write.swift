@@ -52,8 +52,12 @@ extension EventRules {
         for key in tombstonesAdded.sorted(by: Self.userItemOrder) {
             added.append([.text(key.user), .text(key.item), .int(createdAt)])
         }
+        // The users first, as an index condition (see `SQLDialect.among`): a generic plan made while the table was
+        // empty would otherwise scan every tombstone for each batch that removes one.
+        let dialect = sql.dialect
         batch.add(removed) {
-            "DELETE FROM read_tombstones WHERE (user_id, notification_id) IN (SELECT user_id, id FROM \($0))"
+            "DELETE FROM read_tombstones WHERE \(dialect.among("user_id", "SELECT user_id FROM \($0)")) "
+                + "AND (user_id, notification_id) IN (SELECT user_id, id FROM \($0))"
         }
         batch.add(added) {
             "INSERT INTO read_tombstones (user_id, notification_id, created_at) SELECT user_id, id, at FROM \($0) "
