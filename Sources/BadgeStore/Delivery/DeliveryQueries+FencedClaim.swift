@@ -119,7 +119,7 @@ extension DeliveryQueries {
             c AS (UPDATE outbox SET claimed_epoch = $\(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
                 AND \(SQLDialect.postgres.among("id", "SELECT o.id \(due)")) RETURNING \(OutboxRow.selectColumns)),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
-                FROM devices WHERE token = ANY(ARRAY(SELECT token FROM c)) ORDER BY token FOR NO KEY UPDATE)\(versions)
+                FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")) ORDER BY token FOR NO KEY UPDATE)\(versions)
             SELECT (SELECT count(*) FROM lease) AS lease_held\(settingVersions ? ", (SELECT ok FROM simple) AS simple" : ""),
                 c.*, d.d_user_id, d.d_pushed_version
             FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN d ON d.d_token = c.token

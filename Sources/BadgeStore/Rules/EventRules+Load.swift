@@ -321,7 +321,7 @@ extension EventRules {
             // a generic plan made while `devices` was nearly empty (the first batches) hash-joined the whole
             // `devices_active_user` index, 5,000 rows and about 5 ms for a batch of 26 users (seen with
             // auto_explain at 2,000 events/s).
-            let condition = dialect == .postgres ? "\(column) = ANY(ARRAY(\(values)))" : "\(column) IN (\(values))"
+            let condition = dialect.among(column, values)
             return "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE \(condition)"
                 + "\(filter) ORDER BY token\(lock)"
         }
