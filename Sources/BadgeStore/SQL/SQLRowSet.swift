@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeWire
 
 /// Many rows handed to one statement as a single bind: a JSON array of row arrays, read back as a table with
-/// typed columns (`json_array_elements` on PostgreSQL, `json_each` on SQLite). This is what keeps a batch's
+/// typed columns (`jsonb_array_elements` on PostgreSQL, `json_each` on SQLite). This is what keeps a batch's
 /// statement count constant: a statement over a row set costs one round trip however many rows it carries. On
 /// PostgreSQL its SQL text does not depend on the row count (see `table`).
 ///
@@ -72,9 +72,12 @@ struct SQLRowSet {
             // `PostgresStatementCache`). With the count as a literal (rounded up to a power of two), each part of a
             // statement multiplied its texts by up to nine: the ingestion statements ran mostly unprepared, and
             // planning them was a third of PostgreSQL's time at 2,000 events/s (2.6 ms a call for the read).
+            // The bind is read as `jsonb`, parsed once into a binary form; as `json`, every `->>` parsed its row's
+            // text again from the start (10 outbox rows of 20 columns: 190 µs against 25 µs in psql; at 2,000
+            // events/s the ingestion statements' execution time fell by about a fifth).
             return "(SELECT \(cells.joined(separator: ", ")), e.n AS ord "
-                + "FROM json_array_elements($\(index)::json) WITH ORDINALITY AS e(v, n) "
-                + "LIMIT json_array_length($\(index)::json)) AS \(alias)"
+                + "FROM jsonb_array_elements($\(index)::jsonb) WITH ORDINALITY AS e(v, n) "
+                + "LIMIT jsonb_array_length($\(index)::jsonb)) AS \(alias)"
         case .sqlite:
             let cells = columns.enumerated().map { position, column in
                 "json_extract(e.value, '$[\(position)]') AS \(column.name)"
