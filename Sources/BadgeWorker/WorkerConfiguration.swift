@@ -16,6 +16,8 @@ public struct WorkerConfiguration: Sendable {
     /// `?heartbeat=N` in the URL overrides it; values under 5 risk a busy broker dropping a live worker, whose
     /// unacked messages then count as a delivery.
     public static let defaultHeartbeatSeconds = 5
+    /// See ``ingestionInterval``, in milliseconds.
+    public static let defaultIngestionIntervalMilliseconds = 10
 
     /// The broker.
     public var amqp: AMQPConfiguration
@@ -39,6 +41,10 @@ public struct WorkerConfiguration: Sendable {
     /// heavier than this is applied in several transactions. 128 events of the contract's largest
     /// (`notification_read` with 500 ids) make 64,128; 2,048 keeps each transaction well within the watchdog.
     public var maxTransactionWeight = 2048
+    /// The least time between the starts of two of the worker's ingestion transactions while its partitions'
+    /// batches are not full (see `CommitGroup`): partitions take their batches at that tick, together. Zero: a
+    /// transaction starts as soon as a batch is there.
+    public var ingestionInterval = Duration.milliseconds(WorkerConfiguration.defaultIngestionIntervalMilliseconds)
     /// The most active devices a user keeps (see `ApplyContext.maxDevicesPerUser`).
     public var maxDevicesPerUser = ApplyContext.defaultMaxDevicesPerUser
     /// Most pushes in flight at once, per partition (one device's pushes always go one after another).

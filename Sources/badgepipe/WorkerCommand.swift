@@ -58,6 +58,12 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default 128).") var batchSize: Int?
     @Option(
         help: """
+            Least milliseconds between two ingestion transactions of the worker while batches are not full \
+            (BADGEPIPE_INGESTION_INTERVAL_MS, default 10; 0: each as soon as a batch is there).
+            """)
+    var ingestionInterval: Int?
+    @Option(
+        help: """
             Active devices a user keeps; a registration beyond it drops the one registered longest ago \
             (BADGEPIPE_MAX_DEVICES_PER_USER, default 100).
             """)
@@ -107,6 +113,10 @@ struct WorkerCommand: AsyncParsableCommand {
                     partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)),
             batchSize: try Settings.integer(
                 batchSize, "BADGEPIPE_BATCH_SIZE", name: "--batch-size", default: 128, range: 1...10_000))
+        configuration.ingestionInterval = .milliseconds(
+            try Settings.integer(
+                ingestionInterval, "BADGEPIPE_INGESTION_INTERVAL_MS", name: "--ingestion-interval",
+                default: WorkerConfiguration.defaultIngestionIntervalMilliseconds, range: 0...1000))
         configuration.maxDevicesPerUser = try Settings.integer(
             maxDevicesPerUser, "BADGEPIPE_MAX_DEVICES_PER_USER", name: "--max-devices-per-user",
             default: ApplyContext.defaultMaxDevicesPerUser, range: 1...10_000)

@@ -5,11 +5,14 @@ import Testing
 /// The group commit of a worker's partition batches, driven directly.
 @Suite("Commit group")
 struct CommitGroupTests {
+    private static let t0 = ContinuousClock.now
+
+    private static func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
     @Test
     func theFirstArrivalLeadsAndItsRoundTakesEveryoneWaitingInArrivalOrder() {
-        var group = CommitGroup<String>(maxWeight: 100)
+        var group = CommitGroup<String, String>(maxWeight: 100)
         #expect(group.arrived("p0", weight: 10) == .lead)
-        #expect(group.takeRound() == ["p0"])
+        #expect(group.takeRound(now: Self.t0) == ["p0"])
         // While p0's round runs, three more partitions' batches arrive and wait.
         #expect(group.arrived("p1", weight: 10) == .wait)
         #expect(group.arrived("p2", weight: 10) == .wait)
@@ -21,7 +24,7 @@ struct CommitGroupTests {
         }
         #expect(next == "p1")
         #expect(group.arrived("p4", weight: 10) == .wait)
-        #expect(group.takeRound() == ["p1", "p2", "p3", "p4"])
+        #expect(group.takeRound(now: Self.t0) == ["p1", "p2", "p3", "p4"])
         // Nobody waits: the next arrival leads at once.
         guard case .idle = group.roundEnded() else {
             Issue.record("the group did not go idle")
@@ -29,36 +32,132 @@ struct CommitGroupTests {
         }
         #expect(!group.leading)
         #expect(group.arrived("p5", weight: 10) == .lead)
-        #expect(group.takeRound() == ["p5"])
+        #expect(group.takeRound(now: Self.t0) == ["p5"])
     }
 
     @Test
     func aRoundStaysWithinTheWeightAndTheRestLeadsTheNext() {
-        var group = CommitGroup<Int>(maxWeight: 100)
+        var group = CommitGroup<Int, Int>(maxWeight: 100)
         #expect(group.arrived(0, weight: 500) == .lead)
         for batch in 1...5 { #expect(group.arrived(batch, weight: 40) == .wait) }
         // A first batch heavier than the bound goes alone.
-        #expect(group.takeRound() == [0])
+        #expect(group.takeRound(now: Self.t0) == [0])
         guard case .lead(1) = group.roundEnded() else {
             Issue.record("batch 1 should lead")
             return
         }
-        #expect(group.takeRound() == [1, 2])
+        #expect(group.takeRound(now: Self.t0) == [1, 2])
         #expect(group.waitingCount == 3)
         guard case .lead(3) = group.roundEnded() else {
             Issue.record("batch 3 should lead")
             return
         }
-        #expect(group.takeRound() == [3, 4])
+        #expect(group.takeRound(now: Self.t0) == [3, 4])
         guard case .lead(5) = group.roundEnded() else {
             Issue.record("batch 5 should lead")
             return
         }
-        #expect(group.takeRound() == [5])
+        #expect(group.takeRound(now: Self.t0) == [5])
         guard case .idle = group.roundEnded() else {
             Issue.record("the group did not go idle")
             return
         }
         #expect(group.waitingCount == 0)
+    }
+
+    @Test
+    func partitionsThatAskWithinTheIntervalTakeTheirBatchesAtTheTickAndShareOneRound() {
+        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+        // Nothing ran yet: the first partition goes at once, and its round begins.
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.armed == 1)
+        #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
+        #expect(group.takeRound(now: Self.at(0)) == ["p0"])
+        // Within 10 ms of that round's start, p1 times the tick and p2 joins it.
+        #expect(group.tickRequested(now: Self.at(2), urgent: false) == .time(until: Self.at(10)))
+        #expect(group.tickRequested(now: Self.at(3), urgent: false) == .join)
+        let joined = group.join("p2's stage")
+        #expect(joined)
+        guard case .idle = group.roundEnded() else {
+            Issue.record("nobody was waiting")
+            return
+        }
+        // The tick: both are armed, and the round waits until the last of them arrived.
+        #expect(group.tickElapsed() == ["p2's stage"])
+        #expect(group.armed == 2)
+        #expect(!group.timing)
+        #expect(group.arrived("p2", weight: 1, armed: true) == .wait)
+        guard case .wake("p2") = group.arrived("p1", weight: 1, armed: true) else {
+            Issue.record("the last armed arrival should wake the head of the queue")
+            return
+        }
+        #expect(group.armed == 0)
+        #expect(group.takeRound(now: Self.at(10)) == ["p2", "p1"])
+        // Asked 10 ms or more after the last round began: at once.
+        guard case .idle = group.roundEnded() else {
+            Issue.record("nobody was waiting")
+            return
+        }
+        #expect(group.tickRequested(now: Self.at(20), urgent: false) == .go)
+    }
+
+    @Test
+    func aFullBatchGoesAtOnceAndAPartitionThatMissedTheTickGoesToo() {
+        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
+        #expect(group.takeRound(now: Self.at(0)) == ["p0"])
+        #expect(group.tickRequested(now: Self.at(1), urgent: false) == .time(until: Self.at(10)))
+        // Urgent (a full batch): no wait for the tick, even while one is timed.
+        #expect(group.tickRequested(now: Self.at(1), urgent: true) == .go)
+        #expect(group.arrived("p-full", weight: 1, armed: true) == .wait)
+        // A partition decided to join, but the tick came before it could: it is armed and goes.
+        #expect(group.tickRequested(now: Self.at(2), urgent: false) == .join)
+        let woken = group.tickElapsed()
+        #expect(woken.isEmpty)
+        let lateJoined = group.join("late stage")
+        #expect(!lateJoined)
+        #expect(group.armed == 2)
+    }
+
+    @Test
+    func aRoundThatEndsWhilePartitionsAreArmedWaitsForThemAndTheLastToWithdrawStartsIt() {
+        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
+        #expect(group.takeRound(now: Self.at(0)) == ["p0"])
+        // While p0's round runs, the next tick arms p1 and p2, and p3's heavy batch sends its next slice (unarmed).
+        #expect(group.tickRequested(now: Self.at(4), urgent: false) == .time(until: Self.at(10)))
+        #expect(group.tickRequested(now: Self.at(5), urgent: false) == .join)
+        let joined = group.join("p2's stage")
+        #expect(joined)
+        #expect(group.tickElapsed() == ["p2's stage"])
+        #expect(group.arrived("p3 slice 2", weight: 1) == .wait)
+        // The round ends: p1 and p2 are still taking their batches, so the next round waits for them.
+        guard case .idle = group.roundEnded() else {
+            Issue.record("the next round should wait for the armed partitions")
+            return
+        }
+        #expect(group.arrived("p1", weight: 1, armed: true) == .wait)
+        // p2 had only invalid messages: it withdraws, and the head of the queue leads.
+        #expect(group.disarm() == "p3 slice 2")
+        #expect(group.leading)
+        #expect(group.takeRound(now: Self.at(12)) == ["p3 slice 2", "p1"])
+    }
+
+    @Test
+    func withoutAnIntervalEveryPartitionGoesAtOnce() {
+        var group = CommitGroup<String, String>(maxWeight: 100)
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
+        #expect(group.takeRound(now: Self.at(0)) == ["p0"])
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.arrived("p1", weight: 1, armed: true) == .wait)
+        #expect(group.disarm() == nil)
+        guard case .lead("p1") = group.roundEnded() else {
+            Issue.record("p1 should lead")
+            return
+        }
     }
 }

@@ -30,8 +30,10 @@ struct IngestionGroupTests {
             ).leases
             #expect(leases.count == 4)
             let group = IngestionGroup.ingestion(
-                store: store, policy: .unseen, maxWeight: 2048, health: nil, logger: Self.logger)
-            // Four partitions, one user each, ten batches of three follows each, all at once.
+                store: store, policy: .unseen, maxWeight: 2048, interval: .milliseconds(5), health: nil,
+                logger: Self.logger)
+            // Four partitions, one user each, ten batches of three follows each, all at once, each taken at the
+            // group's tick as a partition's stage does.
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 for lease in leases {
                     tasks.addTask {
@@ -40,7 +42,8 @@ struct IngestionGroupTests {
                             let events = Self.follows(user, from: batch * 3, count: 3)
                             let context = ApplyContext(partition: lease.partition, lease: lease)
                             let batch = ApplyBatch(events: events, context: context)
-                            let applied = try await group.run(batch)
+                            await group.awaitTick(urgent: false)
+                            let applied = try await group.run(batch, armed: true)
                             #expect(applied.map(\.event.id) == events.map(\.id))
                             #expect(applied.allSatisfy { !$0.duplicate })
                         }

@@ -4,7 +4,8 @@ import Synchronization
 /// Transactions shared by one worker's partitions: requests of the same kind that its partitions' stages make at
 /// the same time (their ingestion batches, see ``IngestionGroup``) run as one transaction (``CommitGroup``), so the worker pays
 /// one transaction's fixed cost (its round trips, its commit, its lease check) for all of them instead of one per
-/// partition.
+/// partition. Partitions take their batches at the group's tick (``awaitTick(urgent:)``), so that rounds start at
+/// most once every `interval`.
 ///
 /// Each request's answer is exactly what its own transaction would have given. A shared transaction that fails is
 /// nobody's answer: every request of it is run again on its own (``alone(_:)``), so a lost lease, or data the
@@ -25,32 +26,62 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
         let continuation: CheckedContinuation<Verdict, Never>
     }
 
-    private let group: Mutex<CommitGroup<Submission>>
+    private let group: Mutex<CommitGroup<Submission, CheckedContinuation<Void, Never>>>
     /// What the requests are, for the log.
     private let what: String
     private let transaction: @Sendable ([Request]) async throws -> [Answer]
     private let logger: Logger
 
     /// A group of `what` requests: `transaction` runs one or several in one transaction (one answer per request,
-    /// in order) and retries transient failures itself.
+    /// in order) and retries transient failures itself; rounds start at most once every `interval` (see
+    /// ``CommitGroup``).
     init(
-        _ what: String, maxWeight: Int, logger: Logger,
+        _ what: String, maxWeight: Int, interval: Duration = .zero, logger: Logger,
         transaction: @escaping @Sendable ([Request]) async throws -> [Answer]
     ) {
-        self.group = Mutex(CommitGroup(maxWeight: maxWeight))
+        self.group = Mutex(CommitGroup(maxWeight: maxWeight, interval: interval))
         self.what = what
         self.transaction = transaction
         self.logger = logger
     }
 
+    /// Returns when the calling partition may take its batch: at once when `urgent` (its buffer holds a full
+    /// batch) or when the last round began at least `interval` ago, at the next tick otherwise. The partition is
+    /// then armed: its next ``run(_:weight:armed:)`` passes `armed: true`, or it calls ``disarm()``, before it
+    /// waits for anything else.
+    func awaitTick(urgent: Bool) async {
+        switch group.withLock({ $0.tickRequested(now: .now, urgent: urgent) }) {
+        case .go:
+            return
+        case .time(let until):
+            // Cancelled (the partition stops): the tick comes early, which does no harm.
+            try? await Task.sleep(until: until, clock: .continuous)
+            for waiter in group.withLock({ $0.tickElapsed() }) { waiter.resume() }
+        case .join:
+            await withCheckedContinuation { continuation in
+                if !group.withLock({ $0.join(continuation) }) { continuation.resume() }
+            }
+        }
+    }
+
+    /// An armed partition (see ``awaitTick(urgent:)``) has nothing to run after all.
+    func disarm() {
+        group.withLock { $0.disarm() }?.continuation.resume(returning: .lead)
+    }
+
     /// Runs `request` in the worker's next transaction of its kind, with the requests of its other partitions that
-    /// arrive meanwhile; on its own (``alone(_:)``) when that shared transaction failed.
-    func run(_ request: Request, weight: Int = 1) async throws -> Answer {
+    /// arrive meanwhile; on its own (``alone(_:)``) when that shared transaction failed. `armed`: the partition's
+    /// first request since it passed the tick (``awaitTick(urgent:)``).
+    func run(_ request: Request, weight: Int = 1, armed: Bool = false) async throws -> Answer {
         let verdict = await withCheckedContinuation { continuation in
             let arrival = group.withLock {
-                $0.arrived(Submission(request: request, continuation: continuation), weight: weight)
+                $0.arrived(Submission(request: request, continuation: continuation), weight: weight, armed: armed)
             }
-            if arrival == .lead { continuation.resume(returning: .lead) }
+            switch arrival {
+            case .lead: continuation.resume(returning: .lead)
+            case .wake(let leader): leader.continuation.resume(returning: .lead)
+            case .wait: break
+            }
         }
         switch verdict {
         case .answered(let answer): return answer
@@ -67,7 +98,7 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
     /// Runs one round, whose first request is the caller's (its continuation already resumed), answers the others
     /// and hands the lead on.
     private func lead() async throws -> Answer {
-        let round = group.withLock { $0.takeRound() }
+        let round = group.withLock { $0.takeRound(now: .now) }
         let requests = round.map(\.request)
         let outcome: Result<[Answer], any Error>
         do {

@@ -34,40 +34,41 @@ final class MessageBuffer: Sendable {
         waiter?.resume()
     }
 
+    /// Messages waiting.
+    var count: Int { state.withLock { $0.messages.count } }
+
+    /// Waits until a message is there or the buffer is finished.
+    func waitForMessages() async {
+        await withCheckedContinuation { continuation in
+            let resumeNow = state.withLock { state -> Bool in
+                if state.finished != nil || !state.messages.isEmpty { return true }
+                state.waiter = continuation
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// Takes up to `limit` of the messages there, without waiting (empty when there are none); nil once finished
+    /// (throws its error, if any).
+    func takeAvailable(limit: Int) throws -> [AMQPMessage]? {
+        let step = state.withLock { state -> Result<[AMQPMessage], any Error>? in
+            if let finished = state.finished { return finished.map { .failure($0) } }
+            let count = min(limit, state.messages.count)
+            let batch = Array(state.messages.prefix(count))
+            state.messages.removeFirst(count)
+            return .success(batch)
+        }
+        return try step?.get()
+    }
+
     /// Waits for at least one message and takes up to `limit`; returns nil once finished (throws its error, if
     /// any).
     func take(limit: Int) async throws -> [AMQPMessage]? {
         while true {
-            enum Step {
-                case batch([AMQPMessage])
-                case end((any Error)?)
-                case wait
-            }
-            let step = state.withLock { state -> Step in
-                if let finished = state.finished { return .end(finished) }
-                if !state.messages.isEmpty {
-                    let count = min(limit, state.messages.count)
-                    let batch = Array(state.messages.prefix(count))
-                    state.messages.removeFirst(count)
-                    return .batch(batch)
-                }
-                return .wait
-            }
-            switch step {
-            case .batch(let batch): return batch
-            case .end(let error):
-                if let error { throw error }
-                return nil
-            case .wait:
-                await withCheckedContinuation { continuation in
-                    let resumeNow = state.withLock { state -> Bool in
-                        if state.finished != nil || !state.messages.isEmpty { return true }
-                        state.waiter = continuation
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
-                }
-            }
+            guard let batch = try takeAvailable(limit: limit) else { return nil }
+            if !batch.isEmpty { return batch }
+            await waitForMessages()
         }
     }
 }

@@ -31,18 +31,42 @@ struct PartitionProcessor: Sendable {
     /// The batch in progress, as the watchdog knows it.
     private var watchName: String { "partition \(context.partition ?? -1) batch" }
 
+    /// Batch after batch: wait for a message, then for the worker's ingestion tick (``IngestionGroup``), and take
+    /// what the buffer holds then.
     func run() async throws {
         while true {
-            guard let batch = try await buffer.take(limit: configuration.batchSize) else { return }
-            guard let last = batch.last else { continue }
+            await buffer.waitForMessages()
+            await ingestion.awaitTick(urgent: buffer.count >= configuration.batchSize)
+            // Armed: the worker's next round waits for this partition's batch, so nothing here may wait before
+            // the batch's first transaction is asked for (or the partition withdraws).
+            let batch: [AMQPMessage]
+            do {
+                guard let taken = try buffer.takeAvailable(limit: configuration.batchSize) else {
+                    ingestion.disarm()
+                    return
+                }
+                batch = taken
+            } catch {
+                ingestion.disarm()
+                throw error
+            }
+            guard let last = batch.last else {
+                ingestion.disarm()
+                continue
+            }
             try await watchdog.watch(watchName) { try await process(batch, lastTag: last.deliveryTag) }
         }
     }
 
+    /// Applies a batch taken at the tick (the partition is armed until its first transaction is asked for), parks
+    /// its invalid events, acks it and hands its pushes on.
     private func process(_ batch: [AMQPMessage], lastTag: UInt64) async throws {
+        var armed = true
+        defer { if armed { ingestion.disarm() } }
         WorkerMetrics.eventsConsumed.increment(by: batch.count)
         var events: [Event] = []
         var sources: [AMQPMessage] = []
+        var invalid: [(message: AMQPMessage, event: InvalidEvent)] = []
         var committed = Committed()
         events.reserveCapacity(batch.count)
         for message in batch {
@@ -50,8 +74,8 @@ struct PartitionProcessor: Sendable {
             case .success(let event):
                 events.append(event)
                 sources.append(message)
-            case .failure(let invalid):
-                try await park(message, reason: "\(invalid.code): \(invalid.message)", class: invalid.code)
+            case .failure(let event):
+                invalid.append((message, event))
             }
         }
         // A batch of heavy events (notification_read with hundreds of ids each) is applied in several transactions,
@@ -59,8 +83,10 @@ struct PartitionProcessor: Sendable {
         for range in Self.slices(of: events, maxWeight: configuration.maxTransactionWeight) {
             let slice = events[range]
             let started = ContinuousClock.now
+            let first = armed
+            armed = false
             do {
-                committed.add(try await apply(slice))
+                committed.add(try await apply(slice, armed: first))
             } catch let error as StoreError where error.refusesInput {
                 WorkerMetrics.databaseErrors(error).increment()
                 logger.warning(
@@ -71,6 +97,16 @@ struct PartitionProcessor: Sendable {
             WorkerMetrics.batchTransaction.record(duration: ContinuousClock.now - started)
             WorkerMetrics.batchSize.record(slice.count)
             watchdog?.progressed(watchName)
+        }
+        if armed {
+            // No valid event: nothing to apply.
+            armed = false
+            ingestion.disarm()
+        }
+        // Parked after the batch's transactions (before its ack), so that the tick's round does not wait for the
+        // broker's confirms.
+        for (message, event) in invalid {
+            try await park(message, reason: "\(event.code): \(event.message)", class: event.code)
         }
         if !events.isEmpty {
             let now = Timestamp.now().microsecondsSinceEpoch
@@ -110,10 +146,10 @@ struct PartitionProcessor: Sendable {
 
     /// Applies `events` in the worker's next shared ingestion transaction (``IngestionGroup``), or on their own
     /// when that transaction failed (so a refusal or a lost lease is this partition's alone, as if it had
-    /// never been shared).
-    private func apply(_ events: some Collection<Event>) async throws -> [AppliedEvent] {
+    /// never been shared). `armed`: the batch's first transaction since the tick.
+    private func apply(_ events: some Collection<Event>, armed: Bool) async throws -> [AppliedEvent] {
         let batch = ApplyBatch(events: Array(events), context: context)
-        return try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) })
+        return try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) }, armed: armed)
     }
 
     /// Applies `events` in a transaction of their own.

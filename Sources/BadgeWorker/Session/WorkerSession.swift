@@ -35,7 +35,7 @@ struct WorkerSession {
         let wake = Doorbell()
         let ingestion = IngestionGroup.ingestion(
             store: store, policy: configuration.badgePolicy, maxWeight: configuration.maxTransactionWeight,
-            health: health, logger: logger)
+            interval: configuration.ingestionInterval, health: health, logger: logger)
         let launcher = PartitionLauncher(
             connection: connection, configuration: configuration, dispatcher: dispatcher,
             ingestion: ingestion, logger: logger, watchdog: watchdog, health: health, deadLetters: deadLetters,
