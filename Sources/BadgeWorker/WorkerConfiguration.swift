@@ -17,7 +17,7 @@ public struct WorkerConfiguration: Sendable {
     /// unacked messages then count as a delivery.
     public static let defaultHeartbeatSeconds = 5
     /// See ``ingestionInterval``, in milliseconds.
-    public static let defaultIngestionIntervalMilliseconds = 10
+    public static let defaultIngestionIntervalMilliseconds = 20
 
     /// The broker.
     public var amqp: AMQPConfiguration

@@ -1,8 +1,8 @@
 import AMQPClient
 import Synchronization
 
-/// Collects one consumer's messages so that a batch can take everything that arrived while the previous batch
-/// was being processed: natural batching, bounded by the channel's prefetch.
+/// Collects one consumer's messages so that a batch can take everything that arrived until its partition's
+/// ingestion tick (see `CommitGroup`): natural batching, bounded by the channel's prefetch.
 final class MessageBuffer: Sendable {
     private struct State {
         var messages: [AMQPMessage] = []
@@ -60,15 +60,5 @@ final class MessageBuffer: Sendable {
             return .success(batch)
         }
         return try step?.get()
-    }
-
-    /// Waits for at least one message and takes up to `limit`; returns nil once finished (throws its error, if
-    /// any).
-    func take(limit: Int) async throws -> [AMQPMessage]? {
-        while true {
-            guard let batch = try takeAvailable(limit: limit) else { return nil }
-            if !batch.isEmpty { return batch }
-            await waitForMessages()
-        }
     }
 }
