@@ -68,8 +68,11 @@ struct CommitGroupTests {
     @Test
     func partitionsThatAskWithinTheIntervalTakeTheirBatchesAtTheTickAndShareOneRound() {
         var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
-        // Nothing ran yet: the first partition goes at once, and its round begins.
-        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        // Nothing ran yet: the first partition's tick comes after the gathering moment (1 ms), and its round
+        // begins.
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(0) + .milliseconds(1)))
+        let alone = group.tickElapsed()
+        #expect(alone.isEmpty)
         #expect(group.armed == 1)
         #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
         #expect(group.takeRound(now: Self.at(0)) == ["p0"])
@@ -93,18 +96,45 @@ struct CommitGroupTests {
         }
         #expect(group.armed == 0)
         #expect(group.takeRound(now: Self.at(10)) == ["p2", "p1"])
-        // Asked 10 ms or more after the last round began: at once.
+        // Asked 10 ms or more after the last round began: after the gathering moment only.
         guard case .idle = group.roundEnded() else {
             Issue.record("nobody was waiting")
             return
         }
-        #expect(group.tickRequested(now: Self.at(20), urgent: false) == .go)
+        #expect(group.tickRequested(now: Self.at(20), urgent: false) == .time(until: Self.at(20) + .milliseconds(1)))
+    }
+
+    @Test
+    func thePartitionsOfARoundLongerThanTheIntervalGatherForTheNextOne() {
+        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+        #expect(group.gathering == .milliseconds(1))
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(1)))
+        let joinedFirst = group.join("p1's stage")
+        #expect(joinedFirst)
+        #expect(group.tickElapsed() == ["p1's stage"])
+        #expect(group.arrived("p0", weight: 1, armed: true) == .wait)
+        #expect(group.arrived("p1", weight: 1, armed: true) == .wake("p0"))
+        #expect(group.takeRound(now: Self.at(1)) == ["p0", "p1"])
+        // The round takes 15 ms. Its partitions ask again one after another as their stages wake: the first does
+        // not start a round alone, the second joins its tick.
+        guard case .idle = group.roundEnded() else {
+            Issue.record("nobody was waiting")
+            return
+        }
+        #expect(group.tickRequested(now: Self.at(16), urgent: false) == .time(until: Self.at(17)))
+        #expect(group.tickRequested(now: Self.at(16), urgent: false) == .join)
+        let joinedAgain = group.join("p1's stage")
+        #expect(joinedAgain)
+        #expect(group.tickElapsed() == ["p1's stage"])
+        #expect(group.armed == 2)
     }
 
     @Test
     func aFullBatchGoesAtOnceAndAPartitionThatMissedTheTickGoesToo() {
         var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
-        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(1)))
+        let alone = group.tickElapsed()
+        #expect(alone.isEmpty)
         #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
         #expect(group.takeRound(now: Self.at(0)) == ["p0"])
         #expect(group.tickRequested(now: Self.at(1), urgent: false) == .time(until: Self.at(10)))
@@ -123,7 +153,9 @@ struct CommitGroupTests {
     @Test
     func aRoundThatEndsWhilePartitionsAreArmedWaitsForThemAndTheLastToWithdrawStartsIt() {
         var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
-        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(1)))
+        let alone = group.tickElapsed()
+        #expect(alone.isEmpty)
         #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
         #expect(group.takeRound(now: Self.at(0)) == ["p0"])
         // While p0's round runs, the next tick arms p1 and p2, and p3's heavy batch sends its next slice (unarmed).

@@ -79,15 +79,23 @@ struct CommitGroup<Submission, TickWaiter> {
     var waitingCount: Int { waiting.count - head }
 
     /// A partition has messages and asks when to take its batch; `urgent` when it holds a full batch already.
+    ///
+    /// The tick comes `interval` after the last round began, and never sooner than ``gathering`` after it was
+    /// asked for: the partitions of a round that took longer than `interval` ask again one after another as their
+    /// stages wake, and without that moment the first would start a round alone and leave the others to wait a
+    /// whole `interval` for the next (the rounds would fragment just when the machine is busiest).
     mutating func tickRequested(now: ContinuousClock.Instant, urgent: Bool) -> TickStep {
-        if timing, !urgent { return .join }
         if urgent { return arm() }
-        if let last = lastRoundStart, now < last + interval {
-            timing = true
-            return .time(until: last + interval)
-        }
-        return arm()
+        if timing { return .join }
+        let due = max(lastRoundStart.map { $0 + interval } ?? now, now + gathering)
+        guard due > now else { return arm() }
+        timing = true
+        return .time(until: due)
     }
+
+    /// How long a tick asked for after `interval` has passed waits for the worker's other partitions: a tenth of
+    /// `interval`, at most 2 ms (none without an interval).
+    var gathering: Duration { min(interval / 10, .milliseconds(2)) }
 
     /// `waiter` waits for the tick being timed; false when it came meanwhile (the partition is armed: it goes
     /// now).
