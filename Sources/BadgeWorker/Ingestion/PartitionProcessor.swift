@@ -5,9 +5,10 @@ import BadgeWire
 import Logging
 import Metrics
 
-/// The ingestion stage of one partition queue: batches of messages → decode → park invalid ones → one
-/// transaction → one multiple-ack → hand the pushes the transaction claimed to the partition's delivery loop, and
-/// ring it for those it left to be claimed. It never waits for a provider.
+/// The ingestion stage of one partition queue: batches of messages taken at the worker's ingestion tick → decode →
+/// one transaction (shared with the worker's other partitions of the same tick) → park invalid ones → hand the
+/// pushes the transaction claimed to the partition's delivery loop, and ring it for those it left to be claimed →
+/// one multiple-ack. It never waits for a provider.
 ///
 /// A batch the database refuses because of the data of some of its events (a value PostgreSQL or SQLite cannot
 /// store or index, see `StoreError.refusesInput`) is bisected (``PoisonBisector``): each culprit is parked in
