@@ -8,6 +8,18 @@ struct CommitGroupTests {
     private static let t0 = ContinuousClock.now
 
     private static func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
+
+    /// A group with a 10 ms interval whose first round (p0's alone, as the first test checks step by step) began
+    /// at 0 and runs.
+    private static func afterFirstRound() -> CommitGroup<String, String> {
+        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+        _ = group.tickRequested(now: at(0), urgent: false)
+        _ = group.tickElapsed()
+        _ = group.arrived("p0", weight: 1, armed: true)
+        _ = group.takeRound(now: at(0))
+        precondition(group.leading && group.armed == 0 && group.waitingCount == 0)
+        return group
+    }
     @Test
     func theFirstArrivalLeadsAndItsRoundTakesEveryoneWaitingInArrivalOrder() {
         var group = CommitGroup<String, String>(maxWeight: 100)
@@ -131,12 +143,7 @@ struct CommitGroupTests {
 
     @Test
     func aFullBatchGoesAtOnceAndAPartitionThatMissedTheTickGoesToo() {
-        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
-        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(1)))
-        let alone = group.tickElapsed()
-        #expect(alone.isEmpty)
-        #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
-        #expect(group.takeRound(now: Self.at(0)) == ["p0"])
+        var group = Self.afterFirstRound()
         #expect(group.tickRequested(now: Self.at(1), urgent: false) == .time(until: Self.at(10)))
         // Urgent (a full batch): no wait for the tick, even while one is timed.
         #expect(group.tickRequested(now: Self.at(1), urgent: true) == .go)
@@ -152,12 +159,7 @@ struct CommitGroupTests {
 
     @Test
     func aRoundThatEndsWhilePartitionsAreArmedWaitsForThemAndTheLastToWithdrawStartsIt() {
-        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
-        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(1)))
-        let alone = group.tickElapsed()
-        #expect(alone.isEmpty)
-        #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
-        #expect(group.takeRound(now: Self.at(0)) == ["p0"])
+        var group = Self.afterFirstRound()
         // While p0's round runs, the next tick arms p1 and p2, and p3's heavy batch sends its next slice (unarmed).
         #expect(group.tickRequested(now: Self.at(4), urgent: false) == .time(until: Self.at(10)))
         #expect(group.tickRequested(now: Self.at(5), urgent: false) == .join)
