@@ -102,7 +102,7 @@ struct CommitGroup<Submission, TickWaiter> {
     /// now).
     mutating func join(_ waiter: TickWaiter) -> Bool {
         guard timing else {
-            armed += 1
+            _ = arm()
             return false
         }
         tickWaiters.append(waiter)
@@ -134,10 +134,8 @@ struct CommitGroup<Submission, TickWaiter> {
             armed -= 1
         }
         waiting.append((submission, weight))
-        if leading || armed > 0 { return .wait }
-        leading = true
-        if waitingCount == 1 { return .lead }
-        return .wake(waiting[head].submission)
+        guard let leader = startIfReady() else { return .wait }
+        return waitingCount == 1 ? .lead : .wake(leader)
     }
 
     /// The leader's round, which begins `now`: the oldest waiting request (the leader's own) and those behind it
