@@ -14,6 +14,10 @@ struct LeaseFence: SendFence {
     let logger: Logger
 
     func prepare() async throws {
+        // The common case, before every push: the term is valid and nothing is to be done. Checked here, outside
+        // `Retry.transient`, whose time limit starts a task group of two child tasks, one of them asleep on a 10 s
+        // timer, for every call.
+        if term.isValid { return }
         try await Retry.transient("renew lease", logger: logger) { [term, store] in
             try await term.ensureValid { lease in
                 try await store.renewLease(lease, ttlMilliseconds: term.ttlMilliseconds)
