@@ -9,15 +9,14 @@
 /// worker runs one such transaction at a time whatever the number of partitions it holds, a leader runs exactly
 /// one round (its own request's), and nobody waits for more than the round in progress and its own.
 ///
-/// **The tick.** A partition with messages asks for the tick (``tickRequested(now:urgent:)``) before it takes its
-/// batch from its buffer, and rounds start at most once every `interval`: a partition that asks less than
-/// `interval` after the last round began waits for the tick, with every other partition that asks meanwhile (one of
-/// them times it, the others join), and all take their batches when it comes. One that asks later waits only a
-/// short gathering moment (``gathering``) for the others. A partition that passed the tick is
-/// *armed* until it arrives with its request (or withdraws, ``disarm()``), and a round does not start while
-/// partitions are armed: the last to arrive starts it. So the partitions that took their batches at one tick share
-/// one transaction, and what arrives in a partition's buffer while it waits for the tick goes with it rather than
-/// into the next round.
+/// **The tick.** A partition with messages asks for the tick (``tickRequested(now:urgent:)``) before it takes its batch
+/// from its buffer, and rounds start at most once every `interval`: a partition that asks less than `interval` after
+/// the last round began waits for the tick, with every other partition that asks meanwhile (one of them times it, the
+/// others join), and all take their batches when it comes. One that asks later waits only a short gathering moment
+/// (``gathering``) for the others. A partition that passed the tick is *armed* until it arrives with its request (or
+/// withdraws, ``disarm()``), and a round does not start while partitions are armed: the last to arrive starts it. So
+/// the partitions that took their batches at one tick share one transaction, and what arrives in a partition's buffer
+/// while it waits for the tick goes with it rather than into the next round.
 ///
 /// Why: each transaction costs its round trips, its commit and its statements' fixed work in the worker, in
 /// PostgreSQL and in the kernel whatever its size. Left to start as soon as anything arrived, at 2,000 events/s

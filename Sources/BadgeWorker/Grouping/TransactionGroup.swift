@@ -45,10 +45,10 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
         self.logger = logger
     }
 
-    /// Returns when the calling partition may take its batch: at once when `urgent` (its buffer holds a full
-    /// batch), at the next tick otherwise (`interval` after the last round began, and no sooner than the gathering
-    /// moment from now, see ``CommitGroup/tickRequested(now:urgent:)``). The partition is then armed: its next ``run(_:weight:armed:)`` passes `armed: true`, or it calls ``disarm()``, before it
-    /// waits for anything else.
+    /// Returns when the calling partition may take its batch: at once when `urgent` (its buffer holds a full batch), at
+    /// the next tick otherwise (`interval` after the last round began, and no sooner than the gathering moment from
+    /// now, see ``CommitGroup/tickRequested(now:urgent:)``). The partition is then armed: its next
+    /// ``run(_:weight:armed:)`` passes `armed: true`, or it calls ``disarm()``, before it waits for anything else.
     func awaitTick(urgent: Bool) async {
         switch group.withLock({ $0.tickRequested(now: .now, urgent: urgent) }) {
         case .go:
