@@ -170,13 +170,37 @@ public struct AMQPChannel: Sendable, Hashable {
         arguments: AMQPTable = [:]
     ) async throws -> AMQPConsumer {
         let (stream, continuation) = AsyncThrowingStream<AMQPMessage, any Error>.makeStream()
+        let handler = AMQPDeliveryHandler(
+            delivery: { continuation.yield($0) },
+            end: { error in
+                if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            })
+        let tag = try await consume(
+            queue: queue, consumerTag: consumerTag, noAck: noAck, exclusive: exclusive, arguments: arguments,
+            handler: handler)
+        return AMQPConsumer(tag: tag, stream: stream)
+    }
+
+    /// Starts a consumer whose deliveries the connection's thread hands to `handler` as it reads them (see
+    /// ``AMQPDeliveryHandler``: it must return at once); returns the consumer tag. The handler's `end` is called
+    /// once, when the channel or connection ends; when the consumer cannot start, with the error this throws.
+    /// As with ``consume(queue:consumerTag:noAck:exclusive:arguments:)``, there is no cancel: close the channel.
+    @discardableResult
+    public func consume(
+        queue: String,
+        consumerTag: String = "",
+        noAck: Bool = false,
+        exclusive: Bool = false,
+        arguments: AMQPTable = [:],
+        handler: AMQPDeliveryHandler
+    ) async throws -> String {
         let reply = try await send(
             .consume(
                 Command.Consume(
                     queue: queue, consumerTag: consumerTag, noAck: noAck, exclusive: exclusive, arguments: arguments,
-                    stream: continuation)))
+                    handler: handler)))
         guard case .consumerTag(let tag) = reply else { throw AMQPError(.library, "basic.consume: unexpected reply") }
-        return AMQPConsumer(tag: tag, stream: stream)
+        return tag
     }
 
     /// Fetches one message with `basic.get`; nil when the queue is empty.

@@ -86,6 +86,39 @@ struct AMQPBrokerTests {
         await setup.close()
     }
 
+    @Test func aHandlerConsumerGetsEveryDeliveryInOrderAndEndsOnceWhenTheChannelCloses() async throws {
+        let queue = TestBroker.uniqueName("handler")
+        let connection = try await TestBroker.connect()
+        let setup = try await TestBroker.quorumQueue(queue, messages: 50, on: connection)
+        let channel = try await connection.openChannel()
+        try await channel.qos(prefetchCount: 20)
+        let log = HandlerLog()
+        try await channel.consume(queue: queue, handler: log.handler)
+        var acked = 0
+        while acked < 50 {
+            let (bodies, last) = try await log.waitForDeliveries(after: acked)
+            #expect(bodies == (acked..<(acked + bodies.count)).map { "m\($0)" })
+            acked += bodies.count
+            try await channel.ack(deliveryTag: last, multiple: true)
+        }
+        #expect(log.ends.isEmpty)
+        try await channel.close()
+        #expect(log.ends.count == 1)
+        #expect(log.ends.first == .some(nil), "a channel the application closed ends the consumer without an error")
+        #expect(log.bodies.count == 50)
+
+        // The broker cancels a consumer whose queue is deleted: the handler ends with that error.
+        let again = try await connection.openChannel()
+        let cancelled = HandlerLog()
+        try await again.consume(queue: queue, handler: cancelled.handler)
+        try await setup.deleteQueue(queue)
+        for _ in 0..<50 where cancelled.ends.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        #expect(cancelled.ends.count == 1)
+        #expect((cancelled.ends.first ?? nil) == .consumerCancelled)
+        await connection.close()
+        #expect(cancelled.ends.count == 1, "a handler ends once")
+    }
+
     @Test func aQueuedAckGoesOutBeforeTheChannelClosesThatFollowsIt() async throws {
         let queue = TestBroker.uniqueName("queued-ack")
         let connection = try await TestBroker.connect()
@@ -326,4 +359,45 @@ final class PublishTally: Sendable {
     var confirmedCount: Int { state.withLock { $0.confirmed.count } }
     var confirmed: Set<Int> { state.withLock { $0.confirmed } }
     var failures: [AMQPError.Code] { state.withLock { $0.failures } }
+}
+
+/// What an ``AMQPDeliveryHandler`` was given, from the connection's thread.
+final class HandlerLog: Sendable {
+    private struct State {
+        var bodies: [String] = []
+        var tags: [UInt64] = []
+        var ends: [AMQPError.Code?] = []
+    }
+
+    private let state = Mutex(State())
+
+    var handler: AMQPDeliveryHandler {
+        AMQPDeliveryHandler(
+            delivery: { message in
+                self.state.withLock {
+                    $0.bodies.append(String(decoding: message.body, as: UTF8.self))
+                    $0.tags.append(message.deliveryTag)
+                }
+            },
+            end: { error in
+                self.state.withLock { $0.ends.append(error.map { ($0 as? AMQPError)?.code ?? .library }) }
+            })
+    }
+
+    var bodies: [String] { state.withLock { $0.bodies } }
+    /// Each end: nil for a clean one, the error's code otherwise.
+    var ends: [AMQPError.Code?] { state.withLock { $0.ends } }
+
+    /// The bodies delivered after the first `count`, once there are some (polled), and the last one's tag.
+    func waitForDeliveries(after count: Int) async throws -> ([String], UInt64) {
+        for _ in 0..<100 {
+            let found = state.withLock { state -> ([String], UInt64)? in
+                guard state.bodies.count > count, let last = state.tags.last else { return nil }
+                return (Array(state.bodies[count...]), last)
+            }
+            if let found { return found }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw AMQPError(.library, "no delivery after \(count) within 5 s")
+    }
 }

@@ -37,7 +37,7 @@ struct Command: Sendable {
         var noAck: Bool
         var exclusive: Bool
         var arguments: AMQPTable
-        var stream: AsyncThrowingStream<AMQPMessage, any Error>.Continuation
+        var handler: AMQPDeliveryHandler
     }
 
     enum Operation: Sendable {
@@ -77,9 +77,9 @@ struct Command: Sendable {
     var operation: Operation
     var promise: Promise?
 
-    /// Fails the command without running it; a consume's stream ends with the same error.
+    /// Fails the command without running it; a consume's handler ends with the same error.
     func fail(_ error: AMQPError) {
-        if case .consume(let request) = operation { request.stream.finish(throwing: error) }
+        if case .consume(let request) = operation { request.handler.end(error) }
         promise?.resume(throwing: error)
     }
 }

@@ -87,7 +87,7 @@ extension ConnectionLoop {
             if let error = rpcError("basic.consume \(request.queue)", channel: channel) { return answer(error) }
             guard let ok else { return answer(AMQPError(.library, "basic.consume: no reply")) }
             let tag = ok.pointee.consumer_tag.string
-            channels[channel]?.consumers[tag] = request.stream
+            channels[channel]?.consumers[tag] = request.handler
             answer(nil, .consumerTag(tag))
         case .ack(let deliveryTag, let multiple):
             let status = amqp_basic_ack(connection, channel, deliveryTag, flag(multiple))

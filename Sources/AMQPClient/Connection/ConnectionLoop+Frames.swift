@@ -41,7 +41,7 @@ extension ConnectionLoop {
         let channel = envelope.channel
         guard let state = channels[channel], state.closed == nil, !state.closing else { return }
         let consumerTag = envelope.consumer_tag.string
-        guard let stream = state.consumers[consumerTag] else {
+        guard let handler = state.consumers[consumerTag] else {
             logger.debug("message for an unknown consumer", metadata: ["amqp.consumer_tag": "\(consumerTag)"])
             return
         }
@@ -55,7 +55,7 @@ extension ConnectionLoop {
             routingKey: envelope.routing_key.string,
             consumerTag: consumerTag,
             channel: AMQPChannel(id: channel, mailbox: mailbox))
-        stream.yield(message)
+        handler.delivery(message)
     }
 
     private func handle(_ frame: amqp_frame_t) {
@@ -92,9 +92,8 @@ extension ConnectionLoop {
         case BADGEPIPE_BASIC_CANCEL_METHOD:
             let cancel = decoded.assumingMemoryBound(to: amqp_basic_cancel_t.self).pointee
             let tag = cancel.consumer_tag.string
-            if let stream = channels[channel]?.consumers.removeValue(forKey: tag) {
-                stream.finish(
-                    throwing: AMQPError(.consumerCancelled, "the broker cancelled consumer \(tag) (queue deleted?)"))
+            if let handler = channels[channel]?.consumers.removeValue(forKey: tag) {
+                handler.end(AMQPError(.consumerCancelled, "the broker cancelled consumer \(tag) (queue deleted?)"))
             }
         default:
             logger.debug(

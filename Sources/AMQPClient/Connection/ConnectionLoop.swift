@@ -20,7 +20,7 @@ final class ConnectionLoop: @unchecked Sendable {
     /// State of one open channel.
     struct ChannelState {
         var confirms: ConfirmTracker<Command.Promise>?
-        var consumers: [String: AsyncThrowingStream<AMQPMessage, any Error>.Continuation] = [:]
+        var consumers: [String: AMQPDeliveryHandler] = [:]
         /// Set once the channel is closed (by the broker or the application): why.
         var closed: AMQPError?
         /// Set while the application closes the channel: deliveries that still arrive are not handed out.
@@ -168,8 +168,8 @@ final class ConnectionLoop: @unchecked Sendable {
             for entry in pending { entry.waiter.resume(throwing: unconfirmedError) }
             state.confirms = confirms
         }
-        for (_, stream) in state.consumers {
-            if error.code == .closedByClient { stream.finish() } else { stream.finish(throwing: error) }
+        for (_, handler) in state.consumers {
+            handler.end(error.code == .closedByClient ? nil : error)
         }
         state.consumers = [:]
         state.closed = error

@@ -28,8 +28,12 @@ struct PartitionLauncher {
         let lease = term?.lease
         let channel = try await connection.openChannel()
         try await channel.qos(prefetchCount: configuration.prefetch)
-        let consumer = try await channel.consume(queue: configuration.topology.queueName(partition))
         let buffer = MessageBuffer()
+        // The connection's thread appends each delivery to the buffer itself: no task wakes up per burst of
+        // deliveries, and the partition wakes up only when it waits for its first message of a batch.
+        try await channel.consume(
+            queue: configuration.topology.queueName(partition),
+            handler: AMQPDeliveryHandler(delivery: { buffer.append($0) }, end: { buffer.finish($0) }))
         let doorbell = Doorbell()
         let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
         let processor = PartitionProcessor(
@@ -42,14 +46,6 @@ struct PartitionLauncher {
         let delivery = PartitionDelivery(
             dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
             idlePoll: configuration.deliveryIdlePoll, recordDelay: configuration.deliveryRecordDelay)
-        group.addTask {
-            do {
-                for try await message in consumer { buffer.append(message) }
-                buffer.finish(nil)
-            } catch {
-                buffer.finish(error)
-            }
-        }
         group.addTask { [logger, registry, wake] in
             // The two stages side by side; whichever ends first ends the other (ingestion after its
             // batch in progress, delivery after its round in progress).

@@ -1,0 +1,21 @@
+/// Where a consumer's deliveries go when the connection's own thread hands them over directly (see
+/// ``AMQPChannel/consume(queue:consumerTag:noAck:exclusive:arguments:handler:)``), rather than through an
+/// ``AMQPConsumer`` sequence, whose reader is a task that wakes up for each burst of deliveries.
+///
+/// Both closures run on the connection's thread, which reads and writes for every channel of the connection: they
+/// must return at once, and never block or wait (storing the message and resuming a waiting task is fine).
+public struct AMQPDeliveryHandler: Sendable {
+    /// Called with each delivery, in the order the broker sent them.
+    public var delivery: @Sendable (AMQPMessage) -> Void
+    /// Called once, when the consumer ends: with nil when the application closed the channel, with the error when
+    /// the broker closed it, cancelled the consumer, or the connection was lost. No delivery follows it.
+    public var end: @Sendable ((any Error)?) -> Void
+
+    /// A handler of `delivery` and `end`.
+    public init(
+        delivery: @escaping @Sendable (AMQPMessage) -> Void, end: @escaping @Sendable ((any Error)?) -> Void
+    ) {
+        self.delivery = delivery
+        self.end = end
+    }
+}
