@@ -28,7 +28,7 @@ let testPostgresCA =
     ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent().appendingPathComponent(".services/postgres-tls/ca.crt").path
 
-/// Errors only: PostgresNIO warns when a query races the client's `run()` task starting.
+/// Errors only.
 let testLogger: Logger = {
     var logger = Logger(label: "badgestore-tests")
     logger.logLevel = .error

@@ -35,6 +35,10 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     /// The shared SQL rules run here.
     public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: leaseDatabase, hooks: hooks) }
     private let closeSignal = CloseSignal<Void>()
+    /// Resolved by ``run()`` as it starts each pool, just before it calls the pool's own `run()` (the transactors
+    /// wait for them, see `PostgresTransactor.started`).
+    private let clientStarted: CloseSignal<Void>
+    private let leaseClientStarted: CloseSignal<Void>
 
     /// Creates a store over `configuration`. `schema`, when given, becomes the connections' `search_path` and
     /// is created by ``migrate()`` if missing. With `preparedStatements` (the default), the pool of batches and
@@ -56,13 +60,16 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
         if preparedStatements {
             configuration.options.additionalStartupParameters += PostgresStatementCache.startupParameters
         }
+        let (clientStarted, leaseClientStarted) = (CloseSignal<Void>(), CloseSignal<Void>())
+        (self.clientStarted, self.leaseClientStarted) = (clientStarted, leaseClientStarted)
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.database = PostgresTransactor(
-            client: client, logger: logger, statements: preparedStatements ? PostgresStatementCache() : nil)
+            client: client, logger: logger, statements: preparedStatements ? PostgresStatementCache() : nil,
+            started: clientStarted)
         leaseConfiguration.options.minimumConnections = 0
         leaseConfiguration.options.maximumConnections = 2
         self.leaseClient = PostgresClient(configuration: leaseConfiguration, backgroundLogger: logger)
-        self.leaseDatabase = PostgresTransactor(client: leaseClient, logger: logger)
+        self.leaseDatabase = PostgresTransactor(client: leaseClient, logger: logger, started: leaseClientStarted)
     }
 
     /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
@@ -93,8 +100,14 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     /// Runs the connection pool until ``close()`` or until the calling task is cancelled.
     public func run() async {
         await withDiscardingTaskGroup { group in
-            group.addTask { await self.client.run() }
-            group.addTask { await self.leaseClient.run() }
+            group.addTask {
+                self.clientStarted.resolve()
+                await self.client.run()
+            }
+            group.addTask {
+                self.leaseClientStarted.resolve()
+                await self.leaseClient.run()
+            }
             _ = await closeSignal.waitUnlessCancelled()
             group.cancelAll()
         }

@@ -1,3 +1,4 @@
+import BadgeSupport
 import Logging
 import PostgresNIO
 
@@ -7,6 +8,8 @@ struct PostgresTransactor: SQLTransactor {
     let logger: Logger
     /// Statements prepared per connection, or nil to run every statement plainly.
     var statements: PostgresStatementCache? = nil
+    /// Resolved once the client's `run()` has been called (see ``PostgresBadgeStore/run()``).
+    var started: CloseSignal<Void>? = nil
 
     var dialect: SQLDialect { .postgres }
 
@@ -43,6 +46,9 @@ struct PostgresTransactor: SQLTransactor {
     /// Runs `body` with an executor on a leased connection, on the connection's event loop (see
     /// `EventLoopTaskExecutor`); errors come out as ``StoreError``.
     private func onConnection<T: Sendable>(_ body: @Sendable (PostgresExecutor) async throws -> T) async throws -> T {
+        // A lease asked for before the pool runs waits for it anyway, but postgres-nio logs a warning for it: the
+        // store's first statements (a worker's services all start at once) wait here instead, without one.
+        if let started, !started.isResolved, await started.waitUnlessCancelled() == nil { throw CancellationError() }
         do {
             return try await client.withConnection { connection in
                 try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
