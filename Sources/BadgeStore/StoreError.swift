@@ -1,8 +1,9 @@
 /// A store failure.
 ///
-/// `transient` errors (connection refused or lost, serialization failures, deadlocks, "database is locked")
-/// may succeed when the same operation is retried; a batch that failed with one had no effect. Other errors
-/// are bugs, bad configuration, a lost lease, or the database refusing the data itself (``refusesInput``).
+/// Every failure has exactly one ``DatabaseFailure`` class (``failure``), which says what the worker does about it:
+/// park the event (``DatabaseFailure/data``), retry at once (``DatabaseFailure/connection``), wait for the database
+/// (``DatabaseFailure/unavailable``), or end the work (``DatabaseFailure/other``). A batch that failed with a retried
+/// class had no effect.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// A typed, machine-readable error code. Its ``rawValue`` is the short name logs and parked messages show.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -46,6 +47,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let sqliteLocked = Code("sqlite_locked")
         /// SQLite: a constraint refused the data.
         public static let sqliteConstraint = Code("sqlite_constraint")
+        /// SQLite: the disk or the database file is full.
+        public static let sqliteFull = Code("sqlite_full")
         /// SQLite: any other error.
         public static let sqlite = Code("sqlite")
         /// PostgreSQL: a client-side error of the driver.
@@ -61,35 +64,37 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     /// A one-line human-readable reason.
     public var message: String
-    /// Whether retrying the same operation may succeed.
-    public var transient: Bool
+    /// What the failure means for the work that met it.
+    public var failure: DatabaseFailure
 
-    /// Creates an error.
-    public init(code: Code, message: String, transient: Bool) {
+    /// Creates an error of the class `failure`.
+    public init(code: Code, message: String, failure: DatabaseFailure) {
         self.code = code
         self.message = message
-        self.transient = transient
+        self.failure = failure
     }
 
-    /// `code: message`, with `(transient)` when it is.
+    /// Creates an error that a retry at once may mend (``DatabaseFailure/connection``) or not
+    /// (``DatabaseFailure/other``).
+    public init(code: Code, message: String, transient: Bool) {
+        self.init(code: code, message: message, failure: transient ? .connection : .other)
+    }
+
+    /// Whether the same operation is tried again in place (``DatabaseFailure/isRetried``).
+    public var transient: Bool { failure.isRetried }
+
+    /// `code: message`, with the class when the failure is retried.
     public var description: String {
-        "\(code): \(message)\(transient ? " (transient)" : "")"
+        "\(code): \(message)\(failure.isRetried ? " (\(failure.rawValue))" : "")"
     }
 
-    /// Whether the database refused the data itself: a value it cannot store or index (SQLSTATE classes 22 data
-    /// exception, 23 integrity constraint, 54 program limit such as an index row too large; SQLite constraint,
-    /// size and type errors). Retrying would fail the same way; the event that carries the data is the culprit.
-    public var refusesInput: Bool {
-        guard !transient else { return false }
-        let name = code.rawValue
-        return name.hasPrefix("sqlstate_22") || name.hasPrefix("sqlstate_23") || name.hasPrefix("sqlstate_54")
-            || code == .sqliteConstraint || code == Code("sqlite_too_big") || code == Code("sqlite_mismatch")
-            || code == Code("sqlite_range")
-    }
+    /// Whether the database refused the data itself (``DatabaseFailure/data``): retrying would fail the same way;
+    /// the event that carries the data is the culprit.
+    public var refusesInput: Bool { failure == .data }
 
     /// A bounded name for the kind of failure, for metrics: `connection`, `timeout`, `conflict` (serialization
-    /// failure, deadlock, SQLite busy or locked), `refused_input` (``refusesInput``), `lease` (lost or ended),
-    /// `closed`, `configuration` or `other`.
+    /// failure, deadlock, SQLite busy or locked), `refused_input` (``refusesInput``), `unavailable` (the database
+    /// cannot write now), `lease` (lost or ended), `closed`, `configuration` or `other`.
     public var errorClass: String {
         switch code {
         case .connection, .connectionClosed, .connectionClosedBeforeBegin: "connection"
@@ -98,7 +103,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case .leaseLost, .leaseTermEnded: "lease"
         case .closed: "closed"
         case .badDatabaseURL: "configuration"
-        default: refusesInput ? "refused_input" : "other"
+        default:
+            switch failure {
+            case .data: "refused_input"
+            case .unavailable: "unavailable"
+            case .connection: "connection"
+            case .other: "other"
+            }
         }
     }
 

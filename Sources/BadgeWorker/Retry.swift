@@ -2,20 +2,35 @@ import BadgeStore
 import BadgeSupport
 import Logging
 
-/// Retrying in place: a transient failure (database restarting, lock conflict) is tried again with capped
-/// exponential backoff, holding the deliveries unacked, instead of requeueing them behind later events.
+/// Retrying in place: a failure that the same work may get past (``DatabaseFailure/isRetried``) is tried again,
+/// holding the deliveries unacked, instead of requeueing them behind later events or restarting the session (each
+/// return of an unacked message counts toward the queue's delivery limit).
+///
+/// - ``DatabaseFailure/connection`` (a lost connection, a deadlock, a timeout): again at once, with a short
+///   backoff (``backoff``); each retry is logged.
+/// - ``DatabaseFailure/unavailable`` (read-only, disk full, out of resources, shutting down): the database cannot
+///   write now, and may not for minutes. The work waits with a capped backoff (``unavailableBackoff``, at most
+///   ``unavailableBackoff``'s maximum between tries); the worker reports unready (`/readyz` says why), its watchdog
+///   does not count the wait as a wedge, and the state is logged once when it begins and once when it ends
+///   (``DatabaseOutage``, kept by ``WorkerHealth``), not per attempt.
 enum Retry {
-    /// The waits between attempts: full jitter below a ceiling of 50 ms doubling up to 2 s.
+    /// The waits between attempts after a connection failure: full jitter below a ceiling of 50 ms doubling up to
+    /// 2 s.
     static let backoff = Backoff(initial: .milliseconds(50), maximum: .seconds(2))
+
+    /// The waits between attempts while the database cannot write: a ceiling of 250 ms doubling up to 5 s, so that
+    /// a worker notices a recovery within seconds without hammering a database that is out of disk or failing over.
+    static let unavailableBackoff = Backoff(initial: .milliseconds(250), maximum: .seconds(5))
 
     /// How long one attempt may take before it is cancelled and retried. It helps only a call that honours
     /// cancellation; one that does not (see `PostgresExecutor.queryIfOpen` for the case we met) is left to the
     /// watchdog.
     static let attemptTimeout: Duration = .seconds(10)
 
-    /// Runs `body` until it succeeds or fails with a non-transient error. `waitingFor`, when given, names the
+    /// Runs `body` until it succeeds or fails with an error that is not retried. `waitingFor`, when given, names the
     /// dependency the retries wait for, in the log line of every retry (e.g. "the database" at start). `health`
-    /// hears whether the database answered.
+    /// hears whether the database answered, and keeps the one record of an outage of the whole worker; without it
+    /// the outage is this call's own.
     static func transient<T: Sendable>(
         _ what: String,
         waitingFor dependency: String? = nil,
@@ -25,6 +40,9 @@ enum Retry {
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         var attempt = 0
+        // Since when this call waits for a database that cannot write; nil while it does not.
+        var waitingSince: ContinuousClock.Instant?
+        defer { if waitingSince != nil { health?.databaseWaitDone() } }
         while true {
             do {
                 let value: T
@@ -39,20 +57,53 @@ enum Retry {
                 } else {
                     value = try await body()
                 }
-                health?.databaseAnswered()
+                if let health {
+                    if waitingSince != nil {
+                        waitingSince = nil
+                        health.databaseWaitDone()
+                    }
+                    if let outage = health.databaseAnswered() {
+                        logRecovered(after: outage.lasted, relapses: outage.relapses, logger: logger)
+                    }
+                } else if let since = waitingSince {
+                    logRecovered(after: .now - since, relapses: 0, logger: logger)
+                }
                 return value
-            } catch let error as StoreError where error.transient {
-                health?.databaseFailed("\(what): \(error.message)")
+            } catch let error as StoreError where error.failure.isRetried {
                 WorkerMetrics.databaseErrors(error).increment()
                 attempt += 1
-                logger.warning(
-                    dependency.map { "waiting for \($0), retrying" } ?? "transient failure, retrying in place",
-                    metadata: [
-                        "worker.operation": "\(what)", "worker.attempt": "\(attempt)",
-                        "worker.error": "\(error.message)",
-                    ])
-                try await Task.sleep(for: backoff.delay(attempt: attempt))
+                if error.failure == .unavailable {
+                    let began: Bool
+                    if waitingSince != nil {
+                        began = false
+                        health?.databaseStillUnavailable("\(what): \(error.message)")
+                    } else {
+                        waitingSince = .now
+                        began = health?.databaseWaits("\(what): \(error.message)") ?? true
+                    }
+                    if began {
+                        logger.warning(
+                            "the database cannot write now; holding the work in hand and trying again until it can",
+                            metadata: ["worker.operation": "\(what)", "worker.error": "\(error)"])
+                    }
+                    try await Task.sleep(for: unavailableBackoff.delay(attempt: attempt))
+                } else {
+                    health?.databaseFailed("\(what): \(error.message)")
+                    logger.warning(
+                        dependency.map { "waiting for \($0), retrying" } ?? "transient failure, retrying in place",
+                        metadata: [
+                            "worker.operation": "\(what)", "worker.attempt": "\(attempt)",
+                            "worker.error": "\(error.message)",
+                        ])
+                    try await Task.sleep(for: backoff.delay(attempt: attempt))
+                }
             }
         }
+    }
+
+    private static func logRecovered(after outage: Duration, relapses: Int, logger: Logger) {
+        logger.notice(
+            "the database writes again",
+            metadata: ["worker.outage": "\(outage)", "worker.outage_relapses": "\(relapses)"])
     }
 }

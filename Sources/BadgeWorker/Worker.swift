@@ -58,7 +58,8 @@ public struct Worker: Service {
             concurrency: configuration.sendConcurrency, policy: configuration.badgePolicy,
             schedule: RetrySchedule(
                 initial: configuration.delivery.initialBackoff, maximum: configuration.delivery.maxBackoff),
-            maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, logger: logger)
+            maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, health: health,
+            logger: logger)
         do {
             // At start the database may not answer yet (a fleet starting with it): wait, saying so.
             // Waiting for the database or the broker (a fleet starting with them) ends at once on SIGTERM:
@@ -139,12 +140,6 @@ public struct Worker: Service {
         } catch {
             return .failure(error)
         }
-    }
-
-    private func retryingTransient<T: Sendable>(
-        _ what: String, _ body: @escaping @Sendable () async throws -> T
-    ) async throws -> T {
-        try await Retry.transient(what, logger: logger, body)
     }
 }
 

@@ -54,8 +54,10 @@ struct FleetStoreTests {
             // Renewed in time, one lease lasts a full TTL again; the other runs out.
             #expect(try await store.renewLease(held, ttlMilliseconds: 60_000))
             try await Task.sleep(for: .milliseconds(1600))
-            #expect(try await !store.renewLease(expiring, ttlMilliseconds: 60_000))
+            // Run out but taken by nobody (a database outage longer than the TTL): its owner renews it.
+            #expect(try await store.renewLease(expiring, ttlMilliseconds: 1500))
             #expect(try await store.renewLease(held, ttlMilliseconds: 60_000))
+            try await Task.sleep(for: .milliseconds(1600))
 
             // Another worker takes the expired one over: renewing the old epoch fails, even with the same owner name.
             let taken = try #require(
@@ -70,6 +72,25 @@ struct FleetStoreTests {
             // The renewed lease is still held at the next round, at the same epoch.
             let again = try await store.leaseRound(worker: "w1", partitions: 2, ttlMilliseconds: 60_000, releasing: [])
             #expect(again.leases == [held])
+        }
+    }
+
+    /// A database outage longer than the TTL: every lease ran out and nobody could take one over. The owner's batch
+    /// still commits under it, and its next round renews it at the same epoch: the partition and the messages it
+    /// holds stay where they are.
+    @Test(arguments: Backend.allCases)
+    func anExpiredLeaseNobodyTookStillCommits(backend: Backend) async throws {
+        try await withStore(backend) { store in
+            let lease = try #require(
+                try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 1, releasing: []).leases.first)
+            try await Task.sleep(for: .milliseconds(20))
+            _ = try await store.apply(
+                [register("d1", token: tokenA), follow("n1", at: 1)], policy: .unseen,
+                context: ApplyContext(partition: 0, lease: lease))
+            #expect(try await store.snapshot(user: "u-alice").badgeVersion == 1)
+            let renewed = try await store.leaseRound(
+                worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+            #expect(renewed.leases == [lease])
         }
     }
 

@@ -317,15 +317,6 @@ struct StoreTests {
         try await store.close()
     }
 
-    @Test func transientErrorClassification() {
-        #expect(PostgresTransactor.isTransient(sqlState: "40001"))
-        #expect(PostgresTransactor.isTransient(sqlState: "40P01"))
-        #expect(PostgresTransactor.isTransient(sqlState: "08006"))
-        #expect(PostgresTransactor.isTransient(sqlState: "57P01"))
-        #expect(!PostgresTransactor.isTransient(sqlState: "23505"))
-        #expect(!PostgresTransactor.isTransient(sqlState: "42P01"))
-    }
-
     /// SQLite's "database is locked": a second store on the same file cannot write while the first holds a
     /// write transaction; after its busy timeout it fails with a transient error and a retry succeeds.
     @Test func sqliteBusyIsTransient() async throws {

@@ -10,6 +10,18 @@ import Testing
     import Glibc
 #endif
 
+/// What a fleet run's fault injection gets to work with.
+struct FleetRun: Sendable {
+    /// The workers, started and ready.
+    let workers: [WorkerProcess]
+    /// The PostgreSQL database's name (a fresh one per run; unused on SQLite).
+    let database: String
+    let databaseURL: String
+    let namespace: String
+    /// Each worker's `/metrics`, `/healthz` and `/readyz` port on 127.0.0.1, in the order of ``workers``.
+    let metricsPorts: [Int]
+}
+
 /// A fleet of real `badgepipe worker` processes on PostgreSQL, with the sink in this process and a publisher that
 /// re-publishes what a broker restart left unconfirmed.
 struct FleetHarness {
@@ -31,13 +43,16 @@ struct FleetHarness {
     ///
     /// With `sinkOutage`, the sink answers every push with 503 from the start for that long; just before it
     /// recovers, the report takes what the broker still holds and how many events the database has processed.
+    /// `sqlitePath` runs the workers on that SQLite file instead of a fresh PostgreSQL database (a single node: give
+    /// one worker).
     static func run(
         seed: UInt64,
         workers workerCount: Int = 3,
         rate: Double = 120,
         sinkFault: Fault? = nil,
         sinkOutage: Duration? = nil,
-        chaos: @escaping @Sendable ([WorkerProcess]) async throws -> Int = { _ in 0 }
+        sqlitePath: String? = nil,
+        chaos: @escaping @Sendable (FleetRun) async throws -> Int = { _ in 0 }
     ) async throws -> FleetReport {
         let script = FleetScript(seed: seed)
         var logger = Logger(label: "fleet-test")
@@ -52,8 +67,13 @@ struct FleetHarness {
 
         let namespace = "fleet-\(seed)-\(UInt16.random(in: 0...UInt16.max))"
         let database = "fleet_\(seed)_\(UInt16.random(in: 0...UInt16.max))"
-        try await shell("psql", [databaseBase, "-q", "-c", "create database \(database)"])
-        let databaseURL = String(databaseBase[...databaseBase.lastIndex(of: "/")!]) + database + "?sslmode=disable"
+        let databaseURL: String
+        if let sqlitePath {
+            databaseURL = "sqlite:\(sqlitePath)"
+        } else {
+            try await shell("psql", [databaseBase, "-q", "-c", "create database \(database)"])
+            databaseURL = String(databaseBase[...databaseBase.lastIndex(of: "/")!]) + database + "?sslmode=disable"
+        }
         let logs = FileManager.default.temporaryDirectory.appendingPathComponent(namespace)
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
 
@@ -71,8 +91,12 @@ struct FleetHarness {
                 "BADGEPIPE_LEASE_TTL_MS": "3000",
                 "BADGEPIPE_LOG_LEVEL": "info",
             ]
+            let metricsPorts = try (1...workerCount).map { _ in try freeListenPort() }
             let workers = (1...workerCount).map {
-                WorkerProcess(name: "w\($0)", environment: environment, logDirectory: logs)
+                WorkerProcess(
+                    name: "w\($0)",
+                    environment: environment.merging(["BADGEPIPE_METRICS_PORT": "\(metricsPorts[$0 - 1])"]) { $1 },
+                    logDirectory: logs)
             }
             defer { for worker in workers { worker.stop() } }
             for worker in workers {
@@ -91,7 +115,10 @@ struct FleetHarness {
             if sinkOutage != nil { sinkState.addFault(try Fault(status: 503, reason: "ServiceUnavailable")) }
             let publisher = FleetPublisher(url: amqpURL, exchange: "\(namespace).events", rate: rate)
             async let republished = publisher.publish(script.steps)
-            async let faults = chaos(workers)
+            async let faults = chaos(
+                FleetRun(
+                    workers: workers, database: database, databaseURL: databaseURL, namespace: namespace,
+                    metricsPorts: metricsPorts))
             async let atOutageEnd: (queued: Int, processed: Int)? = {
                 guard let sinkOutage else { return nil }
                 try await Task.sleep(for: sinkOutage)
@@ -120,8 +147,10 @@ struct FleetHarness {
             try await group.waitForAll()
             try await cleanUp(namespace: namespace)
             if ProcessInfo.processInfo.environment["BADGEPIPE_FLEET_KEEP"] == nil {
-                try? await shell(
-                    "psql", [databaseBase, "-q", "-c", "drop database if exists \(database) with (force)"])
+                if sqlitePath == nil {
+                    try? await shell(
+                        "psql", [databaseBase, "-q", "-c", "drop database if exists \(database) with (force)"])
+                }
                 try? FileManager.default.removeItem(at: logs)
             } else {
                 print("fleet: kept database \(database) and logs \(logs.path)")
@@ -145,7 +174,8 @@ struct FleetHarness {
         } catch let error as FleetError {
             // Say what was still pending, so that a run that failed in CI can be understood from its log.
             let queues = (try? await queueLines(namespace: namespace)) ?? "?"
-            let state = (try? await psql(databaseURL, Self.pendingStateQuery)) ?? "?"
+            let state =
+                databaseURL.hasPrefix("sqlite:") ? "" : (try? await psql(databaseURL, Self.pendingStateQuery)) ?? "?"
             throw FleetError("\(error.description); queues: \(queues); state: \(state)")
         }
     }
@@ -232,18 +262,23 @@ struct FleetHarness {
         try await count("outbox", databaseURL: databaseURL, namespace: namespace)
     }
 
-    /// Rows in one table of the fleet database.
+    /// Rows in one table of the fleet database (PostgreSQL, or SQLite read with the `sqlite3` shell).
     static func count(_ table: String, databaseURL: String, namespace: String) async throws -> Int {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-\(table).txt")
-        try await shell(
-            "sh", ["-c", "psql '\(databaseURL)' -Atc 'select count(*) from \(table)' > \(output.path)"],
-            timeout: .seconds(30))
+        let query = "select count(*) from \(table)"
+        let command =
+            databaseURL.hasPrefix("sqlite:")
+            ? "sqlite3 -readonly '\(databaseURL.dropFirst("sqlite:".count))' '\(query)'"
+            : "psql '\(databaseURL)' -Atc '\(query)'"
+        try await shell("sh", ["-c", "\(command) > \(output.path)"], timeout: .seconds(30))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
     }
 
-    /// How many partitions each live worker leases now, fewest first (from the database, before the workers stop).
+    /// How many partitions each live worker leases now, fewest first (from the database, before the workers stop);
+    /// none on SQLite, which has no leases.
     static func partitionsPerWorker(databaseURL: String, namespace: String) async throws -> [Int] {
+        if databaseURL.hasPrefix("sqlite:") { return [] }
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-leases.txt")
         let query =
             "select count(*) from partition_leases where owner is not null and expires_at > "

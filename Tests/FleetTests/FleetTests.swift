@@ -15,7 +15,7 @@ import Testing
 struct FleetTests {
     /// The checks every run shares. `selfRestartsAllowed` only for the SIGKILL run, where the supervisor may notice
     /// a killed worker before the test starts it again.
-    private func expectClean(
+    static func expectClean(
         _ report: FleetReport, allowDuplicates: Bool, _ name: String, selfRestartsAllowed: Bool = false
     ) {
         print("fleet[\(name)]: \(report)")
@@ -36,13 +36,14 @@ struct FleetTests {
 
     @Test func noFaults() async throws {
         let report = try await FleetHarness.run(seed: 11)
-        expectClean(report, allowDuplicates: false, "no faults")
+        Self.expectClean(report, allowDuplicates: false, "no faults")
         // The work is spread: 8 partitions over 3 workers is 3 + 3 + 2, nobody idle, nobody holding everything.
         #expect(report.partitionsPerWorker == [2, 3, 3])
     }
 
     @Test func aRandomWorkerKilledEveryOneAndAHalfSeconds() async throws {
-        let report = try await FleetHarness.run(seed: 12) { workers in
+        let report = try await FleetHarness.run(seed: 12) { run in
+            let workers = run.workers
             var kills = 0
             let clock = ContinuousClock()
             let end = clock.now + .seconds(18)
@@ -56,11 +57,12 @@ struct FleetTests {
             }
             return kills
         }
-        expectClean(report, allowDuplicates: true, "SIGKILL", selfRestartsAllowed: true)
+        Self.expectClean(report, allowDuplicates: true, "SIGKILL", selfRestartsAllowed: true)
     }
 
     @Test func aWorkerFrozenPastTheHeartbeatTimeoutAndResumed() async throws {
-        let report = try await FleetHarness.run(seed: 13) { workers in
+        let report = try await FleetHarness.run(seed: 13) { run in
+            let workers = run.workers
             try await Task.sleep(for: .seconds(4))
             workers[0].signal(SIGSTOP)
             try await Task.sleep(for: .seconds(9))
@@ -71,7 +73,7 @@ struct FleetTests {
             workers[1].signal(SIGCONT)
             return 2
         }
-        expectClean(report, allowDuplicates: true, "SIGSTOP")
+        Self.expectClean(report, allowDuplicates: true, "SIGSTOP")
     }
 
     @Test func theBrokerRestartedMidRun() async throws {
@@ -82,7 +84,7 @@ struct FleetTests {
             try await FleetHarness.shell("scripts/services", ["ctl", "start_app"])
             return 1
         }
-        expectClean(report, allowDuplicates: false, "broker restart")
+        Self.expectClean(report, allowDuplicates: false, "broker restart")
     }
 
     @Test func postgresStoppedForFiveSeconds() async throws {
@@ -94,12 +96,12 @@ struct FleetTests {
             return 1
         }
         // Workers wait and resume: none gave up and had to be restarted (checked in expectClean).
-        expectClean(report, allowDuplicates: false, "PostgreSQL outage")
+        Self.expectClean(report, allowDuplicates: false, "PostgreSQL outage")
     }
 
     @Test func theSinkAnswers30PercentOfPushesWith503() async throws {
         let report = try await FleetHarness.run(
             seed: 16, sinkFault: try Fault(status: 503, reason: "ServiceUnavailable", rate: 0.3))
-        expectClean(report, allowDuplicates: false, "30% 503")
+        Self.expectClean(report, allowDuplicates: false, "30% 503")
     }
 }

@@ -110,10 +110,13 @@ final class WorkerProcess: @unchecked Sendable {
     /// Waits until the current incarnation logged "worker ready".
     func waitUntilReady(timeout: TimeInterval = 60) async throws {
         let deadline = Date().addingTimeInterval(timeout)
-        let marker = "worker.id=\(name)-\(incarnation)"
+        // A fleet worker names its incarnation; a single node (SQLite) calls itself `single`.
+        let markers = ["worker.id=\(name)-\(incarnation)", "worker.id=single"]
         while Date() < deadline {
             if let text = try? String(contentsOf: logFile, encoding: .utf8),
-                text.split(separator: "\n").contains(where: { $0.contains("worker ready") && $0.contains(marker) })
+                text.split(separator: "\n").contains(where: { line in
+                    line.contains("worker ready") && markers.contains { line.contains($0) }
+                })
             {
                 return
             }

@@ -1,8 +1,15 @@
 import BadgeCore
 
 extension FleetQueries {
-    /// Fails the batch with `lease_lost` unless `lease` is still held and unexpired. On PostgreSQL the lease row
-    /// stays key-share-locked until the batch commits, so nobody takes the partition over in between.
+    /// Fails the batch with `lease_lost` unless `lease` is still held: its row names this worker and its epoch. On
+    /// PostgreSQL the lease row stays key-share-locked until the batch commits, so nobody takes the partition over
+    /// in between.
+    ///
+    /// An expired lease that nobody took over still passes: a takeover changes the owner and the epoch, so while
+    /// they are this worker's nobody else has committed or claimed anything of the partition. That is what lets a
+    /// worker go on with the batch it holds after a database outage longer than the TTL (every lease expired, none
+    /// could be taken, since taking one writes), instead of stopping the partition and handing its unacked messages
+    /// back to the broker, where each return counts toward the queue's delivery limit.
     ///
     /// The lock protocol: a change of owner always locks the row `FOR UPDATE` first (the lease round's takeover
     /// selects free rows `FOR UPDATE SKIP LOCKED`), which waits for every fenced transaction still holding the
@@ -11,8 +18,8 @@ extension FleetQueries {
     /// the renewal, a convoy measured at 150 ms per lease round (p99 latency above a second at 2,000 events/s).
     static func checkLease(_ lease: PartitionLease, sql: any SQLExecutor) async throws {
         let rows = try await sql.query(
-            "SELECT 1 FROM partition_leases WHERE partition_id = $1 AND owner = $2 AND epoch = $3 AND expires_at > "
-                + now(sql.dialect) + sql.dialect.forKeyShare,
+            "SELECT 1 FROM partition_leases WHERE partition_id = $1 AND owner = $2 AND epoch = $3"
+                + sql.dialect.forKeyShare,
             [.int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)])
         if rows.isEmpty { throw leaseLost(lease) }
     }
@@ -25,8 +32,7 @@ extension FleetQueries {
     static func leaseQuery(_ lease: PartitionLease, first: Int) -> (sql: String, binds: [SQLValue]) {
         (
             "lease AS MATERIALIZED (SELECT 1 FROM partition_leases WHERE partition_id = $\(first) AND owner = "
-                + "$\(first + 1) AND epoch = $\(first + 2) AND expires_at > \(now(.postgres))"
-                + "\(SQLDialect.postgres.forKeyShare))",
+                + "$\(first + 1) AND epoch = $\(first + 2)\(SQLDialect.postgres.forKeyShare))",
             [.int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)]
         )
     }
@@ -45,7 +51,7 @@ extension FleetQueries {
         }
         return (
             "lease AS MATERIALIZED (SELECT 1 FROM partition_leases WHERE owner = $\(first) AND (partition_id, epoch) "
-                + "IN (\(pairs.joined(separator: ", "))) AND expires_at > \(now(.postgres)) ORDER BY partition_id"
+                + "IN (\(pairs.joined(separator: ", "))) ORDER BY partition_id"
                 + "\(SQLDialect.postgres.forKeyShare))",
             binds
         )

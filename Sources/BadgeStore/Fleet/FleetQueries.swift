@@ -45,9 +45,12 @@ enum FleetQueries {
                     "UPDATE partition_leases SET owner = NULL, expires_at = 0 WHERE partition_id = $1 AND owner = $2",
                     [.int(Int64(partition)), .text(worker)])
             }
+            // Every lease still in this worker's name is renewed, expired or not: nobody has owned the partition
+            // since (a change of owner writes the owner), so nobody committed or sent anything of it. After a
+            // database outage longer than the TTL the owners keep their partitions, and the messages they hold,
+            // instead of handing them back to the broker (see `checkLease`).
             var held = try await sql.query(
-                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE owner = $2 AND expires_at > \(now) "
-                    + "RETURNING partition_id, epoch",
+                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE owner = $2 RETURNING partition_id, epoch",
                 [.int(ttl), .text(worker)]
             ).compactMap(lease(worker))
             let target = (partitions + Int(max(1, live)) - 1) / Int(max(1, live))
@@ -90,7 +93,7 @@ enum FleetQueries {
             let now = Self.now(sql.dialect)
             return try await !sql.query(
                 "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE partition_id = $2 AND owner = $3 "
-                    + "AND epoch = $4 AND expires_at > \(now) RETURNING partition_id",
+                    + "AND epoch = $4 RETURNING partition_id",
                 [.int(ttlMilliseconds * 1000), .int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)]
             ).isEmpty
         }

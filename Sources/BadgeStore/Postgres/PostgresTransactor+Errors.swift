@@ -1,15 +1,6 @@
 import PostgresNIO
 
 extension PostgresTransactor {
-    /// SQLSTATE codes after which a retry may succeed.
-    static func isTransient(sqlState: String) -> Bool {
-        sqlState.hasPrefix("08")  // connection exception
-            || ["40001", "40P01"].contains(sqlState)  // serialization failure, deadlock
-            || ["57P01", "57P02", "57P03"].contains(sqlState)  // shutdown, crash shutdown, cannot connect now
-            || ["53300", "55P03", "25P03"].contains(sqlState)  // too many connections, lock timeout, idle timeout
-            || sqlState == "57014"  // statement timeout (or cancelled by an operator)
-    }
-
     static func storeError(_ error: any Error) -> StoreError {
         if let error = error as? StoreError { return error }
         if let error = error as? PSQLError {
@@ -23,7 +14,7 @@ extension PostgresTransactor {
                 case "40P01": code = .deadlock
                 default: code = state.isEmpty ? .server : .sqlState(state)
                 }
-                return StoreError(code: code, message: message, transient: isTransient(sqlState: state))
+                return StoreError(code: code, message: message, failure: DatabaseFailure.classify(sqlState: state))
             case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown:
                 let underlying = error.underlying.map { ": \($0)" } ?? ""
                 return StoreError(code: .connection, message: "\(error.code)\(underlying)", transient: true)

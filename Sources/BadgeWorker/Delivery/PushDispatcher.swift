@@ -22,12 +22,14 @@ struct PushDispatcher: Sendable {
     let maxAge: Duration
     /// Most pushes claimed by one round.
     let roundSize: Int
+    /// Hears whether the database answered (see `Retry`).
+    let health: WorkerHealth?
     let logger: Logger
 
     init(
         store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
         schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
-        maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, logger: Logger
+        maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil, logger: Logger
     ) {
         self.store = store
         self.sender = sender
@@ -37,6 +39,7 @@ struct PushDispatcher: Sendable {
         self.schedule = schedule
         self.maxAge = maxAge
         self.roundSize = roundSize
+        self.health = health
         self.logger = logger
     }
 
@@ -78,7 +81,7 @@ struct PushDispatcher: Sendable {
         let (limit, policy) = (roundSize, policy)
         let claim: ClaimedPushes
         do {
-            claim = try await Retry.transient("claim pushes", logger: logger) { [store] in
+            claim = try await Retry.transient("claim pushes", health: health, logger: logger) { [store] in
                 try await store.claimPushes(
                     partition: partition, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: policy,
                     lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore, recording: pending)
@@ -142,7 +145,7 @@ struct PushDispatcher: Sendable {
     /// Records a round's outcomes on their own.
     func record(_ record: DeliveryRecord) async throws {
         guard !record.isEmpty else { return }
-        try await Retry.transient("record deliveries", logger: logger) { [store] in
+        try await Retry.transient("record deliveries", health: health, logger: logger) { [store] in
             try await store.recordDeliveries(record)
         }
     }
@@ -165,7 +168,7 @@ struct PushDispatcher: Sendable {
         // Claimed under the lease; sent only while this worker is sure it still holds it (see `LeaseTerm`,
         // `LeaseFence`). If not, the push stays in the outbox, claimed but unsent, and the partition's new owner
         // sends it.
-        let fence = term.map { LeaseFence(term: $0, store: store, logger: logger) }
+        let fence = term.map { LeaseFence(term: $0, store: store, health: health, logger: logger) }
         do {
             switch try await sender.send(builder.build(push), fence: fence) {
             case .accepted:
@@ -225,10 +228,11 @@ struct PushDispatcher: Sendable {
     /// partition (`lease_lost`).
     private func afterLateSends(_ late: [ClaimedPush], term: LeaseTerm) async throws {
         do {
-            try await LeaseFence(term: term, store: store, logger: logger).prepare()
+            try await LeaseFence(term: term, store: store, health: health, logger: logger).prepare()
         } catch let error as StoreError where error.code == .leaseLost {
             for claimed in late {
-                let planned = try await Retry.transient("refresh badge", logger: logger) { [store, policy] in
+                let planned = try await Retry.transient("refresh badge", health: health, logger: logger) {
+                    [store, policy] in
                     try await store.refreshBadge(after: claimed.push, partition: term.lease.partition, policy: policy)
                 }
                 logger.warning(

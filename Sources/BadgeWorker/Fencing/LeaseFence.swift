@@ -11,6 +11,7 @@ import Logging
 struct LeaseFence: SendFence {
     let term: LeaseTerm
     let store: any BadgeStore
+    let health: WorkerHealth?
     let logger: Logger
 
     func prepare() async throws {
@@ -18,7 +19,7 @@ struct LeaseFence: SendFence {
         // `Retry.transient`, whose time limit starts a task group of two child tasks, one of them asleep on a 10 s
         // timer, for every call.
         if term.isValid { return }
-        try await Retry.transient("renew lease", logger: logger) { [term, store] in
+        try await Retry.transient("renew lease", health: health, logger: logger) { [term, store] in
             try await term.ensureValid { lease in
                 try await store.renewLease(lease, ttlMilliseconds: term.ttlMilliseconds)
             }

@@ -14,6 +14,8 @@ final class Watchdog: Sendable {
     private struct State {
         /// Work that started and has not finished: name → start time.
         var busy: [String: ContinuousClock.Instant] = [:]
+        /// Whether the database is known to be unable to write (see ``Watchdog/pause()``).
+        var paused = false
     }
 
     private let state = Mutex(State())
@@ -31,7 +33,9 @@ final class Watchdog: Sendable {
             while true {
                 Thread.sleep(forTimeInterval: 1)
                 let now = ContinuousClock.now
-                let stuck = state.withLock { state in state.busy.first { now - $0.value > limit } }
+                let stuck = state.withLock { state in
+                    state.paused ? nil : state.busy.first { now - $0.value > limit }
+                }
                 if let (name, since) = stuck {
                     logger.critical(
                         "no progress, exiting so that the supervisor restarts the worker",
@@ -57,6 +61,21 @@ final class Watchdog: Sendable {
     func progressed(_ name: String) {
         state.withLock { state in
             if state.busy[name] != nil { state.busy[name] = ContinuousClock.now }
+        }
+    }
+
+    /// The database cannot write now: the watched work waits for it, retrying with a backoff whose every attempt
+    /// is bounded by its own time limit, so waiting is not a wedge. Until ``resume()`` nothing is judged stuck.
+    func pause() {
+        state.withLock { $0.paused = true }
+    }
+
+    /// The database writes again: every watched operation's time starts again from now.
+    func resume() {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            state.paused = false
+            for name in state.busy.keys { state.busy[name] = now }
         }
     }
 

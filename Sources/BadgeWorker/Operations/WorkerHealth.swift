@@ -13,6 +13,8 @@ public final class WorkerHealth: Sendable {
         var connected = false
         var started = false
         var databaseError: String?
+        /// Whether the database can write, and the work waiting for it.
+        var outage = DatabaseOutage()
         var partitionsHeld: Set<Int> = []
     }
 
@@ -65,6 +67,56 @@ public final class WorkerHealth: Sendable {
         }
         if changed { WorkerMetrics.partitionsHeld.record(partitions.count) }
     }
-    func databaseAnswered() { state.withLock { if $0.databaseError != nil { $0.databaseError = nil } } }
+    /// A call to the database succeeded: a failure it reported is over. Returns how long the database could not
+    /// write, and how often work waited again meanwhile, when this ends such an outage (see ``DatabaseOutage``; the
+    /// caller logs it, once for the worker).
+    @discardableResult
+    func databaseAnswered() -> (lasted: Duration, relapses: Int)? {
+        let action = state.withLock { state in
+            if state.databaseError != nil, state.outage.waiting == 0 { state.databaseError = nil }
+            return state.outage.succeeded(now: .now)
+        }
+        guard case .ended(let lasted, let relapses) = action else { return nil }
+        return (lasted, relapses)
+    }
+
     func databaseFailed(_ error: String) { state.withLock { $0.databaseError = error } }
+
+    /// A piece of work met the database unable to write (``DatabaseFailure/unavailable``) for the first time: it
+    /// waits until ``databaseWaitDone()``. Meanwhile the worker is unready and its watchdog excuses the waits.
+    /// Returns whether this began an outage (the caller logs it, once for the worker).
+    func databaseWaits(_ error: String) -> Bool {
+        let action = state.withLock { state in
+            state.databaseError = "cannot write now: \(error)"
+            return state.outage.workWaits(now: .now)
+        }
+        switch action {
+        case .began, .waitsAgain:
+            watchdog.withLock { $0 }?.pause()
+            WorkerMetrics.databaseUnavailable.record(1)
+        default: break
+        }
+        return action == .began
+    }
+
+    /// Waiting work met the database unable to write again.
+    func databaseStillUnavailable(_ error: String) {
+        state.withLock { state in
+            state.databaseError = "cannot write now: \(error)"
+            state.outage.stillFailing(now: .now)
+        }
+    }
+
+    /// Work that waited for the database is done (it succeeded, or was given up).
+    func databaseWaitDone() {
+        let action = state.withLock { state in
+            let action = state.outage.workDone(now: .now)
+            if action == .nothingWaits { state.databaseError = nil }
+            return action
+        }
+        if action == .nothingWaits {
+            watchdog.withLock { $0 }?.resume()
+            WorkerMetrics.databaseUnavailable.record(0)
+        }
+    }
 }

@@ -58,6 +58,10 @@ enum WorkerMetrics {
     /// Broker sessions started again after the connection was lost.
     static let amqpReconnects = Counter(label: "badgepipe_amqp_reconnects_total")
 
+    /// 1 while the database cannot write (read-only, full, out of resources), 0 otherwise: the worker holds its
+    /// work and waits (see `Retry`).
+    static let databaseUnavailable = Gauge(label: "badgepipe_database_unavailable")
+
     /// Database errors, by class (``StoreError/errorClass``).
     static func databaseErrors(_ error: StoreError) -> Counter {
         Counter(label: "badgepipe_database_errors_total", dimensions: [("class", error.errorClass)])
