@@ -17,6 +17,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
         public var description: String { rawValue }
 
+        /// A read-state event of the batch (read-all, opened, conversation read) would change more rows than one
+        /// transaction may (``ApplyContext/readStateChunk``): apply the batch up to it, then it alone, chunk by chunk
+        /// (``ApplyContext/chunked``). ``StoreError/subject`` names the event.
+        public static let readStateTooLarge = Code("read_state_too_large")
         /// The batch's or claim's lease is no longer this worker's.
         public static let leaseLost = Code("lease_lost")
         /// This worker's own record of its lease ran out (see `LeaseTerm`).
@@ -66,12 +70,15 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public var message: String
     /// What the failure means for the work that met it.
     public var failure: DatabaseFailure
+    /// The event the failure is about, when it is about one (``Code/readStateTooLarge``).
+    public var subject: String?
 
     /// Creates an error of the class `failure`.
-    public init(code: Code, message: String, failure: DatabaseFailure) {
+    public init(code: Code, message: String, failure: DatabaseFailure, subject: String? = nil) {
         self.code = code
         self.message = message
         self.failure = failure
+        self.subject = subject
     }
 
     /// Creates an error that a retry at once may mend (``DatabaseFailure/connection``) or not

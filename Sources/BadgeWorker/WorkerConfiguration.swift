@@ -40,6 +40,9 @@ public struct WorkerConfiguration: Sendable {
     /// The most work one ingestion transaction does, in rows (see `PartitionProcessor.weight(of:)`): a batch
     /// heavier than this is applied in several transactions. 128 events of the contract's largest
     /// (`notification_read` with 500 ids) make 64,128; 2,048 keeps each transaction well within the watchdog.
+    /// It also bounds the rows one read-state event (read-all, opened, conversation read) changes per transaction:
+    /// a user who reads 1,000,000 notifications at once is applied in chunks of this many (see
+    /// `ApplyContext.readStateChunk`).
     public var maxTransactionWeight = 2048
     /// The least time between the starts of two of the worker's ingestion transactions while its partitions'
     /// batches are not full (see `CommitGroup`): partitions take their batches at that tick, together. Zero: a

@@ -127,8 +127,12 @@ extension EventRules {
             break
         }
 
-        guard user.counts != before.counts || user.badgeEnabled != before.badgeEnabled else { return }
-        user.badgeVersion += 1
+        let changed = user.counts != before.counts || user.badgeEnabled != before.badgeEnabled
+        if changed { user.badgeVersion += 1 }
+        // An event applied in chunks pushes once, with its last chunk, and then always: its earlier chunks changed
+        // the counts (and the version) without a push.
+        if unfinishedChunk { return }
+        guard changed || chunked else { return }
         planPushes(.badgeOnly, for: event, user: user)
     }
 

@@ -83,6 +83,26 @@ extension EventRules {
         // The tokens the device events name first (locked for update), then the users' other active devices.
         if let tokensPart { try readDevices(results[tokensPart]) }
         if let userDevicesPart { try readDevices(results[userDevicesPart]) }
+        try checkReadStateRows(events)
+    }
+
+    /// With ``readStateChunk``: a fresh read-state event whose watermark reached the bound fails the batch (before
+    /// anything is written) with `read_state_too_large` naming the first such event, or, in a chunked batch, makes
+    /// this chunk unfinished (``unfinishedChunk``).
+    private mutating func checkReadStateRows(_ events: [Event]) throws {
+        guard let limit = readStateChunk, readStateRows.values.contains(where: { $0 >= limit }) else { return }
+        let heavy = events.first { event in
+            fresh.contains(event.id) && ReadStateKey(event).map { (readStateRows[$0] ?? 0) >= limit } ?? false
+        }
+        guard let heavy else { return }
+        if chunked {
+            unfinishedChunk = true
+            return
+        }
+        throw StoreError(
+            code: .readStateTooLarge,
+            message: "\(heavy.type.rawValue) \(heavy.id) changes more than \(limit) rows: applied in chunks",
+            failure: .other, subject: heavy.id)
     }
 
     /// The part that creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so
@@ -182,15 +202,19 @@ extension EventRules {
                         + "ON t.user_id = s.user_id AND t.notification_id = s.id")
             }
             if !watermarks.isEmpty {
+                // Bounded (``readStateChunk``): the oldest rows first, one more than a chunk tells "more".
+                let limit = readStateChunk.map {
+                    SQLRowLimit(count: $0, orderBy: "n.occurred_at, n.id", per: "s.user_id")
+                }
                 func each(_ condition: String) -> String {
                     watermarks.joinEach(
                         "s", bind: next, dialect: dialect, table: "notifications", as: "n", columns: columns,
-                        on: "n.user_id = s.user_id AND " + condition)
+                        on: "n.user_id = s.user_id AND " + condition, limit: limit)
                 }
                 branches.append(
-                    "SELECT 'n' AS kind, \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
+                    "SELECT 'r' AS kind, \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
                 branches.append(
-                    "SELECT 'n' AS kind, \(columns) FROM "
+                    "SELECT 'o' AS kind, \(columns) FROM "
                         + each("NOT n.read AND NOT n.seen AND n.occurred_at <= s.opened"))
             }
             return branches.joined(separator: " UNION ALL ")
@@ -214,6 +238,11 @@ extension EventRules {
             }
             notifications[user, default: [:]][id] = NotificationRow(
                 occurredAt: occurredAt, read: read, seen: seen, isNew: false)
+            switch kind {
+            case "r": readStateRows[.readAll(user), default: 0] += 1
+            case "o": readStateRows[.opened(user), default: 0] += 1
+            default: break
+            }
         }
     }
 
@@ -250,7 +279,11 @@ extension EventRules {
             let source = conversations.joinEach(
                 "s", bind: first, dialect: dialect, table: "messages", as: "m", columns: columns,
                 on: "m.user_id = s.user_id AND m.conversation_id = s.conversation_id AND NOT m.read "
-                    + "AND m.occurred_at <= s.read_until")
+                    + "AND m.occurred_at <= s.read_until",
+                limit: readStateChunk.map {
+                    SQLRowLimit(
+                        count: $0, orderBy: "m.occurred_at, m.event_id", per: "s.user_id, s.conversation_id")
+                })
             return "SELECT \(columns) FROM \(source)"
         }
     }
@@ -260,8 +293,9 @@ extension EventRules {
             guard let user = try row["user_id"].string, let conversation = try row["conversation_id"].string,
                 let id = try row["event_id"].string, let occurredAt = try row["occurred_at"].int64
             else { throw StoreError.corrupt("bad messages row") }
-            messages[UserItem(user: user, item: conversation), default: [:]][id] = MessageRow(
-                occurredAt: occurredAt, read: false, isNew: false)
+            let key = UserItem(user: user, item: conversation)
+            messages[key, default: [:]][id] = MessageRow(occurredAt: occurredAt, read: false, isNew: false)
+            readStateRows[.conversation(key), default: 0] += 1
         }
     }
 

@@ -93,4 +93,22 @@ extension EventRules {
         var user: String
         var item: String
     }
+
+    /// The rows one read-state watermark of a batch changes: a user's read-all or opened, or one conversation's read.
+    enum ReadStateKey: Hashable {
+        case readAll(String)
+        case opened(String)
+        case conversation(UserItem)
+
+        /// The watermark `event` moves, if it is a read-state event that changes rows in bulk.
+        init?(_ event: Event) {
+            switch event.type {
+            case .notificationsReadAll: self = .readAll(event.recipient)
+            case .notificationsOpened: self = .opened(event.recipient)
+            case .conversationRead:
+                self = .conversation(UserItem(user: event.recipient, item: event.conversationID ?? ""))
+            default: return nil
+            }
+        }
+    }
 }

@@ -39,6 +39,15 @@ struct EventRules {
     /// Whether the batch claims the pushes it can (see ``ApplyContext/claimsPushes``): on PostgreSQL, those of
     /// the partitions whose lease is in ``leases``.
     var claimsPushes = false
+    /// See ``ApplyContext/readStateChunk``.
+    var readStateChunk: Int?
+    /// See ``ApplyContext/chunked``: the batch is one read-state event, applied chunk by chunk.
+    var chunked = false
+    /// In a chunked batch, whether this chunk is not the event's last (set by ``load(_:)``).
+    var unfinishedChunk = false
+    /// Rows the read-state parts of ``load(_:)`` returned, per watermark (user, or user and conversation), to
+    /// compare with ``readStateChunk``.
+    var readStateRows: [ReadStateKey: Int] = [:]
 
     var users: [String: UserRow] = [:]
     var loadedUsers: [String: UserRow] = [:]
@@ -96,6 +105,10 @@ struct EventRules {
             outcomes.append((duplicate, start..<planned.count))
         }
         let rows = try await write()
+        if unfinishedChunk, let event = events.first {
+            // Not processed yet: the event's next chunk must find it fresh.
+            try await sql.execute("DELETE FROM processed_events WHERE event_id = $1", [.text(event.id)])
+        }
         return zip(events, outcomes).map { event, outcome in
             AppliedEvent(
                 event: event, duplicate: outcome.duplicate,
@@ -103,7 +116,7 @@ struct EventRules {
                     OutboxPush(
                         id: rows[index].id, push: planned[index], claimedEpoch: rows[index].claimedEpoch,
                         createdAt: createdAt, nextAttemptAt: rows[index].nextAttemptAt)
-                })
+                }, unfinished: unfinishedChunk)
         }
     }
 }

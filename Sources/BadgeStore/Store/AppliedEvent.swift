@@ -8,11 +8,15 @@ public struct AppliedEvent: Sendable, Equatable {
     public var duplicate: Bool
     /// The pushes the event caused, as written to the outbox, in planning order.
     public var pushes: [OutboxPush]
+    /// A chunk of a read-state event applied in chunks (``ApplyContext/chunked``) that was not its last: apply it
+    /// again for the next.
+    public var unfinished: Bool
 
     /// Creates a result.
-    public init(event: Event, duplicate: Bool, pushes: [OutboxPush]) {
+    public init(event: Event, duplicate: Bool, pushes: [OutboxPush], unfinished: Bool = false) {
         self.event = event
         self.duplicate = duplicate
         self.pushes = pushes
+        self.unfinished = unfinished
     }
 }

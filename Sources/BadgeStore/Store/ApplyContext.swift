@@ -22,13 +22,26 @@ public struct ApplyContext: Sendable, Equatable {
     /// partition's delivery stage, this long after.
     public static let claimHold = Duration.seconds(5)
 
+    /// The most rows one read-state event (`notifications_read_all`, `notifications_opened`, `conversation_read`)
+    /// changes in one transaction; nil: no bound. A batch with an event that would change more fails with
+    /// `read_state_too_large` naming it, before it writes anything; the caller then applies the events before it,
+    /// the event alone in chunks (``chunked``), and the events after it. Whatever one user holds, a transaction
+    /// then reads and writes at most this many of the user's rows per such event.
+    public var readStateChunk: Int?
+    /// The batch is one read-state event applied chunk by chunk: each transaction changes at most
+    /// ``readStateChunk`` rows, oldest first, leaving the counts right for the rows it changed; until the last
+    /// chunk, the event is not recorded as processed, plans no push, and comes back ``AppliedEvent/unfinished``.
+    /// The last chunk records it and plans its badge-only pushes with the final counts.
+    public var chunked: Bool
     /// The default cap on devices per user.
     public static let defaultMaxDevicesPerUser = 100
 
     public init(
         partition: Int? = nil, lease: PartitionLease? = nil, maxDevicesPerUser: Int = defaultMaxDevicesPerUser,
-        claimsPushes: Bool = false
+        claimsPushes: Bool = false, readStateChunk: Int? = nil, chunked: Bool = false
     ) {
+        self.readStateChunk = readStateChunk
+        self.chunked = chunked
         self.partition = partition
         self.lease = lease
         self.maxDevicesPerUser = maxDevicesPerUser

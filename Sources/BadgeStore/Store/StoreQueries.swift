@@ -51,6 +51,8 @@ enum StoreQueries {
                 sql: sql, policy: policy, partition: first.partition, maxDevicesPerUser: first.maxDevicesPerUser,
                 beforeEvent: beforeEvent, leases: folded ? leases : [])
             rules.claimsPushes = batches.allSatisfy(\.context.claimsPushes)
+            rules.readStateChunk = first.readStateChunk
+            rules.chunked = batches.count == 1 && first.chunked && batches[0].events.count == 1
             if batches.count > 1 {
                 rules.eventPartitions = batches.flatMap { batch in
                     repeatElement(batch.context.partition, count: batch.events.count)

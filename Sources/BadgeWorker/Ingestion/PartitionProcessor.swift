@@ -87,7 +87,13 @@ struct PartitionProcessor: Sendable {
             let first = armed
             armed = false
             do {
-                committed.add(try await apply(slice, armed: first))
+                do {
+                    committed.add(try await apply(slice, armed: first))
+                } catch let error as StoreError where error.code == .readStateTooLarge {
+                    // One of its read-state events changes too many rows for one transaction: the events before
+                    // it, it in chunks, the events after it.
+                    committed.add(try await applyAlone(slice))
+                }
             } catch let error as StoreError where error.refusesInput {
                 WorkerMetrics.databaseErrors(error).increment()
                 logger.warning(
@@ -153,9 +159,50 @@ struct PartitionProcessor: Sendable {
         return try await ingestion.run(batch, weight: events.reduce(0) { $0 + Self.weight(of: $1) }, armed: armed)
     }
 
-    /// Applies `events` in a transaction of their own.
+    /// Applies `events` in transactions of their own: all of them in one, unless a read-state event among them
+    /// changes more rows than one transaction may (`read_state_too_large`); then the events before it in one, it
+    /// alone in chunks (``applyInChunks(_:)``), and the rest the same way. An event committed before a later one
+    /// failed is a duplicate when the caller applies them again (bisecting a refusal): it has one effect.
     private func applyAlone(_ events: some Collection<Event>) async throws -> [AppliedEvent] {
-        try await ingestion.alone(ApplyBatch(events: Array(events), context: context))
+        var applied: [AppliedEvent] = []
+        var rest = Array(events)[...]
+        while !rest.isEmpty {
+            do {
+                applied += try await ingestion.alone(ApplyBatch(events: Array(rest), context: context))
+                break
+            } catch let error as StoreError where error.code == .readStateTooLarge {
+                guard let heavy = rest.firstIndex(where: { $0.id == error.subject }) else { throw error }
+                if heavy > rest.startIndex {
+                    applied += try await ingestion.alone(ApplyBatch(events: Array(rest[..<heavy]), context: context))
+                }
+                applied += try await applyInChunks(rest[heavy])
+                rest = rest[(heavy + 1)...]
+            }
+        }
+        return applied
+    }
+
+    /// Applies one read-state event chunk by chunk (``ApplyContext/chunked``), each chunk a transaction that
+    /// changes at most ``ApplyContext/readStateChunk`` rows, until the last one records the event.
+    private func applyInChunks(_ event: Event) async throws -> [AppliedEvent] {
+        var chunked = context
+        chunked.chunked = true
+        var chunks = 0
+        let started = ContinuousClock.now
+        while true {
+            let applied = try await ingestion.alone(ApplyBatch(events: [event], context: chunked))
+            chunks += 1
+            watchdog?.progressed(watchName)
+            guard applied.first?.unfinished == true else {
+                logger.info(
+                    "a read-state event changed more rows than one transaction may: applied in chunks",
+                    metadata: [
+                        "event.id": "\(event.id)", "event.type": "\(event.type.rawValue)", "event.chunks": "\(chunks)",
+                        "event.took": "\(ContinuousClock.now - started)",
+                    ])
+                return applied
+            }
+        }
     }
 
     /// Applies `events` slice by slice, parking those the database refuses on their own (see ``PoisonBisector``).

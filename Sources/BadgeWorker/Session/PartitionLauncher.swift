@@ -41,7 +41,8 @@ struct PartitionLauncher {
             configuration: configuration,
             context: ApplyContext(
                 partition: partition, lease: lease,
-                maxDevicesPerUser: configuration.maxDevicesPerUser, claimsPushes: lease != nil),
+                maxDevicesPerUser: configuration.maxDevicesPerUser, claimsPushes: lease != nil,
+                readStateChunk: configuration.maxTransactionWeight),
             watchdog: watchdog, health: health, logger: partitionLogger)
         let delivery = PartitionDelivery(
             dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
