@@ -20,6 +20,10 @@ struct FleetRun: Sendable {
     let namespace: String
     /// Each worker's `/metrics`, `/healthz` and `/readyz` port on 127.0.0.1, in the order of ``workers``.
     let metricsPorts: [Int]
+    /// The sink, in this process.
+    let sink: SinkState
+    /// Where the workers' logs are.
+    let logs: URL
 }
 
 /// A fleet of real `badgepipe worker` processes on PostgreSQL, with the sink in this process and a publisher that
@@ -55,10 +59,52 @@ struct FleetHarness {
         chaos: @escaping @Sendable (FleetRun) async throws -> Int = { _ in 0 }
     ) async throws -> FleetReport {
         let script = FleetScript(seed: seed)
+        return try await withFleet(seed: seed, workers: workerCount, sqlitePath: sqlitePath) { run in
+            let sinkState = run.sink
+            if let sinkFault { sinkState.addFault(sinkFault) }
+            if sinkOutage != nil { sinkState.addFault(try Fault(status: 503, reason: "ServiceUnavailable")) }
+            let publisher = FleetPublisher(url: amqpURL, exchange: "\(run.namespace).events", rate: rate)
+            async let republished = publisher.publish(script.steps)
+            async let faults = chaos(run)
+            async let atOutageEnd: (queued: Int, processed: Int)? = {
+                guard let sinkOutage else { return nil }
+                try await Task.sleep(for: sinkOutage)
+                let seen = (
+                    queued: try await messagesInQueues(namespace: run.namespace),
+                    processed: try await count(
+                        "processed_events", databaseURL: run.databaseURL, namespace: run.namespace)
+                )
+                _ = sinkState.clearFaults()
+                return seen
+            }()
+            let (republishedCount, faultCount, outage) = try await (republished, faults, atOutageEnd)
+
+            try await waitUntilQuiet(
+                sink: sinkState, namespace: run.namespace, databaseURL: run.databaseURL, timeout: .seconds(180))
+            var report = FleetReport.check(steps: script.steps, deliveries: sinkState.receivedPushes())
+            report.republished = republishedCount
+            report.queuedAtOutageEnd = outage?.queued
+            report.processedAtOutageEnd = outage?.processed
+            report.faults = faultCount
+            report.workerRestarts = run.workers.map(\.restarts).reduce(0, +)
+            report.deadLettered = try await deadLettered(namespace: run.namespace)
+            report.partitionsPerWorker = try await partitionsPerWorker(
+                databaseURL: run.databaseURL, namespace: run.namespace)
+            return report
+        }
+    }
+
+    /// Starts a sink in this process and `workers` worker processes (on a fresh PostgreSQL database, or on
+    /// `sqlitePath`), each ready, restarted by a supervisor when it exits; runs `body`; then stops them and removes
+    /// the namespace's queues and the database (kept with the logs when `BADGEPIPE_FLEET_KEEP` is set).
+    static func withFleet<T: Sendable>(
+        seed: UInt64, workers workerCount: Int = 3, sqlitePath: String? = nil,
+        environment extra: [String: String] = [:],
+        _ body: @escaping @Sendable (FleetRun) async throws -> T
+    ) async throws -> T {
         var logger = Logger(label: "fleet-test")
         logger.logLevel = .error
         let sinkState = SinkState(randomSeed: seed)
-        if let sinkFault { sinkState.addFault(sinkFault) }
         let (ports, portContinuation) = AsyncStream<Int>.makeStream()
         let sink = try SinkServer(
             configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
@@ -90,7 +136,7 @@ struct FleetHarness {
                 "BADGEPIPE_PARTITIONS": "8",
                 "BADGEPIPE_LEASE_TTL_MS": "3000",
                 "BADGEPIPE_LOG_LEVEL": "info",
-            ]
+            ].merging(extra) { $1 }
             let metricsPorts = try (1...workerCount).map { _ in try freeListenPort() }
             let workers = (1...workerCount).map {
                 WorkerProcess(
@@ -112,36 +158,11 @@ struct FleetHarness {
                 }
             }
             defer { supervisor.cancel() }
-            if sinkOutage != nil { sinkState.addFault(try Fault(status: 503, reason: "ServiceUnavailable")) }
-            let publisher = FleetPublisher(url: amqpURL, exchange: "\(namespace).events", rate: rate)
-            async let republished = publisher.publish(script.steps)
-            async let faults = chaos(
+            let result = try await body(
                 FleetRun(
                     workers: workers, database: database, databaseURL: databaseURL, namespace: namespace,
-                    metricsPorts: metricsPorts))
-            async let atOutageEnd: (queued: Int, processed: Int)? = {
-                guard let sinkOutage else { return nil }
-                try await Task.sleep(for: sinkOutage)
-                let seen = (
-                    queued: try await messagesInQueues(namespace: namespace),
-                    processed: try await count("processed_events", databaseURL: databaseURL, namespace: namespace)
-                )
-                _ = sinkState.clearFaults()
-                return seen
-            }()
-            let (republishedCount, faultCount, outage) = try await (republished, faults, atOutageEnd)
-
-            try await waitUntilQuiet(
-                sink: sinkState, namespace: namespace, databaseURL: databaseURL, timeout: .seconds(180))
+                    metricsPorts: metricsPorts, sink: sinkState, logs: logs))
             supervisor.cancel()
-            var report = FleetReport.check(steps: script.steps, deliveries: sinkState.receivedPushes())
-            report.republished = republishedCount
-            report.queuedAtOutageEnd = outage?.queued
-            report.processedAtOutageEnd = outage?.processed
-            report.faults = faultCount
-            report.workerRestarts = workers.map(\.restarts).reduce(0, +)
-            report.deadLettered = try await deadLettered(namespace: namespace)
-            report.partitionsPerWorker = try await partitionsPerWorker(databaseURL: databaseURL, namespace: namespace)
             for worker in workers { worker.stop() }
             await sinkGroup.triggerGracefulShutdown()
             try await group.waitForAll()
@@ -155,7 +176,7 @@ struct FleetHarness {
             } else {
                 print("fleet: kept database \(database) and logs \(logs.path)")
             }
-            return report
+            return result
         }
     }
 

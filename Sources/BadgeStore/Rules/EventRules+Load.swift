@@ -86,6 +86,13 @@ extension EventRules {
         try checkReadStateRows(events)
     }
 
+    /// Keeps the last row read in chunk order (where a chunked event's next chunk goes on).
+    private mutating func noteRead(_ row: ReadStateCursor) {
+        guard chunked else { return }
+        if let last = lastRead, (last.occurredAt, last.id) >= (row.occurredAt, row.id) { return }
+        lastRead = row
+    }
+
     /// With ``readStateChunk``: a fresh read-state event whose watermark reached the bound fails the batch (before
     /// anything is written) with `read_state_too_large` naming the first such event, or, in a chunked batch, makes
     /// this chunk unfinished (``unfinishedChunk``).
@@ -173,9 +180,14 @@ extension EventRules {
     ) -> Int? {
         var binds: [SQLValue] = []
         if !pairs.isEmpty { binds.append(pairs.bind) }
-        var watermarks = SQLRowSet([("user_id", .text), ("read_all", .int), ("opened", .int)])
+        var watermarks = SQLRowSet([
+            ("user_id", .text), ("read_all", .int), ("opened", .int), ("after_at", .int), ("after_id", .text),
+        ])
         for user in Set(readAllUntil.keys).union(openedUntil.keys).sorted() {
-            watermarks.append([.text(user), .int(readAllUntil[user]), .int(openedUntil[user])])
+            watermarks.append([
+                .text(user), .int(readAllUntil[user]), .int(openedUntil[user]), .int(resumeAfter.occurredAt),
+                .text(resumeAfter.id),
+            ])
         }
         if !watermarks.isEmpty { binds.append(watermarks.bind) }
         guard !binds.isEmpty else { return nil }
@@ -206,10 +218,13 @@ extension EventRules {
                 let limit = readStateChunk.map {
                     SQLRowLimit(count: $0, orderBy: "n.occurred_at, n.id", per: "s.user_id")
                 }
+                // Only rows after where the previous chunk of a chunked event stopped (all of them otherwise).
+                let after =
+                    " AND n.occurred_at >= s.after_at AND (n.occurred_at > s.after_at OR n.id > s.after_id)"
                 func each(_ condition: String) -> String {
                     watermarks.joinEach(
                         "s", bind: next, dialect: dialect, table: "notifications", as: "n", columns: columns,
-                        on: "n.user_id = s.user_id AND " + condition, limit: limit)
+                        on: "n.user_id = s.user_id AND " + condition + after, limit: limit)
                 }
                 branches.append(
                     "SELECT 'r' AS kind, \(columns) FROM \(each("NOT n.read AND n.occurred_at <= s.read_all"))")
@@ -241,8 +256,9 @@ extension EventRules {
             switch kind {
             case "r": readStateRows[.readAll(user), default: 0] += 1
             case "o": readStateRows[.opened(user), default: 0] += 1
-            default: break
+            default: continue
             }
+            noteRead(ReadStateCursor(occurredAt: occurredAt, id: id))
         }
     }
 
@@ -268,8 +284,15 @@ extension EventRules {
     /// The part reading the unread messages the batch's `conversation_read` watermarks will turn read.
     private func addUnreadMessages(readUntil: [UserItem: Int64], to batch: inout SQLReadBatch) -> Int? {
         guard !readUntil.isEmpty else { return nil }
-        var conversations = SQLRowSet([("user_id", .text), ("conversation_id", .text), ("read_until", .int)])
-        for (key, until) in readUntil { conversations.append([.text(key.user), .text(key.item), .int(until)]) }
+        var conversations = SQLRowSet([
+            ("user_id", .text), ("conversation_id", .text), ("read_until", .int), ("after_at", .int),
+            ("after_id", .text),
+        ])
+        for (key, until) in readUntil {
+            conversations.append([
+                .text(key.user), .text(key.item), .int(until), .int(resumeAfter.occurredAt), .text(resumeAfter.id),
+            ])
+        }
         let dialect = sql.dialect
         return batch.add(
             columns: [("user_id", .text), ("conversation_id", .text), ("event_id", .text), ("occurred_at", .int)],
@@ -279,7 +302,8 @@ extension EventRules {
             let source = conversations.joinEach(
                 "s", bind: first, dialect: dialect, table: "messages", as: "m", columns: columns,
                 on: "m.user_id = s.user_id AND m.conversation_id = s.conversation_id AND NOT m.read "
-                    + "AND m.occurred_at <= s.read_until",
+                    + "AND m.occurred_at <= s.read_until AND m.occurred_at >= s.after_at "
+                    + "AND (m.occurred_at > s.after_at OR m.event_id > s.after_id)",
                 limit: readStateChunk.map {
                     SQLRowLimit(
                         count: $0, orderBy: "m.occurred_at, m.event_id", per: "s.user_id, s.conversation_id")
@@ -296,6 +320,7 @@ extension EventRules {
             let key = UserItem(user: user, item: conversation)
             messages[key, default: [:]][id] = MessageRow(occurredAt: occurredAt, read: false, isNew: false)
             readStateRows[.conversation(key), default: 0] += 1
+            noteRead(ReadStateCursor(occurredAt: occurredAt, id: id))
         }
     }
 

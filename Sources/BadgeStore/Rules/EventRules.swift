@@ -48,6 +48,10 @@ struct EventRules {
     /// Rows the read-state parts of ``load(_:)`` returned, per watermark (user, or user and conversation), to
     /// compare with ``readStateChunk``.
     var readStateRows: [ReadStateKey: Int] = [:]
+    /// In a chunked batch: where the previous chunk stopped (see ``ApplyContext/resumeAfter``), and the last row
+    /// this one read.
+    var resumeAfter = ReadStateCursor.start
+    var lastRead: ReadStateCursor?
 
     var users: [String: UserRow] = [:]
     var loadedUsers: [String: UserRow] = [:]
@@ -116,7 +120,7 @@ struct EventRules {
                     OutboxPush(
                         id: rows[index].id, push: planned[index], claimedEpoch: rows[index].claimedEpoch,
                         createdAt: createdAt, nextAttemptAt: rows[index].nextAttemptAt)
-                }, unfinished: unfinishedChunk)
+                }, unfinished: unfinishedChunk, resumeAfter: unfinishedChunk ? lastRead : nil)
         }
     }
 }

@@ -11,9 +11,15 @@ public struct AppliedEvent: Sendable, Equatable {
     /// A chunk of a read-state event applied in chunks (``ApplyContext/chunked``) that was not its last: apply it
     /// again for the next.
     public var unfinished: Bool
+    /// For an ``unfinished`` chunk: where the next chunk goes on (``ApplyContext/resumeAfter``).
+    public var resumeAfter: ReadStateCursor?
 
     /// Creates a result.
-    public init(event: Event, duplicate: Bool, pushes: [OutboxPush], unfinished: Bool = false) {
+    public init(
+        event: Event, duplicate: Bool, pushes: [OutboxPush], unfinished: Bool = false,
+        resumeAfter: ReadStateCursor? = nil
+    ) {
+        self.resumeAfter = resumeAfter
         self.event = event
         self.duplicate = duplicate
         self.pushes = pushes

@@ -33,13 +33,19 @@ public struct ApplyContext: Sendable, Equatable {
     /// chunk, the event is not recorded as processed, plans no push, and comes back ``AppliedEvent/unfinished``.
     /// The last chunk records it and plans its badge-only pushes with the final counts.
     public var chunked: Bool
+    /// In a chunked batch, where the previous chunk stopped (``AppliedEvent/resumeAfter``): the next reads only
+    /// rows after it, so that a million rows cost a million, not a chunk's worth of index entries for every row
+    /// already changed. Nil starts from the oldest (after a restart, say: correct, only slower).
+    public var resumeAfter: ReadStateCursor?
     /// The default cap on devices per user.
     public static let defaultMaxDevicesPerUser = 100
 
     public init(
         partition: Int? = nil, lease: PartitionLease? = nil, maxDevicesPerUser: Int = defaultMaxDevicesPerUser,
-        claimsPushes: Bool = false, readStateChunk: Int? = nil, chunked: Bool = false
+        claimsPushes: Bool = false, readStateChunk: Int? = nil, chunked: Bool = false,
+        resumeAfter: ReadStateCursor? = nil
     ) {
+        self.resumeAfter = resumeAfter
         self.readStateChunk = readStateChunk
         self.chunked = chunked
         self.partition = partition
@@ -50,4 +56,19 @@ public struct ApplyContext: Sendable, Equatable {
 
     /// No partition, no lease: a single node.
     public static let none = ApplyContext()
+}
+
+/// Where a chunk of a read-state event stopped: the last row it changed, in the order chunks take rows
+/// (`occurred_at`, then id).
+public struct ReadStateCursor: Sendable, Hashable {
+    public var occurredAt: Int64
+    public var id: String
+
+    public init(occurredAt: Int64, id: String) {
+        self.occurredAt = occurredAt
+        self.id = id
+    }
+
+    /// Before every row.
+    static let start = ReadStateCursor(occurredAt: .min, id: "")
 }

@@ -53,6 +53,7 @@ enum StoreQueries {
             rules.claimsPushes = batches.allSatisfy(\.context.claimsPushes)
             rules.readStateChunk = first.readStateChunk
             rules.chunked = batches.count == 1 && first.chunked && batches[0].events.count == 1
+            if rules.chunked { rules.resumeAfter = first.resumeAfter ?? .start }
             if batches.count > 1 {
                 rules.eventPartitions = batches.flatMap { batch in
                     repeatElement(batch.context.partition, count: batch.events.count)

@@ -160,23 +160,30 @@ struct PartitionProcessor: Sendable {
     }
 
     /// Applies `events` in transactions of their own: all of them in one, unless a read-state event among them
-    /// changes more rows than one transaction may (`read_state_too_large`); then the events before it in one, it
-    /// alone in chunks (``applyInChunks(_:)``), and the rest the same way. An event committed before a later one
-    /// failed is a duplicate when the caller applies them again (bisecting a refusal): it has one effect.
+    /// changes more rows than one transaction may (`read_state_too_large`). Then the events before it and the other
+    /// users' events after it go first (each user's events keep their order; users' events are independent), then
+    /// it alone in chunks (``applyInChunks(_:)``), then its user's events after it, each step the same way. An event
+    /// committed before a later one failed is a duplicate when the caller applies them again (bisecting a
+    /// refusal): it has one effect.
     private func applyAlone(_ events: some Collection<Event>) async throws -> [AppliedEvent] {
         var applied: [AppliedEvent] = []
-        var rest = Array(events)[...]
-        while !rest.isEmpty {
+        var pending = [Array(events)]
+        while let next = pending.popLast() {
+            guard !next.isEmpty else { continue }
             do {
-                applied += try await ingestion.alone(ApplyBatch(events: Array(rest), context: context))
-                break
+                applied += try await ingestion.alone(ApplyBatch(events: next, context: context))
             } catch let error as StoreError where error.code == .readStateTooLarge {
-                guard let heavy = rest.firstIndex(where: { $0.id == error.subject }) else { throw error }
-                if heavy > rest.startIndex {
-                    applied += try await ingestion.alone(ApplyBatch(events: Array(rest[..<heavy]), context: context))
+                guard let heavy = next.firstIndex(where: { $0.id == error.subject }) else { throw error }
+                if next.count == 1 {
+                    applied += try await applyInChunks(next[heavy])
+                    continue
                 }
-                applied += try await applyInChunks(rest[heavy])
-                rest = rest[(heavy + 1)...]
+                let user = next[heavy].recipient
+                let after = next[(heavy + 1)...]
+                // Last in, first out: the others first, then the heavy event, then its user's later events.
+                pending.append(after.filter { $0.recipient == user })
+                pending.append([next[heavy]])
+                pending.append(Array(next[..<heavy]) + after.filter { $0.recipient != user })
             }
         }
         return applied
@@ -187,10 +194,12 @@ struct PartitionProcessor: Sendable {
     private func applyInChunks(_ event: Event) async throws -> [AppliedEvent] {
         var chunked = context
         chunked.chunked = true
+
         var chunks = 0
         let started = ContinuousClock.now
         while true {
             let applied = try await ingestion.alone(ApplyBatch(events: [event], context: chunked))
+            chunked.resumeAfter = applied.first?.resumeAfter
             chunks += 1
             watchdog?.progressed(watchName)
             guard applied.first?.unfinished == true else {
