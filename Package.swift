@@ -187,6 +187,7 @@ let package = Package(
             dependencies: [
                 "BadgeDelivery", "BadgeCore", "BadgeWire", "ProviderAuth",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(

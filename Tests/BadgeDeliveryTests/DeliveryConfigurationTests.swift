@@ -1,4 +1,6 @@
 import Crypto
+import CryptoExtras
+import Foundation
 import ProviderAuth
 import Testing
 
@@ -34,6 +36,46 @@ struct DeliveryConfigurationTests {
         #expect(
             DeliveryConfiguration.defaultSandboxURL(apnsURL: "https://apns-proxy.internal")
                 == "https://apns-proxy.internal")
+    }
+
+    @Test(
+        arguments: [
+            ("http://127.0.0.1:8787", false), ("http://127.255.0.9", false), ("HTTP://LOCALHOST:8787/", false),
+            ("http://localhost", false), ("http://[::1]:8787", false), ("http://[0:0:0:0:0:0:0:1]:1", false),
+            ("https://sink.example:8787", false), ("https://10.0.0.1", false), ("ftp://example.com", false),
+            ("http://sink:8787", true), ("http://10.0.0.1:8787", true), ("http://128.0.0.1", true),
+            ("http://127.0.0.1.example.com", true), ("http://localhost.example.com", true), ("http://[::2]", true),
+            ("http://[::ffff:10.0.0.1]", true), ("http://0177.0.0.1", true), ("http://127.1", true),
+            ("http://127.0.0.1@example.com", true), ("http://0.0.0.0:8787", true),
+        ] as [(String, Bool)])
+    func credentialsGoInTheClearOnlyToLoopback(url: String, refused: Bool) {
+        #expect(DeliveryConfiguration.isCleartextToAnotherHost(url) == refused)
+    }
+
+    @Test func credentialsOverPlainHTTPToAnotherHostAreRefusedNamingTheSetting() throws {
+        let key = try APNsSigningKey(pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "K1", teamID: "T1")
+        let account = try ServiceAccount(
+            json: try JSONSerialization.data(withJSONObject: [
+                "type": "service_account", "client_email": "pusher@p.iam.gserviceaccount.com",
+                "token_uri": "http://oauth.example/token",
+                "private_key": try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation,
+            ]))
+        let remote = DeliveryConfiguration(
+            apnsBaseURL: "http://sink.example:8787", apnsSandboxBaseURL: "http://[::1]:8787",
+            fcmBaseURL: "http://10.1.2.3:8787", apnsCredentials: .token(key), fcmCredentials: account)
+        let problems = remote.problems
+        #expect(problems.count == 3, "\(problems)")
+        #expect(problems.first?.hasPrefix("--apns-url is http://sink.example:8787: the worker will not send") == true)
+        #expect(problems.contains { $0.hasPrefix("--fcm-url is http://10.1.2.3:8787") })
+        #expect(problems.contains { $0.hasPrefix("--fcm-credentials-file names the token_uri http://oauth.example") })
+        // A client certificate is as much a credential; without any, plain http anywhere is allowed.
+        let certificate = DeliveryConfiguration(
+            apnsBaseURL: "http://127.0.0.1:8787", apnsSandboxBaseURL: "http://sink:8787",
+            apnsCredentials: .certificate(chainFile: "c.pem", keyFile: "k.pem"))
+        #expect(certificate.problems.map { $0.prefix(18) } == ["--apns-sandbox-url"])
+        #expect(
+            DeliveryConfiguration(apnsBaseURL: "http://localhost:8787", apnsCredentials: .token(key)).problems
+                .isEmpty)
     }
 
     @Test func credentialsSatisfyTheirProvider() throws {

@@ -32,7 +32,9 @@ struct SinkCredentialTests {
                 #expect(answer.status == 200)
                 let delivery = try #require(sink.state.receivedPushes().first)
                 #expect(delivery.httpVersion == (http1Only ? "1.1" : "2"))
-                #expect(delivery.headers["authorization"] == authorization.1)
+                #expect(delivery.headers["authorization"] == nil, "the token is not kept")
+                #expect(delivery.authorization?.verified == true)
+                #expect(delivery.authorization?.keyID == credentials.apnsKeyID)
                 let listed = try await sink.deliveries()
                 #expect(listed.first?["http_version"] as? String == (http1Only ? "1.1" : "2"))
             }
@@ -86,6 +88,10 @@ struct SinkCredentialTests {
             try await Task.sleep(for: .milliseconds(1100))
             let late = try await sink.send("POST", path, json: payload, headers: [("authorization", "Bearer \(token)")])
             #expect(late.status == 401)
+            // The token the sink issued, verified then expired: recorded as such, to the account it was issued to.
+            let checked = sink.state.receivedPushes().map(\.authorization)
+            #expect(checked.map { $0?.verified } == [nil, true, false])
+            #expect(checked.dropFirst().allSatisfy { $0?.issuer == account.clientEmail })
 
             let forged = assertion.dropLast(4) + "AAAA"
             let refused = try await sink.send(

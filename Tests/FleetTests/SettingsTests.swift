@@ -88,9 +88,8 @@ struct SettingsTests {
             errors.contains("--apns-url is https://api.push.apple.com but no APNs credentials are set"), "\(errors)")
     }
 
-    @Test func apnsCredentialsNeedTheAppsTopic() throws {
-        let key = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString).p8")
-        defer { try? FileManager.default.removeItem(at: key) }
+    /// Writes a new P-256 key (a stand-in for Apple's `.p8`) to `key`.
+    private func writeAPNsKey(to key: URL) throws {
         let openssl = Process()
         openssl.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         openssl.arguments = [
@@ -100,6 +99,12 @@ struct SettingsTests {
         try openssl.run()
         openssl.waitUntilExit()
         try #require(openssl.terminationStatus == 0)
+    }
+
+    @Test func apnsCredentialsNeedTheAppsTopic() throws {
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString).p8")
+        defer { try? FileManager.default.removeItem(at: key) }
+        try writeAPNsKey(to: key)
         let credentials = ["--apns-key-file", key.path, "--apns-key-id", "K", "--apns-team-id", "T"]
         let (status, errors) = try run(["worker"] + Self.sink + credentials)
         #expect(status != 0)
@@ -108,6 +113,32 @@ struct SettingsTests {
         let (_, withTopic) = try run(
             ["worker"] + Self.sink + credentials + ["--apns-topic", "com.example.app", "--partitions", "0"])
         #expect(withTopic.contains("--partitions (BADGEPIPE_PARTITIONS) must be within"), "\(withTopic)")
+    }
+
+    @Test func theWorkerRefusesToSendCredentialsOverPlainHTTPToAnotherHost() throws {
+        let key = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString).p8")
+        defer { try? FileManager.default.removeItem(at: key) }
+        try writeAPNsKey(to: key)
+        let credentials = [
+            "--apns-key-file", key.path, "--apns-key-id", "K", "--apns-team-id", "T", "--apns-topic", "com.example.app",
+        ]
+        let (status, errors) = try run(
+            ["worker", "--apns-url", "http://sink.example:8787", "--fcm-url", "http://127.0.0.1:1"] + credentials)
+        #expect(status != 0)
+        #expect(
+            errors.contains(
+                "--apns-url is http://sink.example:8787: the worker will not send the APNs credentials over plain "
+                    + "http:// to a host other than loopback"), "\(errors)")
+        // The sandbox URL follows --apns-url unless set: refused on its own name when only it leaves loopback.
+        let (_, sandbox) = try run(
+            ["worker"] + Self.sink + credentials,
+            environment: ["BADGEPIPE_APNS_SANDBOX_URL": "http://10.0.0.1:8787"])
+        #expect(sandbox.contains("--apns-sandbox-url is http://10.0.0.1:8787: the worker will not send"), "\(sandbox)")
+        // Plain http to loopback (a local sink) passes: the next setting checked (a bad one on purpose) complains.
+        let (_, loopback) = try run(
+            ["worker", "--apns-url", "http://localhost:1", "--fcm-url", "http://[::1]:1", "--partitions", "0"]
+                + credentials)
+        #expect(loopback.contains("--partitions (BADGEPIPE_PARTITIONS) must be within"), "\(loopback)")
     }
 
     @Test func publishPrintsTheEventItsFlagsMake() throws {

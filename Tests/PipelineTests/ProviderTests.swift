@@ -66,6 +66,10 @@ struct ProviderTests {
             try await pipeline.publish(Self.register("u-prod", token: prodToken, id: "p-d1", environment: "production"))
             try await pipeline.publish(Self.register("u-sand", token: sandboxToken, id: "s-d1", environment: "sandbox"))
             try await pipeline.waitUntilQuiet()
+            // The registrations' pushes were signed with a token issued this second; a token signed anew below is
+            // issued in a later one, so the sink's record of each token's `iat` tells them apart.
+            try #require(!production.receivedPushes().isEmpty, "the registration's badge push signed a token")
+            try await Task.sleep(for: .milliseconds(1100))
             // Apple calls the token expired once: the worker signs a new one and sends again at once.
             production.addFault(try Fault(token: prodToken, status: 403, reason: "ExpiredProviderToken", times: 1))
             try await pipeline.publish(Self.follow("u-prod", id: "p-n1"))
@@ -78,20 +82,26 @@ struct ProviderTests {
             #expect(!sand.isEmpty && sand.allSatisfy { $0.token == sandboxToken }, "sandbox devices only")
             for delivery in prod + sand {
                 #expect(delivery.httpVersion == "2")
-                #expect(delivery.headers["authorization"]?.hasPrefix("bearer ") == true)
+                #expect(delivery.headers["authorization"] == nil, "the sink keeps no token")
+                #expect(delivery.authorization?.scheme == "bearer")
+                #expect(delivery.authorization?.keyID == credentials.apnsKeyID)
+                #expect(delivery.authorization?.issuer == credentials.apnsTeamID)
                 #expect(delivery.headers["apns-topic"] == "com.example.test")
                 #expect(
                     delivery.headers["apns-expiration"].flatMap { Int64($0) } ?? 0 > Int64(Date().timeIntervalSince1970)
                 )
             }
             #expect(sand.allSatisfy { $0.status == 200 }, "every sandbox push carried a valid token")
+            #expect((prod + sand).allSatisfy { $0.authorization?.verified == true }, "every token verified")
             #expect((prod + sand).allSatisfy { $0.headers["apns-push-type"] == "alert" })
             let alerts = prod.filter { $0.headers["apns-collapse-id"] == nil }
             #expect(alerts.map(\.status) == [403, 200], "refused once as expired, then accepted")
             #expect(
                 alerts.map { $0.headers["apns-id"] }.count == 2
                     && alerts[0].headers["apns-id"] == alerts[1].headers["apns-id"])
-            #expect(alerts[0].headers["authorization"] != alerts[1].headers["authorization"], "re-signed")
+            // Re-signed: the retry's token was issued after the refused one.
+            let issued = alerts.compactMap { $0.authorization?.issuedAt }
+            #expect(issued.count == 2 && Set(issued).count == 2 && issued == issued.sorted(), "\(issued)")
             #expect(alerts.map { $0.headers["apns-priority"] } == ["10", "10"])
             let badgeOnly = (prod + sand).filter { $0.headers["apns-collapse-id"] == "badge" }
             #expect(!badgeOnly.isEmpty && badgeOnly.allSatisfy { $0.headers["apns-priority"] == "5" })
@@ -125,7 +135,7 @@ struct ProviderTests {
             let alerts = pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue }
             #expect(alerts == ["c-n1"], "through the mutual TLS handshake")
             #expect(!deliveries.isEmpty && deliveries.allSatisfy { $0.status == 200 && $0.httpVersion == "2" })
-            #expect(deliveries.allSatisfy { $0.headers["authorization"] == nil }, "certificate auth sends no token")
+            #expect(deliveries.allSatisfy { $0.authorization == nil }, "certificate auth sends no token")
 
             // Without the client certificate the handshake fails: nothing gets through.
             let anonymous = try ProviderClients(
@@ -180,9 +190,14 @@ struct ProviderTests {
             #expect(deliveries.count >= 3)
             #expect(deliveries.allSatisfy { $0.status == 200 }, "never sent with a missing or expired token")
             #expect(deliveries.allSatisfy { $0.httpVersion == "2" })
-            let bearers = Set(deliveries.compactMap { $0.headers["authorization"] })
-            #expect(bearers.count >= 2, "the access token was refreshed")
-            #expect(deliveries.allSatisfy { $0.headers["authorization"]?.hasPrefix("bearer sink-") == true })
+            // Each access token the sink issued is recorded by when it issued it, never by its text.
+            let issued = Set(deliveries.compactMap { $0.authorization?.issuedAt })
+            #expect(issued.count >= 2, "the access token was refreshed")
+            #expect(
+                deliveries.allSatisfy {
+                    $0.authorization?.verified == true
+                        && $0.authorization?.issuer == "pusher@\(credentials.fcmProject).iam.gserviceaccount.com"
+                })
             let alerts = pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue }
             #expect(alerts == ["f-n1", "f-n2"])
         }

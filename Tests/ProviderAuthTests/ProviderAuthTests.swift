@@ -69,6 +69,30 @@ struct ProviderAuthTests {
                 == .refused(reason: "InvalidProviderToken"))
     }
 
+    @Test func aCheckReportsWhatTheTokenSaidOfItselfValidOrNot() throws {
+        let privateKey = P256.Signing.PrivateKey()
+        let key = try APNsSigningKey(pem: privateKey.pemRepresentation, keyID: "KEY1234567", teamID: "TEAM123456")
+        let now: Int64 = 1_800_000_000
+        let token = try key.token(issuedAt: now)
+        let verifier = APNsTokenVerifier(keys: [
+            "KEY1234567": try .init(publicKeyPEM: privateKey.publicKey.pemRepresentation, teamID: "TEAM123456")
+        ])
+        let said = APNsTokenVerifier.Reading(keyID: "KEY1234567", issuer: "TEAM123456", issuedAt: now)
+        let valid = verifier.check(authorization: "bearer \(token)", now: now)
+        #expect(valid.verdict == .valid && valid.reading == said)
+        let expired = verifier.check(authorization: "bearer \(token)", now: now + 3601)
+        #expect(expired.verdict == .refused(reason: "ExpiredProviderToken") && expired.reading == said)
+        let stranger = try APNsSigningKey(
+            pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "KEY0000000", teamID: "TEAM999999")
+        let unknown = verifier.check(authorization: "bearer \(try stranger.token(issuedAt: now))", now: now)
+        #expect(unknown.verdict == .refused(reason: "InvalidProviderToken"))
+        #expect(unknown.reading == APNsTokenVerifier.Reading(keyID: "KEY0000000", issuer: "TEAM999999", issuedAt: now))
+        #expect(verifier.check(authorization: "bearer x.y.z", now: now).reading == nil)
+        #expect(verifier.check(authorization: nil, now: now).reading == nil)
+        #expect(APNsTokenVerifier.read(token) == said)
+        #expect(APNsTokenVerifier.read("not-a-token") == nil)
+    }
+
     @Test func aKeyThatIsNotP256IsRefusedWithAClearError() throws {
         #expect(throws: AuthError.self) {
             try APNsSigningKey(

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import ProviderAuth
 
 /// Where pushes go, with which credentials, and how hard to try.
@@ -72,8 +73,9 @@ public struct DeliveryConfiguration: Sendable {
     }
 
     /// The problems that keep a worker from starting: a provider URL that is not `http://` or `https://` with a
-    /// host (every push would be refused by the HTTP client, for good), or a provider reached over `https://`
-    /// without credentials (every push would be refused), named with the setting to fix; empty when none.
+    /// host (every push would be refused by the HTTP client, for good), a provider reached over `https://`
+    /// without credentials (every push would be refused), or credentials that would go over plain `http://` to a
+    /// host other than loopback (readable by anyone on the way), named with the setting to fix; empty when none.
     public var problems: [String] {
         var problems: [String] = []
         for (name, url) in [
@@ -92,11 +94,54 @@ public struct DeliveryConfiguration: Sendable {
                 "--fcm-url is \(fcmBaseURL) but no FCM credentials are set: give --fcm-credentials-file "
                     + "(a service-account JSON file)")
         }
+        for (name, url) in [("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL)]
+        where apnsCredentials != nil && Self.isProviderURL(url) && Self.isCleartextToAnotherHost(url) {
+            problems.append(Self.cleartextProblem(name: name, url: url, what: "the APNs credentials"))
+        }
+        if fcmCredentials != nil, Self.isProviderURL(fcmBaseURL), Self.isCleartextToAnotherHost(fcmBaseURL) {
+            problems.append(Self.cleartextProblem(name: "--fcm-url", url: fcmBaseURL, what: "the FCM access token"))
+        }
+        if let tokenURI = fcmCredentials?.tokenURI, Self.isCleartextToAnotherHost(tokenURI) {
+            problems.append(
+                "--fcm-credentials-file names the token_uri \(tokenURI): the worker will not send its signed assertion "
+                    + "over plain http:// to a host other than loopback (127.0.0.0/8, ::1, localhost); use https://")
+        }
         if clientsPerProvider < 1 { problems.append("--provider-connections must be at least 1") }
         return problems
     }
 
     static func isHTTPS(_ url: String) -> Bool { url.lowercased().hasPrefix("https:") }
+
+    private static func cleartextProblem(name: String, url: String, what: String) -> String {
+        "\(name) is \(url): the worker will not send \(what) over plain http:// to a host other than loopback "
+            + "(127.0.0.0/8, ::1, localhost); use https://, or a loopback address for a local sink"
+    }
+
+    /// Whether `url` is plain `http://` (any case) to a host that is not loopback: where the worker refuses to send
+    /// provider credentials. False for `https://`, for `http://` to 127.0.0.0/8, `::1` or `localhost`, and for
+    /// anything that is not an `http` URL.
+    public static func isCleartextToAnotherHost(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "http" else {
+            return false
+        }
+        return !isLoopbackHost(components.percentEncodedHost ?? "")
+    }
+
+    /// Whether `host` (as written in a URL, an IPv6 address with or without brackets) names the loopback
+    /// interface: `localhost` (any case), an IPv4 address in 127.0.0.0/8 (dotted decimal), or the IPv6 address ::1
+    /// (in any of its spellings). Anything else counts as another host.
+    public static func isLoopbackHost(_ host: String) -> Bool {
+        var host = host
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.lowercased() == "localhost" { return true }
+        // inet_pton's strict forms: no octal or shortened IPv4, no zone ids.
+        guard let address = try? SocketAddress(ipAddress: host, port: 0) else { return false }
+        switch address {
+        case .v4: return address.ipAddress?.hasPrefix("127.") == true
+        case .v6: return address.ipAddress == "::1"
+        case .unixDomainSocket: return false
+        }
+    }
 
     /// Apple's APNs host for production devices.
     public static let appleAPNsURL = "https://api.push.apple.com"

@@ -9,8 +9,8 @@ final class SinkCredentials: Sendable {
     private let apns: APNsTokenVerifier?
     private let assertions: AssertionVerifier?
     private let tokenLifetime: Int
-    /// Issued access tokens and when each expires.
-    private let issued = Mutex<[String: Date]>([:])
+    /// Issued access tokens and what is known of each.
+    private let issued = Mutex<[String: Grant]>([:])
 
     init(configuration: SinkConfiguration) throws {
         if configuration.apnsKeyFiles.isEmpty {
@@ -30,23 +30,66 @@ final class SinkCredentials: Sendable {
         tokenLifetime = max(1, configuration.fcmTokenLifetime)
     }
 
-    /// The APNs answer to a push carrying `authorization`: nil when it may go on, else (403, reason).
-    func checkAPNs(authorization: String?, now: Date = Date()) -> (status: Int, reason: String)? {
-        guard let apns else { return nil }
-        switch apns.verify(authorization: authorization, now: Int64(now.timeIntervalSince1970)) {
-        case .valid: return nil
-        case .refused(let reason): return (403, reason)
-        }
+    /// The outcome of checking one push's credentials.
+    struct Check: Sendable {
+        /// The status and reason to answer with instead of looking further; nil when the push may go on.
+        var refusal: (status: Int, reason: String)?
+        /// What is recorded of the `authorization` header; nil when the push had none.
+        var recorded: RecordedAuthorization?
     }
 
-    /// The FCM answer to a push carrying `authorization`: nil when it may go on, else (401, `UNAUTHENTICATED`).
-    func checkFCM(authorization: String?, now: Date = Date()) -> (status: Int, reason: String)? {
-        guard assertions != nil else { return nil }
-        let parts = authorization?.split(separator: " ", maxSplits: 1) ?? []
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return (401, "UNAUTHENTICATED") }
-        let token = String(parts[1])
-        let valid = issued.withLock { issued in issued[token].map { now < $0 } ?? false }
-        return valid ? nil : (401, "UNAUTHENTICATED")
+    /// Checks the `authorization` header of an APNs push: refused with 403 and Apple's reason when keys are
+    /// configured and its provider token is not valid for them. What is recorded is the token's `kid`, `iss` and
+    /// `iat` and whether it verified; without keys they are read unverified.
+    func checkAPNs(authorization: String?, now: Date = Date()) -> Check {
+        var check = Check(refusal: nil, recorded: authorization.map(RecordedAuthorization.unverified))
+        let reading: APNsTokenVerifier.Reading?
+        if let apns {
+            let verdict: APNsTokenVerifier.Verdict
+            (verdict, reading) = apns.check(authorization: authorization, now: Int64(now.timeIntervalSince1970))
+            switch verdict {
+            case .valid: check.recorded?.verified = true
+            case .refused(let reason): check.refusal = (403, reason)
+            }
+        } else {
+            reading = authorization.flatMap(RecordedAuthorization.bearerCredential(of:)).flatMap {
+                APNsTokenVerifier.read($0)
+            }
+        }
+        if let reading {
+            check.recorded?.keyID = reading.keyID
+            check.recorded?.issuer = reading.issuer
+            check.recorded?.issuedAt = RecordedAuthorization.date(seconds: reading.issuedAt)
+        }
+        return check
+    }
+
+    /// Checks the `authorization` header of an FCM push: refused with 401 `UNAUTHENTICATED` when the service
+    /// account's key is configured and it does not carry an access token the sink issued that is still valid. What
+    /// is recorded of a token the sink issued is the service account and key id of its assertion and when it was
+    /// issued, and whether it is still valid; nothing is read of any other token.
+    func checkFCM(authorization: String?, now: Date = Date()) -> Check {
+        var recorded = authorization.map(RecordedAuthorization.unverified)
+        guard assertions != nil else { return Check(refusal: nil, recorded: recorded) }
+        guard let token = authorization.flatMap(RecordedAuthorization.bearerCredential(of:)),
+            let grant = issued.withLock({ $0[String(token)] })
+        else { return Check(refusal: (401, "UNAUTHENTICATED"), recorded: recorded) }
+        let valid = now < grant.expiry
+        recorded?.verified = valid
+        recorded?.keyID = grant.keyID
+        recorded?.issuer = grant.issuer
+        recorded?.issuedAt = grant.issuedAt
+        return Check(refusal: valid ? nil : (401, "UNAUTHENTICATED"), recorded: recorded)
+    }
+
+    /// What the sink knows of an access token it issued.
+    private struct Grant: Sendable {
+        var expiry: Date
+        var issuedAt: Date
+        /// The assertion's `iss`: the service account.
+        var issuer: String
+        /// The assertion's `kid`, when it had one.
+        var keyID: String?
     }
 
     /// An access token for the assertion in a `POST /token` form body, or the OAuth2 error to answer.
@@ -76,11 +119,15 @@ final class SinkCredentials: Sendable {
         guard claims.aud.hasSuffix("/token") else {
             return .failure(TokenError(code: "invalid_grant", description: "aud must be this endpoint's URL"))
         }
+        // The assertion verified, so its header reads.
+        let jwt = try? CompactJWT(assertion)
+        let header = jwt.flatMap { try? $0.decode(CompactJWT.Header.self, from: $0.header) }
         let token = "sink-" + UUID().uuidString.lowercased()
         let expiry = now.addingTimeInterval(TimeInterval(tokenLifetime))
+        let grant = Grant(expiry: expiry, issuedAt: now, issuer: claims.iss, keyID: header?.kid)
         issued.withLock { issued in
-            issued = issued.filter { $0.value > now }
-            issued[token] = expiry
+            issued = issued.filter { $0.value.expiry > now }
+            issued[token] = grant
         }
         return .success((token, tokenLifetime))
     }

@@ -9,8 +9,12 @@ public struct ReceivedPush: Sendable, Equatable {
     public let provider: PushProvider
     /// The device token: from the APNs path, or FCM's `message.token` (empty when it had none).
     public let token: String
-    /// The request headers, names lowercased; repeated headers joined with ", ".
+    /// The request headers, names lowercased; repeated headers joined with ", ". Credential headers
+    /// (`authorization`, `proxy-authorization`) are never among them: see ``authorization``.
     public let headers: [String: String]
+    /// What the sink checked of the request's `authorization` header (shown as `headers.authorization`); nil
+    /// when it had none.
+    public let authorization: RecordedAuthorization?
     /// The request body as received.
     public let body: [UInt8]
     /// Whether ``body`` is one valid JSON text (embedded as is in `payload`; otherwise embedded as a string).
@@ -30,6 +34,7 @@ public struct ReceivedPush: Sendable, Equatable {
         provider: PushProvider,
         token: String,
         headers: [String: String],
+        authorization: RecordedAuthorization? = nil,
         body: [UInt8],
         bodyIsJSON: Bool,
         status: Int,
@@ -41,6 +46,7 @@ public struct ReceivedPush: Sendable, Equatable {
         self.provider = provider
         self.token = token
         self.headers = headers
+        self.authorization = authorization
         self.body = body
         self.bodyIsJSON = bodyIsJSON
         self.status = status

@@ -1,9 +1,16 @@
 /// The compact byte form of one push's headers and body, as stored in the ``ByteArena``.
 ///
+/// Credential headers (``credentialHeaders``) are left out: the sink keeps what it checked of them instead
+/// (``RecordedAuthorization``), never their text.
+///
 /// Layout: header count (UInt16 LE); per header its name length (UInt16 LE), the lowercased name, its value
 /// length (UInt32 LE) and the value; then the body bytes as received.
 enum ReceivedPushBlob {
-    /// Encodes `headers` (names lowercased, repeated names joined with ", ") followed by `body`.
+    /// The headers that carry a credential, never stored.
+    static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization"]
+
+    /// Encodes `headers` (names lowercased, repeated names joined with ", ", credential headers left out)
+    /// followed by `body`.
     /// - Returns: the blob and the length of its header part.
     static func encode<Bytes: Collection<UInt8>>(
         headers: [(name: String, value: String)],
@@ -13,6 +20,9 @@ enum ReceivedPushBlob {
         merged.reserveCapacity(headers.count)
         for header in headers {
             let name = Self.lowercased(header.name)
+            if Self.credentialHeaders.contains(name) {
+                continue
+            }
             if let index = merged.firstIndex(where: { $0.name == name }) {
                 merged[index].value += ", " + header.value
             } else {

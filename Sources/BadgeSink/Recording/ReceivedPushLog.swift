@@ -20,6 +20,8 @@ struct ReceivedPushLog {
     private var positionsByToken: [[UInt32]] = []
     private var reasons: [String] = [""]
     private var reasonIDs: [String: UInt32] = [:]
+    private var authorizations: [RecordedAuthorization?] = [nil]
+    private var authorizationIDs: [RecordedAuthorization: UInt32] = [:]
     private var countsByStatus: [Int: Int] = [:]
 
     init(capacity: Int = 1_000_000) {
@@ -39,11 +41,13 @@ struct ReceivedPushLog {
         bodyIsJSON: Bool,
         status: Int,
         reason: String?,
+        authorization: RecordedAuthorization? = nil,
         receivedAtMilliseconds: Int64,
         httpVersion: ReceivedPushRecord.HTTPVersion = .http1
     ) {
         let tokenID = self.intern(token: token)
         let reasonID = reason.map { self.intern(reason: $0) } ?? 0
+        let authorizationID = authorization.map { self.intern(authorization: $0) } ?? 0
         let location = self.arena.append(blob)
         let position = UInt32(self.records.count)
         self.records.append(
@@ -55,6 +59,7 @@ struct ReceivedPushLog {
                 bodyLength: UInt32(blob.count - headersLength),
                 token: tokenID,
                 reason: reasonID,
+                authorization: authorizationID,
                 status: UInt16(clamping: status),
                 provider: provider,
                 bodyIsJSON: bodyIsJSON,
@@ -89,6 +94,7 @@ struct ReceivedPushLog {
                 seq: Int(record.seq), provider: record.provider, token: self.tokens[Int(record.token)],
                 blob: Array(headers) + Array(body), headersLength: headers.count, bodyIsJSON: record.bodyIsJSON,
                 status: Int(record.status), reason: record.reason == 0 ? nil : self.reasons[Int(record.reason)],
+                authorization: self.authorizations[Int(record.authorization)],
                 receivedAtMilliseconds: record.receivedAtMilliseconds, httpVersion: record.httpVersion)
         }
         fresh.countsByStatus = self.countsByStatus
@@ -105,7 +111,7 @@ struct ReceivedPushLog {
         var selected: [ReceivedPushRecord]
         if let token {
             guard let tokenID = self.tokenIDs[token] else {
-                return ReceivedPushSnapshot(records: [], chunks: [], tokens: [], reasons: [])
+                return ReceivedPushSnapshot(records: [], chunks: [], tokens: [], reasons: [], authorizations: [])
             }
             let positions = self.positionsByToken[Int(tokenID)]
             let first = Self.partitionPoint(count: positions.count) {
@@ -126,7 +132,8 @@ struct ReceivedPushLog {
             records: selected,
             chunks: self.arena.chunks,
             tokens: self.tokens,
-            reasons: self.reasons
+            reasons: self.reasons,
+            authorizations: self.authorizations
         )
     }
 
@@ -153,6 +160,16 @@ struct ReceivedPushLog {
         self.tokens.append(token)
         self.tokenIDs[token] = id
         self.positionsByToken.append([])
+        return id
+    }
+
+    private mutating func intern(authorization: RecordedAuthorization) -> UInt32 {
+        if let id = self.authorizationIDs[authorization] {
+            return id
+        }
+        let id = UInt32(self.authorizations.count)
+        self.authorizations.append(authorization)
+        self.authorizationIDs[authorization] = id
         return id
     }
 

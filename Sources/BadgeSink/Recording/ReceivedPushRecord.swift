@@ -11,6 +11,8 @@ struct ReceivedPushRecord: Sendable {
     var token: UInt32
     /// Index into the interned reasons; 0 for none.
     var reason: UInt32
+    /// Index into the interned authorization records; 0 for none.
+    var authorization: UInt32
     var status: UInt16
     var provider: PushProvider
     var bodyIsJSON: Bool

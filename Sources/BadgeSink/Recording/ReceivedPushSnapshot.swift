@@ -6,6 +6,8 @@ struct ReceivedPushSnapshot: Sendable {
     let chunks: [[UInt8]]
     let tokens: [String]
     let reasons: [String]
+    /// The interned authorization records; index 0 is none.
+    let authorizations: [RecordedAuthorization?]
 
     /// The received pushes as values.
     var receivedPushes: [ReceivedPush] {
@@ -16,6 +18,7 @@ struct ReceivedPushSnapshot: Sendable {
                 provider: record.provider,
                 token: self.tokens[Int(record.token)],
                 headers: ReceivedPushBlob.decodeHeaders(headers),
+                authorization: self.authorizations[Int(record.authorization)],
                 body: Array(body),
                 bodyIsJSON: record.bodyIsJSON,
                 status: Int(record.status),
@@ -63,6 +66,10 @@ struct ReceivedPushSnapshot: Sendable {
             writer.string(utf8: name)
             writer.raw(":")
             writer.string(utf8: value)
+        }
+        if let authorization = self.authorizations[Int(record.authorization)] {
+            writer.raw(first ? "\"authorization\":" : ",\"authorization\":")
+            authorization.write(into: &writer)
         }
         writer.raw("},\"payload\":")
         if record.bodyIsJSON {

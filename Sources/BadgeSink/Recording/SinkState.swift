@@ -39,21 +39,30 @@ public final class SinkState: Sendable {
     /// - Parameters:
     ///   - provider: The service the push is addressed to.
     ///   - token: The device token; for FCM, `message.token` from the body, or empty when it has none.
-    ///   - headers: The request headers; names are lowercased.
+    ///   - headers: The request headers; names are lowercased. Credential headers (`authorization`,
+    ///     `proxy-authorization`) are not kept.
+    ///   - authorization: What the sink checked of the `authorization` header. When nil and `headers` has one, only
+    ///     its scheme is recorded, as not verified.
     ///   - body: The request body as received.
     ///   - receivedAt: When it was received.
-    ///   - httpVersion: The HTTP version it came over.
+    ///   - http2: Whether it came over HTTP/2 (else HTTP/1.1).
     ///   - refusal: The status and reason to answer with instead of looking further.
     /// - Returns: The answer to send, with the `seq` it was recorded under.
     public func record<Body: Collection<UInt8>>(
         provider: PushProvider,
         token: String,
         headers: [(name: String, value: String)],
+        authorization: RecordedAuthorization? = nil,
         body: Body,
         receivedAt: Date = Date(),
         http2: Bool = false,
         refusal: (status: Int, reason: String)? = nil
     ) -> PushAnswer {
+        let authorization =
+            authorization
+            ?? headers.first { $0.name.lowercased() == "authorization" }.map {
+                RecordedAuthorization.unverified($0.value)
+            }
         let bodyIsJSON = JSONValue.isWellFormed(body)
         let (blob, headersLength) = ReceivedPushBlob.encode(headers: headers, body: body)
         let milliseconds = Timestamp.milliseconds(of: receivedAt)
@@ -85,6 +94,7 @@ public final class SinkState: Sendable {
                 bodyIsJSON: bodyIsJSON,
                 status: status,
                 reason: reason,
+                authorization: authorization,
                 receivedAtMilliseconds: milliseconds,
                 httpVersion: http2 ? .http2 : .http1
             )

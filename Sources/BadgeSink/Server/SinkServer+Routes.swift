@@ -12,9 +12,9 @@ extension SinkServer {
         router.post("/3/device/{token}") { request, context -> Response in
             let token = context.parameters.get("token") ?? ""
             let body = try await request.body.collect(upTo: context.maxUploadSize)
-            let refusal = credentials.checkAPNs(authorization: request.headers[.authorization])
+            let check = credentials.checkAPNs(authorization: request.headers[.authorization])
             let answer = Self.receive(
-                .apns, token: token, body: body, request: request, context: context, refusal: refusal, into: state,
+                .apns, token: token, body: body, request: request, context: context, check: check, into: state,
                 log: logDeliveries)
             var headers = HTTPFields()
             headers[.init("apns-id")!] = request.headers[.init("apns-id")!] ?? UUID().uuidString.lowercased()
@@ -28,9 +28,9 @@ extension SinkServer {
             let project = context.parameters.get("project") ?? ""
             let body = try await request.body.collect(upTo: context.maxUploadSize)
             let token = Self.fcmToken(in: body.readableBytesView)
-            let refusal = credentials.checkFCM(authorization: request.headers[.authorization])
+            let check = credentials.checkFCM(authorization: request.headers[.authorization])
             let answer = Self.receive(
-                .fcm, token: token, body: body, request: request, context: context, refusal: refusal, into: state,
+                .fcm, token: token, body: body, request: request, context: context, check: check, into: state,
                 log: logDeliveries)
             return Self.json(answer.fcmBody(project: project), status: answer.status)
         }
@@ -97,15 +97,15 @@ extension SinkServer {
         }
     }
 
-    /// Records a push received on either endpoint in `state`, prints its log line when `log` is set, and
-    /// returns the answer to send.
+    /// Records a push received on either endpoint in `state` (what `check` found of its credentials, not their
+    /// text), prints its log line when `log` is set, and returns the answer to send.
     static func receive(
         _ provider: PushProvider,
         token: String,
         body: ByteBuffer,
         request: Request,
         context: SinkRequestContext,
-        refusal: (status: Int, reason: String)?,
+        check: SinkCredentials.Check,
         into state: SinkState,
         log: Bool
     ) -> PushAnswer {
@@ -113,9 +113,10 @@ extension SinkServer {
             provider: provider,
             token: token,
             headers: Self.headerList(request.headers),
+            authorization: check.recorded,
             body: body.readableBytesView,
             http2: context.isHTTP2,
-            refusal: refusal
+            refusal: check.refusal
         )
         if log {
             ReceivedPushLogLine.print(answer: answer, token: token, body: body.readableBytesView)
