@@ -213,6 +213,25 @@ enum Schema {
                 .index("messages_read_occurred", on: "messages (occurred_at) WHERE read"),
             ]
         },
+        // Refused pushes (see `RefusedPush`): outbox rows the code could not read, moved aside by the claim that met
+        // them, with every column as text, the reason and the database's time.
+        Migration(version: 6) { _ in
+            [
+                .ddl(
+                    """
+                    CREATE TABLE IF NOT EXISTS refused_pushes (
+                        outbox_id BIGINT PRIMARY KEY,
+                        user_id TEXT,
+                        token TEXT,
+                        partition_id BIGINT,
+                        reason TEXT NOT NULL,
+                        detail TEXT NOT NULL,
+                        outbox_row TEXT NOT NULL,
+                        refused_at BIGINT NOT NULL
+                    )
+                    """)
+            ]
+        },
     ]
 
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas
