@@ -59,6 +59,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         public static let postgres = Code("postgres")
         /// PostgreSQL: a server error without an SQLSTATE.
         public static let server = Code("server")
+        /// The database's schema is at a version newer than this code knows: an older badgepipe must not write to
+        /// it (see `Schema`). Upgrading badgepipe is the fix; retrying is not.
+        public static let schemaTooNew = Code("schema_too_new")
 
         /// A PostgreSQL server error by SQLSTATE.
         public static func sqlState(_ state: String) -> Code { Code("sqlstate_\(state)") }

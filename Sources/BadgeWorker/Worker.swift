@@ -76,6 +76,10 @@ public struct Worker: Service {
             } catch is CancellationError where Task.isShuttingDownGracefully {
                 try await http.shutdown()
                 return
+            } catch let error as StoreError where error.code == .schemaTooNew {
+                // Retrying cannot help: this worker is older than the database's schema.
+                logger.critical("the database schema is newer than this worker", metadata: ["worker.error": "\(error)"])
+                throw error
             }
             // Pushes a previous run committed but did not get to send (in a fleet, each partition's are sent by
             // whoever leases the partition next).

@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 import BadgeWire
 import Testing
 
@@ -68,6 +69,126 @@ struct MigrationTests {
             // added beside it, the older one kept within the cap.
             _ = try await store.apply([register("d2", token: tokenB, at: 5)], policy: .unseen)
             #expect(try await store.snapshot(user: "u-alice").devices.map(\.token) == [tokenA, tokenB])
+        }
+    }
+
+    /// A database upgraded by a newer badgepipe (a version above the latest this code knows) is refused with a clear,
+    /// non-transient error, and nothing is applied.
+    @Test(arguments: Backend.allCases)
+    func aSchemaNewerThanTheCodeIsRefused(backend: Backend) async throws {
+        try await withStores(backend) { stores in
+            let store = stores[0]
+            let database = try #require((store as? any SQLBackedBadgeStore)?.sqlBackend.database)
+            let newer = Schema.latestVersion + 1
+            try await database.transaction { sql in
+                try await sql.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)", [.int(newer)])
+            }
+            let error = await #expect(throws: StoreError.self) { try await store.migrate() }
+            #expect(error?.code == .schemaTooNew)
+            #expect(error?.transient == false)
+            #expect(
+                error?.message
+                    == "the database schema is at version \(newer), this badgepipe knows up to "
+                    + "\(Schema.latestVersion): upgrade badgepipe")
+            // A store on an older database carries on as before.
+            try await database.transaction { sql in
+                try await sql.execute("DELETE FROM schema_migrations WHERE version = $1", [.int(newer)])
+            }
+            try await store.migrate()
+        }
+    }
+
+    /// On PostgreSQL a migration's DDL gives up after the lock timeout when another session holds the table (a
+    /// long transaction), instead of queueing every other statement on the table behind it for as long as that
+    /// transaction lasts; the failure is transient, nothing of the version is applied, and the migration succeeds
+    /// once the table is free.
+    @Test
+    func aMigrationGivesUpOnALockedTableWithinTheLockTimeoutAndSucceedsOnceItIsFree() async throws {
+        try await withStores(.postgres, count: 2, migrate: false) { stores in
+            let store = try #require(stores[0] as? PostgresBadgeStore)
+            let holder = try #require(stores[1] as? PostgresBadgeStore)
+            let prelude = store.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
+            try await Schema.migrate(store.database, prelude: prelude, through: 4)
+            // Version 5 adds a column to processed_events: another session reads that table in a long transaction.
+            let (locked, release) = (CloseSignal<Void>(), CloseSignal<Void>())
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    try await holder.database.transaction { sql in
+                        try await sql.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
+                        try await sql.execute("LOCK TABLE processed_events IN ACCESS SHARE MODE")
+                        locked.resolve()
+                        // Until released, 10 s at most (a migration that waited for the lock would be done then).
+                        for _ in 0..<100 where !release.isResolved {
+                            try await Task.sleep(for: .milliseconds(100))
+                        }
+                    }
+                }
+                _ = await locked.waitUnlessCancelled()
+                let clock = ContinuousClock()
+                let start = clock.now
+                // A worker's write to the table, made while the migration waits for its lock, waits behind it.
+                group.addTask {
+                    try await Task.sleep(for: .milliseconds(500))
+                    let writeStart = clock.now
+                    try await store.database.transaction { sql in
+                        try await sql.execute("INSERT INTO processed_events (event_id) VALUES ('during-migration')")
+                    }
+                    let blocked = clock.now - writeStart
+                    #expect(blocked < Schema.lockTimeout + .seconds(1), "the write waited \(blocked)")
+                }
+                let error = await #expect(throws: StoreError.self) { try await store.migrate() }
+                let waited = clock.now - start
+                #expect(error?.code == .sqlState("55P03"))
+                #expect(error?.transient == true)
+                #expect(waited >= Schema.lockTimeout - .milliseconds(50), "gave up after \(waited)")
+                #expect(waited < Schema.lockTimeout + .seconds(2), "gave up after \(waited)")
+                #expect(try await versions(store) == [1, 2, 3, 4])
+                release.resolve()
+                try await group.waitForAll()
+            }
+            try await store.migrate()
+            #expect(try await versions(store) == Schema.migrations.map(\.version))
+            let row = try await store.database.statement(
+                "SELECT count(*) AS n FROM processed_events WHERE event_id = 'during-migration' AND processed_at > 0",
+                [])
+            #expect(try row.first?["n"].int64 == 1)
+        }
+    }
+
+    /// On PostgreSQL an index left invalid by an interrupted concurrent build is dropped and built again as the
+    /// migration defines it.
+    @Test
+    func anInvalidIndexLeftByAnInterruptedBuildIsRebuilt() async throws {
+        try await withStores(.postgres, migrate: false) { stores in
+            let store = try #require(stores[0] as? PostgresBadgeStore)
+            let prelude = store.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
+            try await Schema.migrate(store.database, prelude: prelude, through: 4)
+            // A failed concurrent build leaves its index behind, INVALID: here a unique one over duplicates, under the
+            // name version 5 builds.
+            _ = try await store.database.statement(
+                "INSERT INTO notifications (user_id, id, occurred_at, read, seen) VALUES ('u', 'a', 1, TRUE, TRUE), "
+                    + "('u', 'b', 1, TRUE, TRUE)", [])
+            await #expect(throws: StoreError.self) {
+                _ = try await store.database.statement(
+                    "CREATE UNIQUE INDEX CONCURRENTLY notifications_read_occurred ON notifications (occurred_at)", [])
+            }
+            let query =
+                "SELECT i.indisvalid AS valid, pg_get_indexdef(i.indexrelid) AS definition FROM pg_index i "
+                + "WHERE i.indexrelid = to_regclass('notifications_read_occurred')"
+            #expect(try await store.database.statement(query, []).first?["valid"].bool == false)
+            try await store.migrate()
+            let index = try #require(try await store.database.statement(query, []).first)
+            #expect(try index["valid"].bool == true)
+            let definition = try #require(try index["definition"].string)
+            #expect(!definition.contains("UNIQUE"), "\(definition)")
+            #expect(definition.hasSuffix("(occurred_at) WHERE read"), "\(definition)")
+        }
+    }
+
+    private func versions(_ store: PostgresBadgeStore) async throws -> [Int64] {
+        try await store.database.statement("SELECT version FROM schema_migrations ORDER BY version", []).map {
+            try #require(try $0["version"].int64)
         }
     }
 }

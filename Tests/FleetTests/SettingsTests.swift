@@ -141,6 +141,32 @@ struct SettingsTests {
         #expect(loopback.contains("--partitions (BADGEPIPE_PARTITIONS) must be within"), "\(loopback)")
     }
 
+    /// A database whose schema a newer badgepipe upgraded: the worker says so and exits at once, without retrying.
+    @Test func theWorkerRefusesADatabaseSchemaNewerThanItKnows() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("newer-\(UUID().uuidString).sqlite")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = [
+            "python3", "-c",
+            "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(sys.argv[2]); c.close()",
+            file.path,
+            "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL); "
+                + "INSERT INTO schema_migrations VALUES (1000000, 0);",
+        ]
+        try python.run()
+        python.waitUntilExit()
+        try #require(python.terminationStatus == 0)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let (status, errors) = try run(["worker"] + Self.sink + ["--database-url", "sqlite:\(file.path)"])
+        #expect(status != 0)
+        #expect(
+            errors.contains("the database schema is at version 1000000, this badgepipe knows up to "), "\(errors)")
+        #expect(errors.contains(": upgrade badgepipe"), "\(errors)")
+        #expect(clock.now - start < .seconds(20))
+    }
+
     @Test func publishPrintsTheEventItsFlagsMake() throws {
         let (status, output, errors) = try runWithOutput([
             "publish", "--print", "--type", "device_registered", "--recipient", "u-a", "--id", "d1",

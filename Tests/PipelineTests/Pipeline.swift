@@ -242,6 +242,35 @@ struct Pipeline: Sendable {
         }
     }
 
+    /// Runs a query on the pipeline's database from outside the worker, as ``executeSQL(_:)`` does; returns its rows,
+    /// each as its columns' text joined by `|` (NULL as the empty string).
+    func querySQL(_ statement: String) throws -> [String] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        if databaseURL.hasPrefix("sqlite:") {
+            process.arguments = [
+                "python3", "-c",
+                "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nfor r in c.execute(sys.argv[2]): "
+                    + "print('|'.join('' if v is None else str(v) for v in r))",
+                String(databaseURL.dropFirst("sqlite:".count)), statement,
+            ]
+        } else {
+            process.arguments = [
+                "psql", databaseURL, "-q", "-A", "-t", "-F", "|", "-v", "ON_ERROR_STOP=1", "-c", statement,
+            ]
+        }
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw StoreError(
+                code: StoreError.Code("test_setup"), message: "query failed: \(statement)", transient: false)
+        }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+
     /// Everything parked in the dead-letter queue so far, by message id (taken off the queue).
     func parked() async throws -> [String: AMQPMessage] {
         let channel = try await connection.openChannel()

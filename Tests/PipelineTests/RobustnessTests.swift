@@ -27,6 +27,45 @@ struct RobustnessTests {
         ]
     }
 
+    /// Outbox rows the worker cannot read (here a provider it does not know, in every partition, for a device that
+    /// also has valid pushes) are moved to `refused_pushes` with their reason; every valid push still goes out, to
+    /// that device and to another, and the outbox ends empty.
+    @Test(arguments: Backend.allCases)
+    func unreadableOutboxRowsAreRefusedAndEveryValidPushGoesOut(backend: Backend) async throws {
+        try await Pipeline.with(backend: backend) { pipeline in
+            let other = "dddd3333dddd3333dddd3333dddd3333dddd3333dddd3333dddd3333dddd3333"
+            try await pipeline.publish(Self.register("u-refused", id: "r-d1"))
+            try await pipeline.publish(Self.register("u-neighbour", token: other, id: "r-d2"))
+            try await pipeline.waitUntilQuiet()
+            for partition in 0..<pipeline.topology.partitions {
+                try pipeline.executeSQL(
+                    """
+                    INSERT INTO outbox (user_id, event_id, event_type, token, provider, topic, kind, event_json,
+                        unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews,
+                        partition_id, created_at)
+                    VALUES ('u-refused', 'r-x\(partition)', 'follow', '\(Self.token)', 'huawei', 'com.example.test',
+                        'badge', NULL, 0, 0, 0, 0, 1, TRUE, \(partition), 0)
+                    """)
+            }
+            for second in 1...3 {
+                try await pipeline.publish(Self.follow("u-refused", id: "r-n\(second)", second: second))
+                try await pipeline.publish(Self.follow("u-neighbour", id: "r-m\(second)", second: second))
+            }
+            try await pipeline.waitUntilQuiet()
+
+            #expect(pipeline.acceptedPayloads(token: Self.token).compactMap { $0["aps"]?["alert"] }.count == 3)
+            #expect(pipeline.lastBadge(token: Self.token) == 3)
+            #expect(pipeline.acceptedPayloads(token: other).compactMap { $0["aps"]?["alert"] }.count == 3)
+            #expect(pipeline.lastBadge(token: other) == 3)
+            #expect(pipeline.sink.receivedPushes(token: Self.token).allSatisfy { $0.provider == .apns })
+            let refused = try pipeline.querySQL(
+                "SELECT partition_id, user_id, reason FROM refused_pushes ORDER BY partition_id")
+            #expect(
+                refused == (0..<pipeline.topology.partitions).map { "\($0)|u-refused|unknown_provider" }, "\(refused)")
+            #expect(try await pipeline.store.pendingPushes(limit: 100).isEmpty)
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func invalidMessagesAreParkedWithTheirReasonAndValidOnesTakeEffect(backend: Backend) async throws {
         try await Pipeline.with(backend: backend) { pipeline in

@@ -12,9 +12,10 @@ extension DeliveryQueries {
             removing: removed, settingVersions: false)
         let result = try decodeFencedClaim(
             try await sql.query(statement.sql, statement.binds), lease: lease, checked: false)
+        let refused = try await refuse(result.unreadable, sql: sql)
         let pushes = try await claim(
             result.claimed, policy: policy, lease: lease, marked: true, devices: result.devices, sql: sql)
-        return ClaimedPushes(pushes: pushes, reachedLimit: result.claimed.count >= limit)
+        return ClaimedPushes(pushes: pushes, reachedLimit: result.rows >= limit, refused: refused)
     }
 
     /// The fenced claim of ``claimDueFenced(partition:limit:now:policy:lease:skipClaimedBefore:removing:sql:)`` as
@@ -39,7 +40,8 @@ extension DeliveryQueries {
             removing: removed, settingVersions: true)
         let result = try decodeFencedClaim(
             try await database.statement(statement.sql, statement.binds), lease: lease, checked: true)
-        guard result.simple else { return nil }
+        // A row that cannot be read is moved aside in a transaction: the transaction's claim takes the rows again.
+        guard result.simple, result.unreadable.isEmpty else { return nil }
         var guardState = PushGuard(devices: result.devices)
         let decisions = guardState.decide(result.claimed.map(\.push))
         var pushes: [ClaimedPush] = []
@@ -57,12 +59,16 @@ extension DeliveryQueries {
             let delete = deleteStatement(superseded, dialect: .postgres)
             _ = try await database.statement(delete.sql, delete.binds)
         }
-        return ClaimedPushes(pushes: pushes, reachedLimit: result.claimed.count >= limit)
+        return ClaimedPushes(pushes: pushes, reachedLimit: result.rows >= limit)
     }
 
     /// What a fenced claim statement returned.
     private struct FencedClaim {
         var claimed: [OutboxPush]
+        /// Claimed rows that cannot be read (see ``RefusedPush``).
+        var unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)]
+        /// How many rows the statement claimed, readable or not.
+        var rows: Int
         var devices: [String: PushGuard.Device]
         /// The statement's `simple` check held (and it set the devices' versions), when it made one.
         var simple: Bool
@@ -136,9 +142,16 @@ extension DeliveryQueries {
         }
         guard held > 0 else { throw FleetQueries.leaseLost(lease) }
         var claimed: [OutboxPush] = []
+        var unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)] = []
         var devices: [String: PushGuard.Device] = [:]
         for row in rows where try row["id"].int64 != nil {
-            let push = try OutboxRow.decode(row)
+            let push: OutboxPush
+            do {
+                push = try OutboxRow.decode(row)
+            } catch let why as OutboxRow.Unreadable {
+                unreadable.append((row, why))
+                continue
+            }
             claimed.append(push)
             if let user = try row["d_user_id"].string, let version = try row["d_pushed_version"].int64 {
                 devices[push.push.token] = PushGuard.Device(user: user, pushedVersion: version)
@@ -146,6 +159,8 @@ extension DeliveryQueries {
         }
         claimed.sort { $0.id < $1.id }
         let simple = checked ? try first["simple"].bool ?? false : false
-        return FencedClaim(claimed: claimed, devices: devices, simple: simple)
+        return FencedClaim(
+            claimed: claimed, unreadable: unreadable, rows: claimed.count + unreadable.count, devices: devices,
+            simple: simple)
     }
 }

@@ -15,10 +15,12 @@ extension DeliveryQueries {
         try await database.transaction { sql in
             try await deleteOutboxRows(sent, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
-            let rows = try await sql.query(
-                "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE id = $1" + sql.dialect.forUpdate,
-                [.int(outbox.id)]
-            ).map(OutboxRow.decode)
+            let (rows, unreadable) = try OutboxRow.decodeAll(
+                try await sql.query(
+                    "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE id = $1" + sql.dialect.forUpdate,
+                    [.int(outbox.id)]))
+            // A row that cannot be read (changed since it was read as `outbox`) is moved aside, and nothing is sent.
+            _ = try await refuse(unreadable, sql: sql)
             return try await DeliveryQueries.claim(rows, policy: policy, lease: lease, sql: sql).first?.push
         }
     }

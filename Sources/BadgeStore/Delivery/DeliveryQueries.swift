@@ -10,7 +10,8 @@ enum DeliveryQueries {
     /// Claims up to `limit` due pushes of `partition` (all partitions when nil), oldest first: rows whose next
     /// attempt is due and that no earlier row of the same token waits ahead of (a device's pushes go out in
     /// order). With `skipClaimedBefore`, rows claimed under an earlier lease epoch are left alone (see
-    /// `LeaseTerm.isInDoubt`).
+    /// `LeaseTerm.isInDoubt`). Due rows that cannot be read are moved to `refused_pushes` in the claim's
+    /// transaction (``refuse(_:sql:)``) and returned in ``ClaimedPushes/refused``.
     static func claimDue(
         partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord = DeliveryRecord(), database: any SQLTransactor
@@ -46,22 +47,24 @@ enum DeliveryQueries {
             let due = dueRows(
                 partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease?.epoch, binds: &binds,
                 dialect: sql.dialect)
-            let rows: [OutboxPush]
+            let read: [SQLRow]
             if let lease {
                 // Select, lock and mark with the claimer's epoch in one statement.
                 binds.append(.int(lease.epoch))
-                rows = try await sql.query(
+                read = try await sql.query(
                     "UPDATE outbox SET claimed_epoch = $\(binds.count), \(releasingHold) "
                         + "WHERE \(sql.dialect.among("id", "SELECT o.id \(due)")) RETURNING \(OutboxRow.selectColumns)",
-                    binds
-                ).map(OutboxRow.decode).sorted { $0.id < $1.id }
+                    binds)
             } else {
                 let columns = OutboxRow.selectColumns.split(separator: ",").map { "o." + $0.drop(while: { $0 == " " }) }
-                rows = try await sql.query("SELECT \(columns.joined(separator: ", ")) \(due)", binds)
-                    .map(OutboxRow.decode)
+                read = try await sql.query("SELECT \(columns.joined(separator: ", ")) \(due)", binds)
             }
-            let claimed = try await claim(rows, policy: policy, lease: lease, marked: lease != nil, sql: sql)
-            return ClaimedPushes(pushes: claimed, reachedLimit: rows.count >= limit)
+            // Rows the code cannot read are moved aside; the claim goes on with the others.
+            let (rows, unreadable) = try OutboxRow.decodeAll(read)
+            let refused = try await refuse(unreadable, sql: sql)
+            let claimed = try await claim(
+                rows.sorted { $0.id < $1.id }, policy: policy, lease: lease, marked: lease != nil, sql: sql)
+            return ClaimedPushes(pushes: claimed, reachedLimit: read.count >= limit, refused: refused)
         }
     }
 

@@ -35,60 +35,128 @@ enum OutboxRow {
         ]
     }
 
-    /// Rebuilds a push from the columns named in ``selectColumns``.
+    /// Why a row cannot be read (see ``RefusedPush``).
+    struct Unreadable: Error {
+        var reason: RefusedPush.Reason
+        var detail: String
+    }
+
+    /// The names of ``selectColumns``: what a refused row's text keeps (a claim's result may carry more columns).
+    static let selectedNames = Set(selectColumns.split(separator: ",").map { String($0.drop(while: { $0 == " " })) })
+
+    /// Reads `rows` (with the columns of ``selectColumns``, maybe more): the pushes, in the rows' order, and the rows
+    /// that cannot be read, with why. A column the rows lack is the code's mistake, not the data's: that throws.
+    static func decodeAll(
+        _ rows: [SQLRow]
+    ) throws -> (pushes: [OutboxPush], unreadable: [(row: SQLRow, why: Unreadable)]) {
+        var pushes: [OutboxPush] = []
+        var unreadable: [(row: SQLRow, why: Unreadable)] = []
+        for row in rows {
+            do {
+                pushes.append(try decode(row))
+            } catch let why as Unreadable {
+                unreadable.append((row, why))
+            }
+        }
+        return (pushes, unreadable)
+    }
+
+    /// Rebuilds a push from the columns named in ``selectColumns``; throws ``Unreadable`` when the row's data cannot
+    /// be read, a ``StoreError`` when a column is missing from the result.
     static func decode(_ row: SQLRow) throws -> OutboxPush {
-        guard let id = try row["id"].int64, let recipient = try row["user_id"].string,
-            let eventID = try row["event_id"].string,
-            let eventType = try row["event_type"].string.flatMap(EventType.init(rawValue:)),
-            let token = try row["token"].string,
-            let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:)),
-            let kindName = try row["kind"].string, let unreadNotifications = try row["unread_notifications"].int64,
-            let unseenNotifications = try row["unseen_notifications"].int64,
-            let unreadMessages = try row["unread_messages"].int64, let badge = try row["badge"].int64,
-            let badgeVersion = try row["badge_version"].int64, let previews = try row["previews"].bool
-        else { throw StoreError.corrupt("bad outbox row") }
+        let id = try value(row, "id", \.int64)
+        let eventTypeName = try value(row, "event_type", \.string)
+        guard let eventType = EventType(rawValue: eventTypeName) else {
+            throw Unreadable(reason: .unknownEventType, detail: "unknown event type \(quoted(eventTypeName))")
+        }
+        let providerName = try value(row, "provider", \.string)
+        guard let provider = PushProvider(rawValue: providerName) else {
+            throw Unreadable(reason: .unknownProvider, detail: "unknown provider \(quoted(providerName))")
+        }
         let environment: APNsEnvironment?
         if let name = try row["environment"].string {
-            guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
+            guard let value = APNsEnvironment(rawValue: name) else {
+                throw Unreadable(reason: .unknownEnvironment, detail: "unknown environment \(quoted(name))")
+            }
             environment = value
         } else {
             environment = nil
         }
         let kind: PushKind
-        switch kindName {
+        switch try value(row, "kind", \.string) {
         case "badge":
             kind = .badgeOnly
         case "alert":
-            guard let text = try row["event_json"].string else {
-                throw StoreError.corrupt("alert outbox row \(id) without event")
-            }
-            kind = .alert(try decodeEvent(text, outboxID: id))
-        default:
-            throw StoreError.corrupt("bad outbox kind \(kindName)")
+            kind = .alert(try decodeEvent(try value(row, "event_json", \.string)))
+        case let other:
+            throw Unreadable(reason: .unknownKind, detail: "unknown kind \(quoted(other))")
         }
         let push = PlannedPush(
-            recipient: recipient, eventID: eventID, eventType: eventType, token: token, provider: provider,
+            recipient: try value(row, "user_id", \.string), eventID: try value(row, "event_id", \.string),
+            eventType: eventType, token: try value(row, "token", \.string), provider: provider,
             topic: try row["topic"].string, environment: environment, kind: kind,
             counts: Counts(
-                unreadNotifications: Int(unreadNotifications), unseenNotifications: Int(unseenNotifications),
-                unreadMessages: Int(unreadMessages)),
-            badge: Int(badge), badgeVersion: badgeVersion, previews: previews)
+                unreadNotifications: Int(try value(row, "unread_notifications", \.int64)),
+                unseenNotifications: Int(try value(row, "unseen_notifications", \.int64)),
+                unreadMessages: Int(try value(row, "unread_messages", \.int64))),
+            badge: Int(try value(row, "badge", \.int64)), badgeVersion: try value(row, "badge_version", \.int64),
+            previews: try value(row, "previews", \.bool))
         return OutboxPush(
             id: id, push: push, claimedEpoch: try row["claimed_epoch"].int64,
             attempts: Int(try row["attempts"].int64 ?? 0), createdAt: try row["created_at"].int64 ?? 0,
             nextAttemptAt: try row["next_attempt_at"].int64 ?? 0)
     }
 
-    private static func decodeEvent(_ text: String, outboxID: Int64) throws -> Event {
+    /// ``decode(_:)`` for readers that only list rows: a row that cannot be read is a `corrupt_data` error (a claim
+    /// moves it aside, see ``RefusedPush``).
+    static func decodeListed(_ row: SQLRow) throws -> OutboxPush {
+        do {
+            return try decode(row)
+        } catch let why as Unreadable {
+            throw StoreError.corrupt("outbox row \((try? row["id"].int64).flatMap { $0 } ?? -1): \(why.detail)")
+        }
+    }
+
+    /// Every column of ``selectColumns`` of `row`, as a JSON object, for `refused_pushes`.
+    static func text(of row: SQLRow) -> String {
+        var members: [(key: String, value: JSONValue)] = []
+        for (name, value) in zip(row.columns.names, row.values) where selectedNames.contains(name) {
+            switch value {
+            case .null: members.append((name, .null))
+            case .int(let number): members.append((name, .int(number)))
+            case .bool(let flag): members.append((name, .bool(flag)))
+            case .text(let text): members.append((name, .string(text)))
+            }
+        }
+        return JSONValue.object(members).serializedString()
+    }
+
+    /// Column `name` of `row` read by `read`; ``Unreadable`` when it is NULL or not of that type.
+    private static func value<T>(_ row: SQLRow, _ name: String, _ read: (SQLValue) -> T?) throws -> T {
+        let value = try row[name]
+        guard let result = read(value) else {
+            throw value.isNull
+                ? Unreadable(reason: .missingValue, detail: "\(name) is NULL")
+                : Unreadable(reason: .badValue, detail: "\(name) is not readable (\(value))")
+        }
+        return result
+    }
+
+    /// A stored name as it appears in a reason: quoted, at most 64 characters.
+    private static func quoted(_ text: String) -> String {
+        JSONValue.quotedForMessage(text)
+    }
+
+    private static func decodeEvent(_ text: String) throws -> Event {
         let json: JSONValue
         do {
             json = try JSONValue.parse(text)
         } catch {
-            throw StoreError.corrupt("outbox row \(outboxID): event is not JSON: \(error)")
+            throw Unreadable(reason: .badEvent, detail: "the event is not JSON: \(error)")
         }
         switch EventDecoder.decode(json: json) {
         case .success(let event): return event
-        case .failure(let error): throw StoreError.corrupt("outbox row \(outboxID): bad event: \(error)")
+        case .failure(let error): throw Unreadable(reason: .badEvent, detail: "the event is not valid: \(error)")
         }
     }
 }

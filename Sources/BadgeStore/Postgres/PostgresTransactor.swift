@@ -30,6 +30,20 @@ struct PostgresTransactor: SQLTransactor {
         try await onConnection { try await $0.query(sql, binds) }
     }
 
+    /// Runs `body` on one connection held for its whole run, outside any transaction: each statement commits on its
+    /// own unless `body` begins a transaction (which it must end). For work that needs one session across several
+    /// transactions: a session-level advisory lock, `CREATE INDEX CONCURRENTLY` (see `Schema`). Statements run
+    /// plainly, never prepared; session settings `body` changes it must reset, the connection goes back to the pool.
+    func session<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        do {
+            return try await onConnection(prepared: false) { try await body($0) }
+        } catch {
+            // A cancelled session (a worker told to stop while it waits for another migrator) says so.
+            if Task.isCancelled { throw CancellationError() }
+            throw error
+        }
+    }
+
     private func attemptTransaction<T: Sendable>(
         _ body: @Sendable (any SQLExecutor) async throws -> T
     ) async throws -> T {
@@ -45,14 +59,18 @@ struct PostgresTransactor: SQLTransactor {
 
     /// Runs `body` with an executor on a leased connection, on the connection's event loop (see
     /// `EventLoopTaskExecutor`); errors come out as ``StoreError``.
-    private func onConnection<T: Sendable>(_ body: @Sendable (PostgresExecutor) async throws -> T) async throws -> T {
+    private func onConnection<T: Sendable>(
+        prepared: Bool = true, _ body: @Sendable (PostgresExecutor) async throws -> T
+    ) async throws -> T {
         // A lease asked for before the pool runs waits for it anyway, but postgres-nio logs a warning for it: the
         // store's first statements (a worker's services all start at once) wait here instead, without one.
         if let started, !started.isResolved, await started.waitUnlessCancelled() == nil { throw CancellationError() }
         do {
             return try await client.withConnection { connection in
                 try await withTaskExecutorPreference(EventLoopTaskExecutor(connection.eventLoop)) {
-                    try await body(PostgresExecutor(connection: connection, logger: logger, statements: statements))
+                    try await body(
+                        PostgresExecutor(
+                            connection: connection, logger: logger, statements: prepared ? statements : nil))
                 }
             }
         } catch {

@@ -54,6 +54,12 @@ enum SQLDialect: Sendable {
         self == .postgres ? "ctid" : "rowid"
     }
 
+    /// `ADD COLUMN IF NOT EXISTS` on PostgreSQL, where a migration's step may run again (see `Schema`); `ADD COLUMN`
+    /// on SQLite, which has no such form and applies each migration in one transaction.
+    var addColumn: String {
+        self == .postgres ? "ADD COLUMN IF NOT EXISTS" : "ADD COLUMN"
+    }
+
     /// The column type of an auto-incrementing 64-bit primary key.
     var autoIncrementPrimaryKey: String {
         self == .postgres ? "BIGSERIAL PRIMARY KEY" : "INTEGER PRIMARY KEY AUTOINCREMENT"

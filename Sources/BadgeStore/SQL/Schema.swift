@@ -1,17 +1,64 @@
 import BadgeCore
+import BadgeSupport
 import BadgeWire
 
-/// The schema, as numbered migrations applied in order and recorded in `schema_migrations`.
+/// The schema, as numbered migrations applied in order and recorded in `schema_migrations` (one row per version
+/// applied, with the time it was applied).
+///
+/// **Versions.** `migrate` first reads the versions applied. A database with a version above ``latestVersion`` was
+/// upgraded by a newer badgepipe: it refuses to touch it and fails with `schema_too_new` (not transient: only an
+/// upgrade of badgepipe helps), which ends a worker's start with that message.
+///
+/// **How a version is applied.** On SQLite, everything missing is applied in one `BEGIN IMMEDIATE` transaction
+/// (other processes wait for it; SQLite has no concurrent index builds). On PostgreSQL, a migration must never hold
+/// a lock that blocks the workers' reads and writes for more than a few seconds, however large the tables:
+/// - the run holds a session-level advisory lock (``advisoryLockKey``) on one connection from start to end, so
+///   concurrent migrators (workers starting together) take turns, and a later one finds the versions applied. It
+///   is taken with `pg_try_advisory_lock`, tried again every ``advisoryLockPoll``: a statement waiting for it would
+///   be an open transaction, which a concurrent index build of the holder waits for (a deadlock);
+/// - a version's ``Step/ddl(_:)`` statements run in a transaction that starts with `SET LOCAL lock_timeout`
+///   (``lockTimeout``): a statement that would wait longer than that for a table lock (a long transaction of
+///   another session holds the table) gives up, the transaction rolls back, and the failure is transient
+///   (`sqlstate_55P03`): the worker tries the migration again later. While a DDL statement waits for its lock,
+///   every other session's statements on that table queue behind it; the timeout bounds that wait;
+/// - a ``Step/index(_:on:)`` on an existing table is built with `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, outside
+///   any transaction and without a statement timeout: writes to the table go on during the build. An index left
+///   `INVALID` by an interrupted build (a crash, a cancelled statement) is dropped (`DROP INDEX CONCURRENTLY`) and
+///   built again;
+/// - consecutive DDL statements share a transaction; the version's row is inserted in its last transaction, after
+///   every index of the version is built. A version cut short between two of its transactions is applied again
+///   from its first step at the next run, so on PostgreSQL each step of a version with more than one transaction
+///   is written to be run again (`IF NOT EXISTS`, `IF EXISTS`, see ``SQLDialect/addColumn``).
+///
+/// Versions already recorded are never run again: changing how a version runs (its steps' order, concurrent
+/// index builds) changes nothing for a database that has it.
 enum Schema {
     struct Migration: Sendable {
         var version: Int64
-        var statements: @Sendable (SQLDialect) -> [String]
+        var steps: @Sendable (SQLDialect) -> [Step]
+    }
+
+    /// One step of a migration.
+    enum Step: Sendable, Equatable {
+        /// A statement run in a transaction (on PostgreSQL under ``lockTimeout``).
+        case ddl(String)
+        /// An index `name` `ON` `definition` (`table (columns) [WHERE …]`) of a table that may already be large: built
+        /// concurrently on PostgreSQL, in the version's transaction on SQLite.
+        case index(_ name: String, on: String)
     }
 
     /// The key of the PostgreSQL advisory lock that serialises concurrent migrations ("BadgePip").
     static let advisoryLockKey: Int64 = 0x4261_6467_6550_6970
 
+    /// How often a PostgreSQL migrator tries the advisory lock while another one holds it.
+    static let advisoryLockPoll: Duration = .milliseconds(250)
+
+    /// How long a PostgreSQL migration's DDL statement may wait for a table lock before it gives up (and the
+    /// migration is retried).
+    static let lockTimeout: Duration = .seconds(3)
+
     static let migrations: [Migration] = [
+        // The tables and their first indexes, all new: one transaction on both backends.
         Migration(version: 1) { dialect in
             [
                 """
@@ -101,99 +148,225 @@ enum Schema {
                 )
                 """,
                 "CREATE INDEX outbox_token ON outbox (token)",
-            ]
+            ].map(Step.ddl)
         },
         // Fleets: partition leases with fencing epochs, the live workers, the partition of each outbox row, and
         // the newest badge_version pushed to each device (the guard against stale pushes from a zombie worker).
-        Migration(version: 2) { _ in
+        Migration(version: 2) { dialect in
             [
-                "ALTER TABLE outbox ADD COLUMN partition_id BIGINT",
-                "CREATE INDEX outbox_partition ON outbox (partition_id, id)",
-                "ALTER TABLE devices ADD COLUMN pushed_version BIGINT NOT NULL DEFAULT -1",
-                """
-                CREATE TABLE partition_leases (
-                    partition_id BIGINT PRIMARY KEY,
-                    owner TEXT,
-                    epoch BIGINT NOT NULL DEFAULT 0,
-                    expires_at BIGINT NOT NULL DEFAULT 0
-                )
-                """,
-                "CREATE TABLE fleet_workers (worker_id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
+                .ddl("ALTER TABLE outbox \(dialect.addColumn) partition_id BIGINT"),
+                .ddl("ALTER TABLE devices \(dialect.addColumn) pushed_version BIGINT NOT NULL DEFAULT -1"),
+                .ddl(
+                    """
+                    CREATE TABLE IF NOT EXISTS partition_leases (
+                        partition_id BIGINT PRIMARY KEY,
+                        owner TEXT,
+                        epoch BIGINT NOT NULL DEFAULT 0,
+                        expires_at BIGINT NOT NULL DEFAULT 0
+                    )
+                    """),
+                .ddl(
+                    "CREATE TABLE IF NOT EXISTS fleet_workers (worker_id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)"),
+                .index("outbox_partition", on: "outbox (partition_id, id)"),
             ]
         },
         // Fleets: the lease epoch under which an outbox row was claimed for sending. A partition's new owner gives
         // rows claimed under an earlier epoch (possibly sent, not yet recorded) time to be recorded by their
         // claimer before it sends them again.
         Migration(version: 3) { _ in
-            ["ALTER TABLE outbox ADD COLUMN claimed_epoch BIGINT"]
+            [.ddl("ALTER TABLE outbox ADD COLUMN claimed_epoch BIGINT")]
         },
         // The delivery stage: each outbox row has its own retry schedule (next attempt, attempts so far) and the
         // time it was planned (for giving up after a configurable age); a device's pushes are taken in id order
-        // (outbox_token_id), and a row waiting for its next attempt holds back the later rows of its token.
-        Migration(version: 4) { _ in
+        // (outbox_token_id, built before the index it replaces goes), and a row waiting for its next attempt holds
+        // back the later rows of its token.
+        Migration(version: 4) { dialect in
             [
-                "ALTER TABLE outbox ADD COLUMN created_at BIGINT NOT NULL DEFAULT 0",
-                "ALTER TABLE outbox ADD COLUMN attempts BIGINT NOT NULL DEFAULT 0",
-                "ALTER TABLE outbox ADD COLUMN next_attempt_at BIGINT NOT NULL DEFAULT 0",
-                "DROP INDEX outbox_token",
-                "CREATE INDEX outbox_token_id ON outbox (token, id)",
+                .ddl("ALTER TABLE outbox \(dialect.addColumn) created_at BIGINT NOT NULL DEFAULT 0"),
+                .ddl("ALTER TABLE outbox \(dialect.addColumn) attempts BIGINT NOT NULL DEFAULT 0"),
+                .ddl("ALTER TABLE outbox \(dialect.addColumn) next_attempt_at BIGINT NOT NULL DEFAULT 0"),
+                .index("outbox_token_id", on: "outbox (token, id)"),
+                .ddl("DROP INDEX IF EXISTS outbox_token"),
             ]
         },
         // Retention (see `RetentionKind`): when an event id was recorded and a read tombstone made (rows from
         // before read as made now, the migration's time), indexes to find what is old, and the maintenance lease
-        // that lets one worker of a fleet do the deleting. Devices: when each was registered.
-        Migration(version: 5) { _ in
+        // that lets one worker of a fleet do the deleting. Devices: when each was registered (its event's
+        // occurred_at): the cap on devices per user drops the one registered longest ago.
+        Migration(version: 5) { dialect in
             let now = Timestamp.now().microsecondsSinceEpoch
             return [
-                "ALTER TABLE processed_events ADD COLUMN processed_at BIGINT NOT NULL DEFAULT \(now)",
-                "CREATE INDEX processed_events_processed_at ON processed_events (processed_at)",
-                "ALTER TABLE read_tombstones ADD COLUMN created_at BIGINT NOT NULL DEFAULT \(now)",
-                "CREATE INDEX read_tombstones_created_at ON read_tombstones (created_at)",
-                "CREATE INDEX notifications_read_occurred ON notifications (occurred_at) WHERE read",
-                "CREATE INDEX messages_read_occurred ON messages (occurred_at) WHERE read",
-                // When a device was last registered (its event's occurred_at): the cap on devices per user drops
-                // the one registered longest ago.
-                "ALTER TABLE devices ADD COLUMN registered_at BIGINT NOT NULL DEFAULT 0",
-                """
-                CREATE TABLE maintenance_leases (
-                    name TEXT PRIMARY KEY,
-                    owner TEXT,
-                    expires_at BIGINT NOT NULL DEFAULT 0
-                )
-                """,
+                .ddl("ALTER TABLE processed_events \(dialect.addColumn) processed_at BIGINT NOT NULL DEFAULT \(now)"),
+                .ddl("ALTER TABLE read_tombstones \(dialect.addColumn) created_at BIGINT NOT NULL DEFAULT \(now)"),
+                .ddl("ALTER TABLE devices \(dialect.addColumn) registered_at BIGINT NOT NULL DEFAULT 0"),
+                .ddl(
+                    """
+                    CREATE TABLE IF NOT EXISTS maintenance_leases (
+                        name TEXT PRIMARY KEY,
+                        owner TEXT,
+                        expires_at BIGINT NOT NULL DEFAULT 0
+                    )
+                    """),
+                .index("processed_events_processed_at", on: "processed_events (processed_at)"),
+                .index("read_tombstones_created_at", on: "read_tombstones (created_at)"),
+                .index("notifications_read_occurred", on: "notifications (occurred_at) WHERE read"),
+                .index("messages_read_occurred", on: "messages (occurred_at) WHERE read"),
+            ]
+        },
+        // Refused pushes (see `RefusedPush`): outbox rows the code could not read, moved aside by the claim that met
+        // them, with every column as text, the reason and the database's time.
+        Migration(version: 6) { _ in
+            [
+                .ddl(
+                    """
+                    CREATE TABLE IF NOT EXISTS refused_pushes (
+                        outbox_id BIGINT PRIMARY KEY,
+                        user_id TEXT,
+                        token TEXT,
+                        partition_id BIGINT,
+                        reason TEXT NOT NULL,
+                        detail TEXT NOT NULL,
+                        outbox_row TEXT NOT NULL,
+                        refused_at BIGINT NOT NULL
+                    )
+                    """)
             ]
         },
     ]
 
-    /// Applies the missing migrations in one transaction, up to and including `through` (all by default; tests
-    /// build older schemas with it). `prelude` runs first, after the advisory lock on PostgreSQL (e.g. creating the
+    /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas
+    /// with it), as the type's comment describes; fails with `schema_too_new` when the database has a version
+    /// above ``latestVersion``. `prelude` runs first, after the advisory lock on PostgreSQL (e.g. creating the
     /// configured schema).
     static func migrate(
-        _ database: any SQLTransactor, prelude: [String] = [], through: Int64 = .max
+        _ database: any SQLTransactor, prelude: [String] = [], through: Int64 = .max,
+        lockTimeout: Duration = Schema.lockTimeout
     ) async throws {
-        try await database.transaction { sql in
-            if sql.dialect == .postgres {
-                // A migration may build indexes over large tables: no statement timeout for it.
-                try await sql.execute("SET LOCAL statement_timeout = 0")
-                try await sql.execute("SELECT pg_advisory_xact_lock($1)", [.int(advisoryLockKey)])
+        if let postgres = database as? PostgresTransactor {
+            try await postgres.session { sql in
+                try await migratePostgres(sql, prelude: prelude, through: through, lockTimeout: lockTimeout)
             }
+            return
+        }
+        try await database.transaction { sql in
             for statement in prelude {
                 try await sql.execute(statement)
             }
-            try await sql.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)"
-            )
-            let applied = Set(
-                try await sql.query("SELECT version FROM schema_migrations", []).compactMap { try $0["version"].int64 })
-            for migration in migrations where !applied.contains(migration.version) && migration.version <= through {
-                for statement in migration.statements(sql.dialect) {
-                    try await sql.execute(statement)
+            let applied = try await appliedVersions(sql)
+            for migration in try missing(applied, through: through) {
+                for step in migration.steps(sql.dialect) {
+                    switch step {
+                    case .ddl(let statement): try await sql.execute(statement)
+                    case .index(let name, let definition):
+                        try await sql.execute("CREATE INDEX IF NOT EXISTS \(name) ON \(definition)")
+                    }
                 }
-                try await sql.execute(
-                    "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-                    [.int(migration.version), .int(Timestamp.now().microsecondsSinceEpoch)])
+                try await record(migration, sql: sql)
             }
         }
+    }
+
+    /// The PostgreSQL run, on one session outside any transaction (see the type's comment).
+    private static func migratePostgres(
+        _ sql: any SQLExecutor, prelude: [String], through: Int64, lockTimeout: Duration
+    ) async throws {
+        // Index builds over large tables take as long as they take; waiting for another migrator too.
+        try await sql.execute("SET statement_timeout = 0")
+        var locked = false
+        do {
+            // Polled, never waited for in a statement: a session waiting for the lock would be a transaction that
+            // the holder's `CREATE INDEX CONCURRENTLY` waits for in turn (PostgreSQL reports the deadlock and
+            // cancels one of them).
+            while try await sql.query("SELECT pg_try_advisory_lock($1) AS locked", [.int(advisoryLockKey)]).first?[
+                "locked"
+            ].bool != true {
+                try await Task.sleep(for: advisoryLockPoll)
+            }
+            locked = true
+            for statement in prelude {
+                try await sql.execute(statement)
+            }
+            let applied = try await appliedVersions(sql)
+            let milliseconds = max(1, lockTimeout.wholeMicroseconds / 1000)
+            for migration in try missing(applied, through: through) {
+                var pending: [String] = []
+                for step in migration.steps(.postgres) {
+                    switch step {
+                    case .ddl(let statement):
+                        pending.append(statement)
+                    case .index(let name, let definition):
+                        if !pending.isEmpty {
+                            try await ddlTransaction(pending, lockTimeoutMilliseconds: milliseconds, sql: sql)
+                            pending = []
+                        }
+                        try await buildConcurrently(name, on: definition, sql: sql)
+                    }
+                }
+                try await ddlTransaction(pending, lockTimeoutMilliseconds: milliseconds, recording: migration, sql: sql)
+            }
+        } catch {
+            if locked { _ = try? await sql.execute("SELECT pg_advisory_unlock($1)", [.int(advisoryLockKey)]) }
+            _ = try? await sql.execute("RESET statement_timeout")
+            throw error
+        }
+        try await sql.execute("SELECT pg_advisory_unlock($1)", [.int(advisoryLockKey)])
+        try await sql.execute("RESET statement_timeout")
+    }
+
+    /// Runs `statements` in one transaction under a lock timeout, and records `migration` in it when given.
+    private static func ddlTransaction(
+        _ statements: [String], lockTimeoutMilliseconds: Int64, recording migration: Migration? = nil,
+        sql: any SQLExecutor
+    ) async throws {
+        guard !statements.isEmpty || migration != nil else { return }
+        try await sql.execute("BEGIN")
+        try await sql.committing { sql in
+            try await sql.execute("SET LOCAL lock_timeout = \(lockTimeoutMilliseconds)")
+            for statement in statements {
+                try await sql.execute(statement)
+            }
+            if let migration { try await record(migration, sql: sql) }
+        }
+    }
+
+    /// Builds index `name` with `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, first dropping an invalid index of that
+    /// name (what an interrupted concurrent build leaves).
+    private static func buildConcurrently(_ name: String, on definition: String, sql: any SQLExecutor) async throws {
+        let found = try await sql.query(
+            "SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)", [.text(name)])
+        if let row = found.first, try row["valid"].bool == false {
+            try await sql.execute("DROP INDEX CONCURRENTLY IF EXISTS \(name)")
+        }
+        try await sql.execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS \(name) ON \(definition)")
+    }
+
+    /// Creates `schema_migrations` when missing and returns the versions it records.
+    private static func appliedVersions(_ sql: any SQLExecutor) async throws -> Set<Int64> {
+        try await sql.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)")
+        return Set(
+            try await sql.query("SELECT version FROM schema_migrations", []).compactMap { try $0["version"].int64 })
+    }
+
+    /// The migrations not in `applied`, up to `through`, in order; throws `schema_too_new` when `applied` has a
+    /// version this code does not know.
+    private static func missing(_ applied: Set<Int64>, through: Int64) throws -> [Migration] {
+        if let newest = applied.max(), newest > latestVersion {
+            throw StoreError(
+                code: .schemaTooNew,
+                message: "the database schema is at version \(newest), this badgepipe knows up to \(latestVersion): "
+                    + "upgrade badgepipe",
+                transient: false)
+        }
+        return migrations.filter { !applied.contains($0.version) && $0.version <= through }.sorted {
+            $0.version < $1.version
+        }
+    }
+
+    private static func record(_ migration: Migration, sql: any SQLExecutor) async throws {
+        try await sql.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+            [.int(migration.version), .int(Timestamp.now().microsecondsSinceEpoch)])
     }
 
     /// The highest migration version.

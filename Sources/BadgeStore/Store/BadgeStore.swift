@@ -18,7 +18,9 @@ public protocol BadgeStore: Sendable {
     func run() async
 
     /// Applies the schema migrations that are not applied yet. Idempotent; safe when several workers start at
-    /// once.
+    /// once. Fails with `schema_too_new` (not transient) when the database's schema is newer than this code knows.
+    /// On PostgreSQL no migration holds a lock that blocks other sessions' reads or writes for more than a few
+    /// seconds: one that would wait longer fails with a transient error (`sqlstate_55P03`), to be tried again.
     func migrate() async throws
 
     /// Applies `events` in order in one database transaction (all or nothing), writes the pushes they cause

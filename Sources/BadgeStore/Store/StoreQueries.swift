@@ -79,11 +79,11 @@ enum StoreQueries {
                 return try await sql.query(
                     "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE partition_id = $1 ORDER BY id LIMIT $2",
                     [.int(Int64(partition)), .int(Int64(limit))]
-                ).map(OutboxRow.decode)
+                ).map(OutboxRow.decodeListed)
             }
             return try await sql.query(
                 "SELECT \(OutboxRow.selectColumns) FROM outbox ORDER BY id LIMIT $1", [.int(Int64(limit))]
-            ).map(OutboxRow.decode)
+            ).map(OutboxRow.decodeListed)
         }
     }
 

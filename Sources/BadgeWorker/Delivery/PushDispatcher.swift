@@ -91,6 +91,7 @@ struct PushDispatcher: Sendable {
             try await record(pending)
             throw error
         }
+        report(claim.refused)
         let claimed = claim.pushes
         if claimed.isEmpty {
             return RoundResult(ids: [], moreDue: claim.reachedLimit, nextRetryAt: nil, record: DeliveryRecord())
@@ -218,6 +219,20 @@ struct PushDispatcher: Sendable {
             logger.error(
                 "pushes given up after failing for longer than the maximum age",
                 metadata: ["push.given_up": "\(tally.givenUp)", "push.max_age": "\(maxAge)"])
+        }
+    }
+
+    /// Outbox rows the claim could not read and moved to `refused_pushes`: each counted and logged once.
+    private func report(_ refused: [RefusedPush]) {
+        for refusal in refused {
+            WorkerMetrics.pushesRefused(reason: refusal.reason.rawValue).increment()
+            logger.error(
+                "an outbox row could not be read: moved to refused_pushes, not sent",
+                metadata: [
+                    "push.outbox_id": "\(refusal.outboxID)", "push.reason": "\(refusal.reason)",
+                    "push.detail": "\(refusal.detail)",
+                    "push.partition": "\(refusal.partition.map(String.init) ?? "none")",
+                ])
         }
     }
 

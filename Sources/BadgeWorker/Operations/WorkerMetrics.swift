@@ -34,6 +34,11 @@ enum WorkerMetrics {
     static let deadTokens = Counter(label: "badgepipe_dead_tokens_total")
     /// From the commit that planned a push (its outbox row) to the provider accepting it.
     static let pushLatency = Timer(label: "badgepipe_push_latency_seconds")
+    /// Outbox rows a claim could not read and moved to `refused_pushes`, by reason (`unknown_provider`,
+    /// `unknown_event_type`, `bad_event`, `missing_value`, …; see `RefusedPush.Reason`).
+    static func pushesRefused(reason: String) -> Counter {
+        Counter(label: "badgepipe_pushes_refused_total", dimensions: [("reason", reason)])
+    }
     /// Pushes claimed by delivery rounds.
     static let pushesClaimed = Counter(label: "badgepipe_pushes_claimed_total")
 
