@@ -225,6 +225,12 @@ public struct AMQPChannel: Sendable, Hashable {
             Command(channel: id, operation: .ack(deliveryTag: deliveryTag, multiple: multiple), promise: nil))
     }
 
+    /// Sets the prefetch count without waiting for the broker's answer: it takes effect for the deliveries that
+    /// follow, in order with this channel's other commands; a failure closes the channel.
+    public func queueQoS(prefetchCount: UInt16) {
+        mailbox.submit(Command(channel: id, operation: .qos(prefetchCount: prefetchCount, global: false), promise: nil))
+    }
+
     /// Negatively acknowledges deliveries. Prefer `requeue: false` (dead-letters the message): a requeued message
     /// goes behind later ones.
     public func nack(deliveryTag: UInt64, multiple: Bool = false, requeue: Bool = false) async throws {

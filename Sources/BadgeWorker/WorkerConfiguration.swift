@@ -33,8 +33,15 @@ public struct WorkerConfiguration: Sendable {
     public var fcmProject: String
     /// The broker topology (partition count must match across the deployment).
     public var topology: Topology
-    /// Unacked messages per partition consumer.
+    /// Unacked messages per partition consumer, at most (see ``maxBytesInFlight``).
     public var prefetch: UInt16
+    /// The most bytes of message bodies the worker holds unacked, shared equally by the topology's partitions:
+    /// each partition's prefetch count follows its messages' average size to stay within its share
+    /// (`PrefetchBudget`), and a body over the contract's 64 KiB is not kept at all (the message is parked as
+    /// `too_large` without it).
+    public var maxBytesInFlight = WorkerConfiguration.defaultMaxBytesInFlight
+    /// 64 MiB: with 8 partitions, 8 MiB each, 128 messages of the contract's largest body.
+    public static let defaultMaxBytesInFlight = 64 << 20
     /// Most events in one database transaction.
     public var batchSize: Int
     /// The most work one ingestion transaction does, in rows (see `PartitionProcessor.weight(of:)`): a batch

@@ -75,6 +75,12 @@ struct WorkerCommand: AsyncParsableCommand {
             (BADGEPIPE_MAX_DEVICES_PER_USER, default 100).
             """)
     var maxDevicesPerUser: Int?
+    @Option(
+        help: """
+            Message bytes a worker holds unacked at most, in MiB, shared by its partitions: each partition's \
+            prefetch follows its messages' size (BADGEPIPE_MAX_MIB_IN_FLIGHT, default 64).
+            """)
+    var maxMiBInFlight: Int?
     @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
     @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
     var leaseTTL: Int?
@@ -138,6 +144,10 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.maxDevicesPerUser = try Settings.integer(
             maxDevicesPerUser, "BADGEPIPE_MAX_DEVICES_PER_USER", name: "--max-devices-per-user",
             default: ApplyContext.defaultMaxDevicesPerUser, range: 1...10_000)
+        configuration.maxBytesInFlight =
+            try Settings.integer(
+                maxMiBInFlight, "BADGEPIPE_MAX_MIB_IN_FLIGHT", name: "--max-mib-in-flight",
+                default: WorkerConfiguration.defaultMaxBytesInFlight >> 20, range: 1...65_536) << 20
         // On PostgreSQL several workers may run: partitions are leased through the database.
         if configuration.databaseURL.lowercased().hasPrefix("postgres") {
             // host-pid-random: a container restarted by its engine keeps its hostname and often its pid, and must

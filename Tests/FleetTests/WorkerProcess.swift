@@ -131,3 +131,15 @@ struct FleetError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
+
+extension WorkerProcess {
+    /// The current incarnation's peak resident memory so far, in MB (the kernel's high-water mark, `VmHWM`).
+    var peakResidentMegabytes: Int? {
+        guard let pid, let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else {
+            return nil
+        }
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        let kilobytes = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
+        return kilobytes / 1024
+    }
+}

@@ -200,10 +200,11 @@ extension ConnectionLoop {
         if let error = replyError(read, what: "basic.get \(queue) content", channel: channel) {
             return command.fail(error)
         }
-        let fetched = AMQPMessage(
+        var fetched = AMQPMessage(
             body: message.body.array, properties: AMQPProperties(message.properties), deliveryTag: deliveryTag,
             redelivered: redelivered, exchange: exchange, routingKey: routingKey, consumerTag: "",
             channel: AMQPChannel(id: channel, mailbox: mailbox))
+        fetched.bodySize = fetched.body.count
         amqp_destroy_message(&message)
         command.promise?.resume(returning: .message(fetched))
     }

@@ -46,8 +46,10 @@ extension ConnectionLoop {
             return
         }
         deliveredCounter.increment()
-        let message = AMQPMessage(
-            body: envelope.message.body.array,
+        let size = envelope.message.body.len
+        let keep = handler.maxBodyBytes.map { size <= $0 } ?? true
+        var message = AMQPMessage(
+            body: keep ? envelope.message.body.array : [],
             properties: AMQPProperties(envelope.message.properties),
             deliveryTag: envelope.delivery_tag,
             redelivered: envelope.redelivered != 0,
@@ -55,6 +57,7 @@ extension ConnectionLoop {
             routingKey: envelope.routing_key.string,
             consumerTag: consumerTag,
             channel: AMQPChannel(id: channel, mailbox: mailbox))
+        message.bodySize = size
         handler.delivery(message)
     }
 

@@ -10,12 +10,19 @@ public struct AMQPDeliveryHandler: Sendable {
     /// Called once, when the consumer ends: with nil when the application closed the channel, with the error when
     /// the broker closed it, cancelled the consumer, or the connection was lost. No delivery follows it.
     public var end: @Sendable ((any Error)?) -> Void
+    /// The longest body this consumer keeps: a longer one is not copied out of the library's buffer, and its
+    /// message arrives with an empty ``AMQPMessage/body`` and its length in ``AMQPMessage/bodySize``. Nil keeps
+    /// every body. (A worker parks such a message anyway; keeping a prefetch's worth of megabyte bodies in memory
+    /// for that is what this avoids.)
+    public var maxBodyBytes: Int?
 
     /// A handler of `delivery` and `end`.
     public init(
-        delivery: @escaping @Sendable (AMQPMessage) -> Void, end: @escaping @Sendable ((any Error)?) -> Void
+        delivery: @escaping @Sendable (AMQPMessage) -> Void, end: @escaping @Sendable ((any Error)?) -> Void,
+        maxBodyBytes: Int? = nil
     ) {
         self.delivery = delivery
         self.end = end
+        self.maxBodyBytes = maxBodyBytes
     }
 }

@@ -2,8 +2,11 @@
 /// project calls it a message everywhere (a "delivery" would read as a push), keeping the word only in the
 /// protocol's own field names (`deliveryTag`).
 public struct AMQPMessage: Sendable {
-    /// The message body.
+    /// The message body; empty when it was longer than its consumer keeps (see
+    /// ``AMQPDeliveryHandler/maxBodyBytes``, ``bodySize``).
     public var body: [UInt8]
+    /// The body's length as the broker sent it: more than `body.count` when the body was not kept.
+    public var bodySize: Int = 0
     /// The content header.
     public var properties: AMQPProperties
     /// The channel-scoped tag to ack, nack or reject it with.
@@ -18,6 +21,9 @@ public struct AMQPMessage: Sendable {
     public var consumerTag: String
     /// The channel it arrived on; acks go back through it.
     public var channel: AMQPChannel
+
+    /// Whether the consumer dropped the body for its length (``AMQPDeliveryHandler/maxBodyBytes``).
+    public var bodyDropped: Bool { bodySize > body.count }
 
     /// Acknowledges this message (and, with `multiple`, every earlier unacked one on the channel).
     public func ack(multiple: Bool = false) async throws {

@@ -18,8 +18,12 @@ public struct InvalidEvent: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 extension InvalidEvent {
-    static func tooLarge(_ size: Int) -> InvalidEvent {
-        InvalidEvent(code: "too_large", message: "body is \(size) bytes, above the 64 KiB limit")
+    /// A body over the contract's 64 KiB; `kept: false` when the consumer did not keep it (the message is parked
+    /// without it).
+    public static func tooLarge(_ size: Int, kept: Bool = true) -> InvalidEvent {
+        InvalidEvent(
+            code: "too_large",
+            message: "body is \(size) bytes, above the 64 KiB limit" + (kept ? "" : "; the body was not kept"))
     }
 
     static func missing(_ field: String) -> InvalidEvent {

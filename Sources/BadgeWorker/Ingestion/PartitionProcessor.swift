@@ -27,6 +27,8 @@ struct PartitionProcessor: Sendable {
     let context: ApplyContext
     let watchdog: Watchdog?
     var health: WorkerHealth? = nil
+    /// The partition's prefetch, in bytes as well as messages: the ingestion stage is its only user.
+    var prefetch: PrefetchBudget
     let logger: Logger
 
     /// The batch in progress, as the watchdog knows it.
@@ -35,6 +37,7 @@ struct PartitionProcessor: Sendable {
     /// Batch after batch: wait for a message, then for the worker's ingestion tick (``IngestionGroup``), and take
     /// what the buffer holds then.
     func run() async throws {
+        var prefetch = self.prefetch
         while true {
             await buffer.waitForMessages()
             await ingestion.awaitTick(urgent: buffer.count >= configuration.batchSize)
@@ -55,6 +58,10 @@ struct PartitionProcessor: Sendable {
                 ingestion.disarm()
                 continue
             }
+            if let count = prefetch.took(count: batch.count, bytes: batch.reduce(0) { $0 + Self.weight(of: $1) }) {
+                // Takes effect for the next deliveries; what is in flight stays.
+                channel.queueQoS(prefetchCount: UInt16(count))
+            }
             try await watchdog.watch(watchName) { try await process(batch, lastTag: last.deliveryTag) }
         }
     }
@@ -71,6 +78,10 @@ struct PartitionProcessor: Sendable {
         var committed = Committed()
         events.reserveCapacity(batch.count)
         for message in batch {
+            if message.bodyDropped {
+                invalid.append((message, InvalidEvent.tooLarge(message.bodySize, kept: false)))
+                continue
+            }
             switch EventDecoder.decode(body: message.body, contentType: message.properties.contentType) {
             case .success(let event):
                 events.append(event)
@@ -129,6 +140,12 @@ struct PartitionProcessor: Sendable {
         doorbell.hand(committed.claimed, claim: committed.toClaim)
         channel.queueAck(deliveryTag: lastTag, multiple: true)
         WorkerMetrics.eventsApplied.increment(by: events.count)
+    }
+
+    /// What a message weighs against the partition's prefetch in bytes (``PrefetchBudget``): its body, or a
+    /// little for one whose body was not kept.
+    static func weight(of message: AMQPMessage) -> Int {
+        message.bodyDropped ? PrefetchBudget.droppedBodyWeight : message.body.count
     }
 
     /// The work an event makes in a transaction, in rows: one, plus one per notification id it names.

@@ -1,4 +1,5 @@
 import AMQPClient
+import BadgeCore
 import BadgeStore
 import Logging
 
@@ -27,13 +28,17 @@ struct PartitionLauncher {
     ) async throws -> RunningPartition {
         let lease = term?.lease
         let channel = try await connection.openChannel()
-        try await channel.qos(prefetchCount: configuration.prefetch)
+        let prefetch = PrefetchBudget(
+            maxBytes: configuration.maxBytesInFlight / configuration.topology.partitions,
+            maxMessages: Int(configuration.prefetch))
+        try await channel.qos(prefetchCount: UInt16(prefetch.current))
         let buffer = MessageBuffer()
         // The connection's thread appends each delivery to the buffer itself: no task wakes up per burst of
         // deliveries, and the partition wakes up only when it waits for its first message of a batch.
         try await channel.consume(
             queue: configuration.topology.queueName(partition),
-            handler: AMQPDeliveryHandler(delivery: { buffer.append($0) }, end: { buffer.finish($0) }))
+            handler: AMQPDeliveryHandler(
+                delivery: { buffer.append($0) }, end: { buffer.finish($0) }, maxBodyBytes: EventDecoder.maxBodyBytes))
         let doorbell = Doorbell()
         let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
         let processor = PartitionProcessor(
@@ -43,7 +48,7 @@ struct PartitionLauncher {
                 partition: partition, lease: lease,
                 maxDevicesPerUser: configuration.maxDevicesPerUser, claimsPushes: lease != nil,
                 readStateChunk: configuration.maxTransactionWeight),
-            watchdog: watchdog, health: health, logger: partitionLogger)
+            watchdog: watchdog, health: health, prefetch: prefetch, logger: partitionLogger)
         let delivery = PartitionDelivery(
             dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
             idlePoll: configuration.deliveryIdlePoll, recordDelay: configuration.deliveryRecordDelay)

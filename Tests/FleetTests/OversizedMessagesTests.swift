@@ -1,0 +1,78 @@
+import AMQPClient
+import BadgeCore
+import BadgeSink
+import BadgeWire
+import Foundation
+import Testing
+
+/// Messages far over the contract's 64 KiB (the broker takes up to 1 MiB): each is parked with its reason, without
+/// its body, while the other events flow; the worker's memory stays bounded (its consumers do not keep such bodies,
+/// and each partition's prefetch follows its messages' size).
+@Suite("Oversized messages", .serialized, .timeLimit(.minutes(6)))
+struct OversizedMessagesTests {
+    @Test func sixHundredMessagesOfOneMegabyteAreParkedWhileEventsFlow() async throws {
+        try await FleetHarness.withFleet(seed: 41, workers: 1) { run in
+            let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: FleetHarness.amqpURL))
+            let channel = try await connection.openChannel()
+            try await channel.confirmSelect()
+            let exchange = "\(run.namespace).events"
+            func publish(_ body: [UInt8], routingKey: String, id: String) -> AMQPPublishConfirmation {
+                channel.publishInOrder(
+                    body, exchange: exchange, routingKey: routingKey, mandatory: true,
+                    properties: AMQPProperties(
+                        contentType: "application/json", deliveryMode: .persistent, messageID: id))
+            }
+            let users = (0..<20).map { "u-\($0)" }
+            var confirmations: [AMQPPublishConfirmation] = []
+            for (index, user) in users.enumerated() {
+                let event = Event(
+                    id: "reg-\(index)", type: .deviceRegistered, recipient: user, occurredAt: .now(),
+                    device: DeviceInfo(
+                        token: String(format: "%064x", index + 1), provider: .apns, topic: "com.example.app",
+                        environment: .production))
+                confirmations.append(publish(event.jsonData(), routingKey: user, id: event.id))
+            }
+            // A megabyte of JSON-looking text, then a valid event, over and over.
+            let big = Array(
+                ("{\"type\":\"comment\",\"text\":\"" + String(repeating: "x", count: 1_000_000) + "\"}").utf8)
+            for index in 0..<600 {
+                let user = users[index % users.count]
+                confirmations.append(publish(big, routingKey: user, id: "big-\(index)"))
+                if index % 20 == 0 {
+                    let event = Event(
+                        id: "follow-\(index)", type: .follow, recipient: user, occurredAt: .now(),
+                        actor: EventActor(id: "u-x", name: "X", username: "x"))
+                    confirmations.append(publish(event.jsonData(), routingKey: user, id: event.id))
+                }
+                while confirmations.count > 64 { try await confirmations.removeFirst().wait() }
+            }
+            for confirmation in confirmations { try await confirmation.wait() }
+
+            // Every follow's alert arrives; every big message is parked.
+            let deadline = ContinuousClock.now + .seconds(120)
+            var parked = 0
+            while ContinuousClock.now < deadline {
+                parked = try await FleetHarness.deadLettered(namespace: run.namespace)
+                let alerts = run.sink.receivedPushes().filter {
+                    $0.status == 200 && (try? JSONValue.parse($0.body))?["aps"]?["alert"] != nil
+                }
+                if parked == 600, alerts.count == 30 { break }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(parked == 600)
+            let alerts = run.sink.receivedPushes().filter {
+                $0.status == 200 && (try? JSONValue.parse($0.body))?["aps"]?["alert"] != nil
+            }
+            #expect(alerts.count == 30)
+            // Parked with the reason, without the body.
+            let dead = try await channel.get(queue: "\(run.namespace).dead")
+            #expect(dead?.body.isEmpty == true)
+            let reason = dead?.properties.headers?["x-badgepipe-error"].map { "\($0)" } ?? ""
+            #expect(reason.contains("too_large"), "\(reason)")
+            let peak = try #require(run.workers[0].peakResidentMegabytes)
+            print("oversized: 600 messages of 1 MB parked, 30 alerts delivered; worker peak RSS \(peak) MB")
+            #expect(peak <= 150)
+            await connection.close()
+        }
+    }
+}
