@@ -50,6 +50,9 @@ struct CelebrityTests {
             let readAllAt = clock.now
             try await publisher.publish(
                 Event(id: "read-all", type: .notificationsReadAll, recipient: Self.celebrity, occurredAt: .now()))
+            // The fans' events come a moment later, in later batches than the read-all's: while it is applied in
+            // chunks, they go through between chunks.
+            try await Task.sleep(for: .seconds(1))
             for (index, user) in Self.others.enumerated() {
                 try await publisher.publish(
                     Event(
@@ -78,7 +81,7 @@ struct CelebrityTests {
                 "celebrity: read-all of \(count) took \(readAllTook); fans' alerts after \(waits.first!)"
                     + " (fastest), \(waits[waits.count / 2]) (median), \(waits.last!) (slowest)")
             #expect(waits[waits.count / 2] < .seconds(5), "most fans are on other partitions and wait for nothing")
-            #expect(waits.last! < .seconds(60))
+            #expect(waits.last! < .seconds(10), "the fans on the celebrity's partition go between its chunks")
             #expect(run.workers.map(\.restarts).reduce(0, +) == 0, "no worker exited")
             try await FleetHarness.shell(
                 "sh",

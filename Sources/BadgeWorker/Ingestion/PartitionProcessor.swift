@@ -76,6 +76,7 @@ struct PartitionProcessor: Sendable {
         var sources: [AMQPMessage] = []
         var invalid: [(message: AMQPMessage, event: InvalidEvent)] = []
         var committed = Committed()
+        let heldBack = HeldBack()
         events.reserveCapacity(batch.count)
         for message in batch {
             if message.bodyDropped {
@@ -102,8 +103,9 @@ struct PartitionProcessor: Sendable {
                     committed.add(try await apply(slice, armed: first))
                 } catch let error as StoreError where error.code == .readStateTooLarge {
                     // One of its read-state events changes too many rows for one transaction: the events before
-                    // it, it in chunks, the events after it.
-                    committed.add(try await applyAlone(slice))
+                    // it, it in chunks (meanwhile, the messages that arrive for other users go through), the
+                    // events after it.
+                    committed.add(try await applyAlone(slice, heldBack: heldBack))
                 }
             } catch let error as StoreError where error.refusesInput {
                 WorkerMetrics.databaseErrors(error).increment()
@@ -116,6 +118,8 @@ struct PartitionProcessor: Sendable {
             WorkerMetrics.batchSize.record(slice.count)
             watchdog?.progressed(watchName)
         }
+        // The heavy event's user's events that arrived during its chunks: after everything of the batch.
+        try await applyHeldBack(heldBack)
         if armed {
             // No valid event: nothing to apply.
             armed = false
@@ -182,7 +186,8 @@ struct PartitionProcessor: Sendable {
     /// it alone in chunks (``applyInChunks(_:)``), then its user's events after it, each step the same way. An event
     /// committed before a later one failed is a duplicate when the caller applies them again (bisecting a
     /// refusal): it has one effect.
-    private func applyAlone(_ events: some Collection<Event>) async throws -> [AppliedEvent] {
+    private func applyAlone(_ events: some Collection<Event>, heldBack: HeldBack? = nil) async throws -> [AppliedEvent]
+    {
         var applied: [AppliedEvent] = []
         var pending = [Array(events)]
         while let next = pending.popLast() {
@@ -192,7 +197,7 @@ struct PartitionProcessor: Sendable {
             } catch let error as StoreError where error.code == .readStateTooLarge {
                 guard let heavy = next.firstIndex(where: { $0.id == error.subject }) else { throw error }
                 if next.count == 1 {
-                    applied += try await applyInChunks(next[heavy])
+                    applied += try await applyInChunks(next[heavy], heldBack: heldBack)
                     continue
                 }
                 let user = next[heavy].recipient
@@ -207,8 +212,9 @@ struct PartitionProcessor: Sendable {
     }
 
     /// Applies one read-state event chunk by chunk (``ApplyContext/chunked``), each chunk a transaction that
-    /// changes at most ``ApplyContext/readStateChunk`` rows, until the last one records the event.
-    private func applyInChunks(_ event: Event) async throws -> [AppliedEvent] {
+    /// changes at most ``ApplyContext/readStateChunk`` rows, until the last one records the event. With `heldBack`,
+    /// the messages that arrive meanwhile go through between chunks (``goOnBeside(_:heldBack:)``).
+    private func applyInChunks(_ event: Event, heldBack: HeldBack?) async throws -> [AppliedEvent] {
         var chunked = context
         chunked.chunked = true
 
@@ -219,6 +225,9 @@ struct PartitionProcessor: Sendable {
             chunked.resumeAfter = applied.first?.resumeAfter
             chunks += 1
             watchdog?.progressed(watchName)
+            if applied.first?.unfinished == true, let heldBack {
+                try await goOnBeside(event.recipient, heldBack: heldBack)
+            }
             guard applied.first?.unfinished == true else {
                 logger.info(
                     "a read-state event changed more rows than one transaction may: applied in chunks",
@@ -229,6 +238,59 @@ struct PartitionProcessor: Sendable {
                 return applied
             }
         }
+    }
+
+    /// Between two chunks of `user`'s heavy read-state event: the messages that arrived meanwhile (at most a batch)
+    /// go through, so that one user's million rows hold up nobody else of the partition. Other users' events are
+    /// applied (each user's in order) and their messages acked one by one (the heavy event's message, and the batch
+    /// around it, stay unacked until it is done); invalid ones are parked and acked; `user`'s own wait in `heldBack`
+    /// to go after everything of the batch.
+    private func goOnBeside(_ user: String, heldBack: HeldBack) async throws {
+        guard buffer.count > 0, let taken = try buffer.takeAvailable(limit: configuration.batchSize), !taken.isEmpty
+        else { return }
+        WorkerMetrics.eventsConsumed.increment(by: taken.count)
+        var events: [Event] = []
+        var sources: [AMQPMessage] = []
+        for message in taken {
+            let decoded =
+                message.bodyDropped
+                ? .failure(InvalidEvent.tooLarge(message.bodySize, kept: false))
+                : EventDecoder.decode(body: message.body, contentType: message.properties.contentType)
+            switch decoded {
+            case .success(let event) where event.recipient == user || heldBack.holds(event.recipient):
+                heldBack.add(event, from: message)
+            case .success(let event):
+                events.append(event)
+                sources.append(message)
+            case .failure(let invalid):
+                try await park(message, reason: "\(invalid.code): \(invalid.message)", class: invalid.code)
+                channel.queueAck(deliveryTag: message.deliveryTag, multiple: false)
+            }
+        }
+        guard !events.isEmpty else { return }
+        var committed = Committed()
+        do {
+            committed.add(try await applyAlone(events))
+        } catch let error as StoreError where error.refusesInput {
+            try await isolate(events, sources: sources, refusal: error, into: &committed)
+        }
+        doorbell.hand(committed.claimed, claim: committed.toClaim)
+        for message in sources { channel.queueAck(deliveryTag: message.deliveryTag, multiple: false) }
+        WorkerMetrics.eventsApplied.increment(by: events.count)
+    }
+
+    /// Applies the events ``goOnBeside(_:heldBack:)`` held back, in order, and acks their messages one by one.
+    private func applyHeldBack(_ heldBack: HeldBack) async throws {
+        guard !heldBack.events.isEmpty else { return }
+        var committed = Committed()
+        do {
+            committed.add(try await applyAlone(heldBack.events))
+        } catch let error as StoreError where error.refusesInput {
+            try await isolate(heldBack.events, sources: heldBack.sources, refusal: error, into: &committed)
+        }
+        doorbell.hand(committed.claimed, claim: committed.toClaim)
+        for message in heldBack.sources { channel.queueAck(deliveryTag: message.deliveryTag, multiple: false) }
+        WorkerMetrics.eventsApplied.increment(by: heldBack.events.count)
     }
 
     /// Applies `events` slice by slice, parking those the database refuses on their own (see ``PoisonBisector``).
@@ -305,6 +367,26 @@ extension PartitionProcessor {
                     }
                 }
             }
+        }
+    }
+}
+
+extension PartitionProcessor {
+    /// The events of users whose heavy read-state event was being applied in chunks when they arrived (see
+    /// ``PartitionProcessor/goOnBeside(_:heldBack:)``), with their messages, in arrival order: they go after it.
+    /// Used by one partition's ingestion task only.
+    final class HeldBack: @unchecked Sendable {
+        private(set) var events: [Event] = []
+        private(set) var sources: [AMQPMessage] = []
+        private var users: Set<String> = []
+
+        /// Whether `user` has events held back (its later events must wait behind them).
+        func holds(_ user: String) -> Bool { users.contains(user) }
+
+        func add(_ event: Event, from message: AMQPMessage) {
+            events.append(event)
+            sources.append(message)
+            users.insert(event.recipient)
         }
     }
 }
