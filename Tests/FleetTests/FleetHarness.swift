@@ -206,14 +206,17 @@ struct FleetHarness {
         }
     }
 
-    /// The leases, and the outbox per partition with its claims and schedule (times relative to now, in ms).
+    /// The leases, and the outbox per partition with its claims and schedule (times relative to now, in ms; `next`
+    /// and `latest`: the earliest and latest scheduled attempt, rows due at once left out).
     static let pendingStateQuery = """
         select 'lease ' || partition_id || ' ' || coalesce(owner, '-') || ' epoch ' || epoch || ' expires ' \
         || ((expires_at - extract(epoch from clock_timestamp()) * 1000000) / 1000)::bigint from partition_leases \
         union all select 'outbox p' || partition_id || ' rows ' || count(*) || ' attempts ' || max(attempts) \
         || ' claimed_epoch ' || coalesce(max(claimed_epoch)::text, '-') || ' next ' \
-        || ((min(next_attempt_at) - extract(epoch from clock_timestamp()) * 1000000) / 1000)::bigint \
-        from outbox group by partition_id
+        || coalesce(((min(nullif(next_attempt_at, 0)) - extract(epoch from clock_timestamp()) * 1000000) / 1000) \
+        ::bigint::text, '-') || ' latest ' \
+        || coalesce(((max(nullif(next_attempt_at, 0)) - extract(epoch from clock_timestamp()) * 1000000) / 1000) \
+        ::bigint::text, '-') from outbox group by partition_id
         """
 
     /// `rabbitmqctl list_queues` lines of the namespace (name, ready + unacked, unacked, consumers), `|`-separated.
