@@ -322,7 +322,7 @@ struct FleetStoreTests {
             let context = ApplyContext(partition: 0, lease: lease)
             func claim(recording: DeliveryRecord = DeliveryRecord()) async throws -> ClaimedPushes {
                 try await store.claimPushes(
-                    partition: 0, limit: 100, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen,
+                    partition: 0, limit: 100, policy: .unseen,
                     lease: lease, skipClaimedBefore: nil, recording: recording)
             }
 
@@ -382,7 +382,7 @@ struct FleetStoreTests {
                 -> ClaimedPushes
             {
                 try await store.claimPushes(
-                    partition: 0, limit: 100, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen,
+                    partition: 0, limit: 100, policy: .unseen,
                     lease: lease, skipClaimedBefore: nil, recording: recording)
             }
             let claiming = ApplyContext(partition: 0, lease: lease, claimsPushes: true)
@@ -450,7 +450,7 @@ struct FleetStoreTests {
             let context = ApplyContext(partition: 0, lease: lease)
             func claim(limit: Int) async throws -> ClaimedPushes {
                 try await store.claimPushes(
-                    partition: 0, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen,
+                    partition: 0, limit: limit, policy: .unseen,
                     lease: lease, skipClaimedBefore: nil, recording: DeliveryRecord())
             }
             let users = (0..<40).map { "u-\($0)" }

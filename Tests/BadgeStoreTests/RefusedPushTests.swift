@@ -76,7 +76,7 @@ struct RefusedPushTests {
 
             let before = Timestamp.now().microsecondsSinceEpoch
             let claim = try await store.claimPushes(
-                partition: 0, limit: 100, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen, lease: lease,
+                partition: 0, limit: 100, policy: .unseen, lease: lease,
                 skipClaimedBefore: nil, recording: DeliveryRecord())
             let after = Timestamp.now().microsecondsSinceEpoch
 
@@ -113,7 +113,7 @@ struct RefusedPushTests {
 
             // Once the claimed pushes are recorded as sent, the outbox is empty and nothing else is due.
             let next = try await store.claimPushes(
-                partition: 0, limit: 100, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen, lease: lease,
+                partition: 0, limit: 100, policy: .unseen, lease: lease,
                 skipClaimedBefore: nil, recording: DeliveryRecord(sent: claim.pushes.map(\.id)))
             #expect(next.pushes.isEmpty)
             #expect(next.refused.isEmpty)
@@ -141,12 +141,12 @@ struct RefusedPushTests {
             }
             // Ids in order: d1's badge push, n1, y1, y2. A claim of 3 takes d1, n1 and y1.
             let first = try await store.claimPushes(
-                partition: 0, limit: 3, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen, lease: nil,
+                partition: 0, limit: 3, policy: .unseen, lease: nil,
                 skipClaimedBefore: nil, recording: DeliveryRecord())
             #expect(first.reachedLimit)
             #expect(first.refused.count == 1)
             let second = try await store.claimPushes(
-                partition: 0, limit: 3, now: Timestamp.now().microsecondsSinceEpoch, policy: .unseen, lease: nil,
+                partition: 0, limit: 3, policy: .unseen, lease: nil,
                 skipClaimedBefore: nil, recording: DeliveryRecord(sent: first.pushes.map(\.id)))
             #expect(second.refused.map(\.reason) == [.unknownProvider])
             #expect(!second.reachedLimit)

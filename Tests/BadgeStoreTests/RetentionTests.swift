@@ -16,12 +16,17 @@ struct RetentionTests {
         }
     }
 
-    /// Purges `kind` older than `cutoff` batch by batch (`limit` rows each) until a batch finds less; returns the
-    /// rows deleted.
-    private func purgeAll(_ store: any BadgeStore, _ kind: RetentionKind, before cutoff: Int64) async throws -> Int {
+    /// The age of `time` (microseconds since the epoch) by this process's clock, which here is the database's.
+    private func age(of time: Int64) -> Duration {
+        .microseconds(Timestamp.now().microsecondsSinceEpoch - time)
+    }
+
+    /// Purges `kind` older than `age` batch by batch (`limit` rows each) until a batch finds less; returns the rows
+    /// deleted.
+    private func purgeAll(_ store: any BadgeStore, _ kind: RetentionKind, olderThan age: Duration) async throws -> Int {
         var total = 0
         while true {
-            let deleted = try await store.purge(kind, olderThan: cutoff, limit: 1)
+            let deleted = try await store.purge(kind, olderThan: age, limit: 1)
             total += deleted
             if deleted < 1 { return total }
         }
@@ -41,14 +46,16 @@ struct RetentionTests {
             let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
             try await database.transaction { try await $0.execute("ANALYZE processed_events", []) }
             // Prepared on its third run on a connection: enough runs that every connection has it.
-            for _ in 0..<30 { #expect(try await store.purge(.processedEvents, olderThan: 1_000, limit: 500) == 0) }
+            for _ in 0..<30 {
+                #expect(try await store.purge(.processedEvents, olderThan: age(of: 1_000), limit: 500) == 0)
+            }
             try await database.transaction {
                 try await $0.execute(
                     "INSERT INTO processed_events (event_id, processed_at) "
                         + "SELECT 'old-' || g, g FROM generate_series(1, 400000) AS g", [])
             }
-            #expect(try await store.purge(.processedEvents, olderThan: 500_000, limit: 500) == 500)
-            #expect(try await store.purge(.processedEvents, olderThan: 500_000, limit: 500) == 500)
+            #expect(try await store.purge(.processedEvents, olderThan: age(of: 500_000), limit: 500) == 500)
+            #expect(try await store.purge(.processedEvents, olderThan: age(of: 500_000), limit: 500) == 500)
             let left = try await database.transaction {
                 try await $0.query("SELECT count(*) AS n FROM processed_events WHERE event_id LIKE 'old-%'", [])
             }
@@ -83,20 +90,20 @@ struct RetentionTests {
 
             // Events are 2026-11-21, recorded now: a cutoff at(50) finds the read notifications and messages that
             // happened before it, and no id or tombstone (recorded today).
-            let between = at(50).microsecondsSinceEpoch
-            #expect(try await purgeAll(store, .readNotifications, before: between) == 1)
-            #expect(try await purgeAll(store, .readMessages, before: between) == 2)
-            #expect(try await purgeAll(store, .processedEvents, before: between) == 0)
-            #expect(try await purgeAll(store, .readTombstones, before: between) == 0)
+            let between = age(of: at(50).microsecondsSinceEpoch)
+            #expect(try await purgeAll(store, .readNotifications, olderThan: between) == 1)
+            #expect(try await purgeAll(store, .readMessages, olderThan: between) == 2)
+            #expect(try await purgeAll(store, .processedEvents, olderThan: between) == 0)
+            #expect(try await purgeAll(store, .readTombstones, olderThan: between) == 0)
             #expect(try await ids(store, notifications) == ["n2", "n3"])
             #expect(try await ids(store, messages) == ["m3"])
             #expect(try await ids(store, processed).count == events.count)
             #expect(try await store.snapshot(user: "u-alice") == before)
 
-            // A cutoff tomorrow: every recorded id and tombstone goes, and the read notification; the unread
-            // notification and message stay, with the counts.
-            let tomorrow = Timestamp.now().microsecondsSinceEpoch + 86_400_000_000
-            for kind in RetentionKind.allCases { _ = try await purgeAll(store, kind, before: tomorrow) }
+            // Older than nothing (recorded before the database's now): every recorded id and tombstone goes, and the
+            // read notification; the unread notification and message stay, with the counts.
+            try await Task.sleep(for: .milliseconds(20))
+            for kind in RetentionKind.allCases { _ = try await purgeAll(store, kind, olderThan: .zero) }
             #expect(try await ids(store, notifications) == ["n2"])
             #expect(try await ids(store, messages) == ["m3"])
             #expect(try await ids(store, tombstones).isEmpty)

@@ -48,7 +48,7 @@ struct FleetHarness {
     /// With `sinkOutage`, the sink answers every push with 503 from the start for that long; just before it
     /// recovers, the report takes what the broker still holds and how many events the database has processed.
     /// `sqlitePath` runs the workers on that SQLite file instead of a fresh PostgreSQL database (a single node: give
-    /// one worker).
+    /// one worker). `wrappers` start single workers through a command, by index (see ``withFleet``).
     static func run(
         seed: UInt64,
         workers workerCount: Int = 3,
@@ -56,10 +56,13 @@ struct FleetHarness {
         sinkFault: Fault? = nil,
         sinkOutage: Duration? = nil,
         sqlitePath: String? = nil,
+        wrappers: [Int: [String]] = [:],
         chaos: @escaping @Sendable (FleetRun) async throws -> Int = { _ in 0 }
     ) async throws -> FleetReport {
         let script = FleetScript(seed: seed)
-        return try await withFleet(seed: seed, workers: workerCount, sqlitePath: sqlitePath) { run in
+        return try await withFleet(
+            seed: seed, workers: workerCount, sqlitePath: sqlitePath, wrappers: wrappers
+        ) { run in
             let sinkState = run.sink
             if let sinkFault { sinkState.addFault(sinkFault) }
             if sinkOutage != nil { sinkState.addFault(try Fault(status: 503, reason: "ServiceUnavailable")) }
@@ -97,9 +100,11 @@ struct FleetHarness {
     /// Starts a sink in this process and `workers` worker processes (on a fresh PostgreSQL database, or on
     /// `sqlitePath`), each ready, restarted by a supervisor when it exits; runs `body`; then stops them and removes
     /// the namespace's queues and the database (kept with the logs when `BADGEPIPE_FLEET_KEEP` is set).
+    /// `environment` adds variables to every worker; `wrappers` starts single ones, by their index in
+    /// ``FleetRun/workers``, through a command (e.g. ``FakeClock/wrapper(_:building:)``).
     static func withFleet<T: Sendable>(
         seed: UInt64, workers workerCount: Int = 3, sqlitePath: String? = nil,
-        environment extra: [String: String] = [:],
+        environment extra: [String: String] = [:], wrappers: [Int: [String]] = [:],
         _ body: @escaping @Sendable (FleetRun) async throws -> T
     ) async throws -> T {
         var logger = Logger(label: "fleet-test")
@@ -142,7 +147,7 @@ struct FleetHarness {
                 WorkerProcess(
                     name: "w\($0)",
                     environment: environment.merging(["BADGEPIPE_METRICS_PORT": "\(metricsPorts[$0 - 1])"]) { $1 },
-                    logDirectory: logs)
+                    logDirectory: logs, wrapper: wrappers[$0 - 1] ?? [])
             }
             defer { for worker in workers { worker.stop() } }
             for worker in workers {
@@ -201,14 +206,17 @@ struct FleetHarness {
         }
     }
 
-    /// The leases, and the outbox per partition with its claims and schedule (times relative to now, in ms).
+    /// The leases, and the outbox per partition with its claims and schedule (times relative to now, in ms; `next`
+    /// and `latest`: the earliest and latest scheduled attempt, rows due at once left out).
     static let pendingStateQuery = """
         select 'lease ' || partition_id || ' ' || coalesce(owner, '-') || ' epoch ' || epoch || ' expires ' \
         || ((expires_at - extract(epoch from clock_timestamp()) * 1000000) / 1000)::bigint from partition_leases \
         union all select 'outbox p' || partition_id || ' rows ' || count(*) || ' attempts ' || max(attempts) \
         || ' claimed_epoch ' || coalesce(max(claimed_epoch)::text, '-') || ' next ' \
-        || ((min(next_attempt_at) - extract(epoch from clock_timestamp()) * 1000000) / 1000)::bigint \
-        from outbox group by partition_id
+        || coalesce(((min(nullif(next_attempt_at, 0)) - extract(epoch from clock_timestamp()) * 1000000) / 1000) \
+        ::bigint::text, '-') || ' latest ' \
+        || coalesce(((max(nullif(next_attempt_at, 0)) - extract(epoch from clock_timestamp()) * 1000000) / 1000) \
+        ::bigint::text, '-') from outbox group by partition_id
         """
 
     /// `rabbitmqctl list_queues` lines of the namespace (name, ready + unacked, unacked, consumers), `|`-separated.

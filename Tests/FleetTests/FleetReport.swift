@@ -19,6 +19,13 @@ struct FleetReport: CustomStringConvertible {
     /// The push that ended the longest gap: its token, its `apns-id` or event, and when it arrived, counted from
     /// the first push (so that a late straggler can be told from a pause in the middle of the run).
     var afterLongestGap = ""
+    /// The longest a device waited between a push the sink refused (a 5xx or 429: tried again later) and the next
+    /// attempt at it (a device's pushes go one at a time, so that is the retry), with the device's token: at most
+    /// the retry schedule's largest delay and a lease handover, whichever worker's clock scheduled it.
+    var longestRetryWait: Duration = .zero
+    var longestRetryWaitToken = ""
+    /// Refused attempts (5xx or 429) the sink recorded.
+    var refusedAttempts = 0
     var faults = 0
     var workerRestarts = 0
     /// Partitions leased by each worker at the end, fewest first.
@@ -33,7 +40,9 @@ struct FleetReport: CustomStringConvertible {
             + "lost \(lostEffects.count), wrong last badge \(badgeMismatches.count), "
             + "order violations \(orderViolations.count), duplicate alerts \(duplicateAlerts) "
             + "(with a new apns-id: \(duplicatesWithNewID.count)), dead-lettered \(deadLettered), faults \(faults), "
-            + "longest gap between pushes \(longestGap) (ended by \(afterLongestGap)), worker self-restarts \(workerRestarts), "
+            + "longest gap between pushes \(longestGap) (ended by \(afterLongestGap)), "
+            + "refused attempts \(refusedAttempts), longest wait for a retry \(longestRetryWait) "
+            + "(\(longestRetryWaitToken.prefix(8))), worker self-restarts \(workerRestarts), "
             + "partitions per worker \(partitionsPerWorker)"
             + (queuedAtOutageEnd.map { ", at the outage's end: queued \($0)" } ?? "")
             + (processedAtOutageEnd.map { ", processed \($0)" } ?? "")
@@ -50,6 +59,22 @@ struct FleetReport: CustomStringConvertible {
         }
         var report = FleetReport()
         report.eventsPublished = steps.count
+
+        // Per token: from each refused attempt to the next attempt, whatever its answer.
+        var refusedAt: [String: Date] = [:]
+        for delivery in deliveries.sorted(by: { $0.receivedAt < $1.receivedAt }) {
+            if let refused = refusedAt.removeValue(forKey: delivery.token) {
+                let wait = Duration.milliseconds(Int64(delivery.receivedAt.timeIntervalSince(refused) * 1000))
+                if wait > report.longestRetryWait {
+                    report.longestRetryWait = wait
+                    report.longestRetryWaitToken = delivery.token
+                }
+            }
+            if delivery.status == 429 || delivery.status >= 500 {
+                refusedAt[delivery.token] = delivery.receivedAt
+                report.refusedAttempts += 1
+            }
+        }
 
         // Per token: accepted pushes in arrival order.
         var perToken: [String: [(payload: JSONValue, key: String, apnsID: String?, at: Date)]] = [:]

@@ -104,4 +104,42 @@ struct FleetTests {
             seed: 16, sinkFault: try Fault(status: 503, reason: "ServiceUnavailable", rate: 0.3))
         Self.expectClean(report, allowDuplicates: false, "30% 503")
     }
+
+    /// One clock: the first worker's wall clock is 10 minutes ahead of the others' and the database's (then 10
+    /// minutes behind), while the sink answers 30 % of pushes with 503 and partitions move between it and the
+    /// others mid-run (it is restarted, then another worker, then it again), so that pushes one worker scheduled for
+    /// a retry are claimed by another. Nothing may change: every alert once and in order, nothing dead-lettered or
+    /// given up, no worker exit, and no retry waiting longer than the schedule's 30 s ceiling and a lease handover
+    /// (with the workers' own clocks, a retry scheduled by a clock 10 minutes ahead waited 10 minutes for the
+    /// others, and one scheduled by the others waited as long for a clock 10 minutes behind).
+    @Test(arguments: ["+10m", "-10m"])
+    func aWorkerWhoseClockIsTenMinutesOff(offset: String) async throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/faketime"),
+            "libfaketime is missing: apt-get install faketime")
+        let expected: Double = offset.hasPrefix("-") ? -600 : 600
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fake-clock-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let wrapper = try await FakeClock.wrapper(offset, building: directory)
+        let report = try await FleetHarness.run(
+            seed: 18, sinkFault: try Fault(status: 503, reason: "ServiceUnavailable", rate: 0.3),
+            wrappers: [0: wrapper]
+        ) { run in
+            let skewed = run.workers[0]
+            // The clock really is off: the worker's own log says so.
+            let measured = try #require(skewed.loggedClockOffset())
+            #expect(abs(measured - expected) < 30, "the worker's clock is \(measured) s off, not \(expected) s")
+            try await Task.sleep(for: .seconds(5))
+            try await skewed.restartGracefully()
+            try await Task.sleep(for: .seconds(4))
+            try await run.workers[1].restartGracefully()
+            try await Task.sleep(for: .seconds(4))
+            try await skewed.restartGracefully()
+            return 3
+        }
+        Self.expectClean(report, allowDuplicates: false, "clock \(offset), 30% 503")
+        #expect(report.refusedAttempts > 100)
+        #expect(report.longestRetryWait < .seconds(45))
+    }
 }

@@ -8,27 +8,33 @@ import Foundation
 final class WorkerProcess: @unchecked Sendable {
     let name: String
     private let environment: [String: String]
+    /// A command the worker is started through (e.g. ``FakeClock/wrapper(_:building:)``), which forks it and waits;
+    /// empty: the worker is started directly. Signals go to the worker itself, never to the wrapper.
+    private let wrapper: [String]
     private let logDirectory: URL
     private var process: Process?
     private var incarnation = 0
     private let lock = NSLock()
     private var supervising = true
+    /// The test is restarting the worker itself (``restartGracefully(timeout:)``): the supervisor leaves it alone.
+    private var restarting = false
     /// Worker exits seen by the supervisor (crash-only restarts), not counting kills by the test.
     private(set) var restarts = 0
 
     /// Restarts the worker if it exited on its own.
     func superviseOnce() throws {
         lock.lock()
-        let exited = supervising && process != nil && process?.isRunning == false
+        let exited = supervising && !restarting && process != nil && process?.isRunning == false
         if exited { restarts += 1 }
         lock.unlock()
         if exited { try start() }
     }
 
-    init(name: String, environment: [String: String], logDirectory: URL) {
+    init(name: String, environment: [String: String], logDirectory: URL, wrapper: [String] = []) {
         self.name = name
         self.environment = environment
         self.logDirectory = logDirectory
+        self.wrapper = wrapper
     }
 
     /// The `badgepipe` executable next to the test bundle (or `BADGEPIPE_BIN`).
@@ -52,8 +58,13 @@ final class WorkerProcess: @unchecked Sendable {
         if process?.isRunning == true { return }
         incarnation += 1
         let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["worker"]
+        if wrapper.isEmpty {
+            process.executableURL = Self.executable
+            process.arguments = ["worker"]
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            process.arguments = wrapper + [Self.executable.path, "worker"]
+        }
         var environment = ProcessInfo.processInfo.environment.merging(self.environment) { $1 }
         environment["BADGEPIPE_WORKER_ID"] = "\(name)-\(incarnation)"
         process.environment = environment
@@ -68,10 +79,24 @@ final class WorkerProcess: @unchecked Sendable {
         self.process = process
     }
 
+    /// The worker's own process id (with a wrapper, the wrapper's child), while it runs.
     var pid: Int32? {
         lock.lock()
-        defer { lock.unlock() }
-        return process?.isRunning == true ? process?.processIdentifier : nil
+        let process = self.process
+        lock.unlock()
+        guard let process, process.isRunning else { return nil }
+        return workerPID(process)
+    }
+
+    /// The worker's process id in `process`: the process itself, or the child its wrapper started (the wrapper's
+    /// own id for the moment before it forks).
+    private func workerPID(_ process: Process) -> Int32 {
+        let pid = process.processIdentifier
+        guard !wrapper.isEmpty,
+            let children = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8),
+            let child = children.split(separator: " ").first.flatMap({ Int32($0) })
+        else { return pid }
+        return child
     }
 
     /// Sends a signal to the current incarnation.
@@ -85,7 +110,7 @@ final class WorkerProcess: @unchecked Sendable {
         let process = self.process
         lock.unlock()
         guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
+        kill(workerPID(process), SIGKILL)
         // Poll rather than waitUntilExit (see FleetHarness.shell); a SIGKILLed process is gone in milliseconds.
         for _ in 0..<200 where process.isRunning { usleep(10_000) }
     }
@@ -97,14 +122,74 @@ final class WorkerProcess: @unchecked Sendable {
         let process = self.process
         lock.unlock()
         guard let process, process.isRunning else { return }
-        kill(process.processIdentifier, SIGCONT)
-        kill(process.processIdentifier, SIGTERM)
+        let worker = workerPID(process)
+        kill(worker, SIGCONT)
+        kill(worker, SIGTERM)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning, Date() < deadline { usleep(50_000) }
         if process.isRunning {
+            kill(worker, SIGKILL)
             kill(process.processIdentifier, SIGKILL)
             for _ in 0..<200 where process.isRunning { usleep(10_000) }
         }
+    }
+
+    /// SIGTERM (graceful: the worker finishes its batch and round and records what it sent), waits up to `timeout`
+    /// for the exit (then SIGKILL), starts a new incarnation and waits until it is ready. The supervisor neither
+    /// counts nor races it.
+    func restartGracefully(timeout: Duration = .seconds(20)) async throws {
+        let process = setRestarting(true)
+        defer { _ = setRestarting(false) }
+        if let process, process.isRunning {
+            let pid = process.processIdentifier
+            let worker = workerPID(process)
+            kill(worker, SIGTERM)
+            let clock = ContinuousClock()
+            let deadline = clock.now + timeout
+            // Polled (see `FleetHarness.shell`): Foundation sometimes misses a child's exit.
+            while process.isRunning, !FleetHarness.hasExited(pid), clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            if process.isRunning, !FleetHarness.hasExited(pid) {
+                kill(worker, SIGKILL)
+                kill(pid, SIGKILL)
+                for _ in 0..<200 where process.isRunning && !FleetHarness.hasExited(pid) { usleep(10_000) }
+            }
+            // A zombie Foundation has not reaped yet still reads as running: `start` must not take it for alive.
+            forget(process)
+        }
+        try start()
+        try await waitUntilReady()
+    }
+
+    /// Sets whether the test is restarting the worker; returns the current incarnation.
+    private func setRestarting(_ value: Bool) -> Process? {
+        lock.lock()
+        defer { lock.unlock() }
+        restarting = value
+        return process
+    }
+
+    /// Forgets `stopped` when it is still the current incarnation.
+    private func forget(_ stopped: Process) {
+        lock.lock()
+        defer { lock.unlock() }
+        if process === stopped { process = nil }
+    }
+
+    /// How far ahead of this process's wall clock the current incarnation's clock was when it became ready, in
+    /// seconds: the time on its "worker ready" log line less now (a few tenths of a second low, the time the line
+    /// took to be found); nil before it is ready.
+    func loggedClockOffset() -> Double? {
+        let marker = "worker.id=\(name)-\(incarnation)"
+        guard let text = try? String(contentsOf: logFile, encoding: .utf8),
+            let line = text.split(separator: "\n").last(where: { $0.contains("worker ready") && $0.contains(marker) }),
+            let stamp = line.split(separator: " ").first
+        else { return nil }
+        let format = DateFormatter()
+        format.locale = Locale(identifier: "en_US_POSIX")
+        format.dateFormat = "yyyy-MM-dd'T'HH:mm:ssZ"
+        return format.date(from: String(stamp)).map { $0.timeIntervalSinceNow }
     }
 
     /// Waits until the current incarnation logged "worker ready".

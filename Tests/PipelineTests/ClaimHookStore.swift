@@ -30,11 +30,11 @@ final class ClaimHookStore: BadgeStore {
     }
 
     func claimPushes(
-        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> ClaimedPushes {
         let claimed = try await base.claimPushes(
-            partition: partition, limit: limit, now: now, policy: policy, lease: lease,
+            partition: partition, limit: limit, policy: policy, lease: lease,
             skipClaimedBefore: skipClaimedBefore, recording: recording)
         guard !claimed.pushes.isEmpty else { return claimed }
         let first = claimCount.withLock { count in
@@ -76,8 +76,8 @@ final class ClaimHookStore: BadgeStore {
     func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog] {
         try await base.outboxBacklog(partitions: partitions)
     }
-    func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int {
-        try await base.purge(kind, olderThan: cutoff, limit: limit)
+    func purge(_ kind: RetentionKind, olderThan age: Duration, limit: Int) async throws -> Int {
+        try await base.purge(kind, olderThan: age, limit: limit)
     }
     func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool {
         try await base.maintenanceLease(name, worker: worker, ttlMilliseconds: ttlMilliseconds)

@@ -7,7 +7,8 @@ import Testing
 /// waits, and that handed pushes go first.
 @Suite("Delivery loop")
 struct DeliveryLoopTests {
-    private static let now: Int64 = 1_000_000_000_000
+    /// The monotonic clock's time the tests count from.
+    private static let now = ContinuousClock.now
 
     private static func loop(recordDelay: Duration = .milliseconds(20), handedRecordSize: Int = 3) -> DeliveryLoop {
         DeliveryLoop(idlePoll: .seconds(1), recordDelay: recordDelay, handedRecordSize: handedRecordSize)
@@ -25,16 +26,23 @@ struct DeliveryLoopTests {
     }
 
     private static func seen(
-        rings: Int = 0, handed: Bool = false, closed: Bool = false, at now: Int64 = now
+        rings: Int = 0, handed: Bool = false, closed: Bool = false, at now: ContinuousClock.Instant = now
     ) -> DeliveryLoop.Observation {
         DeliveryLoop.Observation(closed: closed, rings: rings, hasHanded: handed, now: now)
     }
 
+    /// A round that sent `ids`, claimed at `claimedAt`; `retries` (outbox id, delay) are left to record.
     private static func round(
-        sent ids: [Int64], moreDue: Bool = false, nextRetryAt: Int64? = nil
+        sent ids: [Int64], moreDue: Bool = false, claimedAt: ContinuousClock.Instant = now,
+        nextRetryAt: ContinuousClock.Instant? = nil, retries: [(Int64, Duration)] = []
     ) -> PushDispatcher.RoundResult {
         PushDispatcher.RoundResult(
-            ids: ids, moreDue: moreDue, nextRetryAt: nextRetryAt, record: DeliveryRecord(sent: ids))
+            ids: ids, moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nextRetryAt,
+            record: DeliveryRecord(sent: ids, retries: retries.map(retry)))
+    }
+
+    private static func retry(_ entry: (id: Int64, delay: Duration)) -> DeliveryRecord.Retry {
+        DeliveryRecord.Retry(id: entry.id, delay: entry.delay, token: "t\(entry.id)", user: "u", badgeVersion: 1)
     }
 
     @Test func itClaimsAtTheStartThenRecordsAQuietRoundsOutcomesOnTheirOwnAfterTheRecordDelay() {
@@ -115,17 +123,74 @@ struct DeliveryLoopTests {
     }
 
     @Test func aScheduledRetryShortensTheWaitAndIsClaimedWhenDue() {
-        var loop = Self.afterFirstClaim(Self.round(sent: [], nextRetryAt: Self.now + 300_000), recordDelay: .zero)
+        let due = Self.now + .milliseconds(300)
+        var loop = Self.afterFirstClaim(Self.round(sent: [], nextRetryAt: due), recordDelay: .zero)
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(300), ringsSeen: 0))
         // A wait that ends without a ring or a hand-over is the idle poll or the retry coming due: it claims.
-        #expect(loop.next(Self.seen(at: Self.now + 100_000)) == .claim(recording: DeliveryRecord()))
-        loop.claimed(Self.round(sent: [], nextRetryAt: Self.now + 300_000), ringsSeen: 0)
+        #expect(loop.next(Self.seen(at: Self.now + .milliseconds(100))) == .claim(recording: DeliveryRecord()))
+        loop.claimed(Self.round(sent: [], nextRetryAt: due), ringsSeen: 0)
         // Not due yet: it waits only until then.
-        #expect(loop.next(Self.seen(at: Self.now + 100_000)) == .wait(.milliseconds(200), ringsSeen: 0))
-        _ = loop.next(Self.seen(rings: 1, at: Self.now + 150_000))
+        #expect(loop.next(Self.seen(at: Self.now + .milliseconds(100))) == .wait(.milliseconds(200), ringsSeen: 0))
+        _ = loop.next(Self.seen(rings: 1, at: Self.now + .milliseconds(150)))
         loop.claimed(Self.round(sent: []), ringsSeen: 1)
-        #expect(loop.next(Self.seen(rings: 1, at: Self.now + 300_000)) == .claim(recording: DeliveryRecord()))
+        #expect(loop.next(Self.seen(rings: 1, at: due)) == .claim(recording: DeliveryRecord()))
         #expect(loop.nextRetryAt == nil)
+    }
+
+    /// The store makes a retry due its delay after it writes the record, by the database's clock; the loop wakes
+    /// that long after the write returned, on the monotonic clock: never before the database has it due, however
+    /// long the record waited to be written.
+    @Test func aRetryIsAwaitedFromWhenItsRecordWasWritten() {
+        var loop = Self.afterFirstClaim(Self.round(sent: [1], retries: [(2, .milliseconds(300))]), recordDelay: .zero)
+        let record = DeliveryRecord(sent: [1], retries: [Self.retry((2, .milliseconds(300)))])
+        #expect(loop.next(Self.seen()) == .record(record))
+        // Not written yet: no wake-up for it.
+        #expect(loop.nextRetryAt == nil)
+        let written = Self.now + .milliseconds(40)
+        loop.recorded(at: written)
+        #expect(loop.nextRetryAt == written + .milliseconds(300))
+        #expect(loop.next(Self.seen(at: written)) == .wait(.milliseconds(300), ringsSeen: 0))
+        #expect(loop.next(Self.seen(at: written + .milliseconds(300))) == .claim(recording: DeliveryRecord()))
+
+        // Recorded with the next claim: due its delay after that claim returned.
+        var withClaim = Self.afterFirstClaim(Self.round(sent: [], retries: [(3, .seconds(2))]))
+        #expect(
+            withClaim.next(Self.seen(rings: 1))
+                == .claim(recording: DeliveryRecord(retries: [Self.retry((3, .seconds(2)))])))
+        let claimed = Self.now + .milliseconds(25)
+        withClaim.claimed(Self.round(sent: [], claimedAt: claimed), ringsSeen: 1)
+        #expect(withClaim.nextRetryAt == claimed + .seconds(2))
+    }
+
+    /// Handed rounds' retries recorded aside: before it waits, the loop waits for that record, and the retry is due
+    /// its delay after the record was seen written. One record aside at a time.
+    @Test func retriesRecordedAsideAreAwaitedFromThatRecord() {
+        var loop = Self.afterFirstClaim(recordDelay: .zero, handedRecordSize: 1)
+        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
+        loop.handedSent(Self.round(sent: [], retries: [(5, .milliseconds(400))]))
+        let aside = DeliveryRecord(retries: [Self.retry((5, .milliseconds(400)))])
+        #expect(loop.next(Self.seen(handed: true)) == .recordAside(aside))
+        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
+        loop.handedSent(Self.round(sent: [6]))
+        // A second record aside waits until the loop knows the first is written.
+        #expect(loop.next(Self.seen(handed: true)) == .awaitRecordAside)
+        let written = Self.now + .milliseconds(10)
+        loop.recordedAside(at: written)
+        #expect(loop.nextRetryAt == written + .milliseconds(400))
+        #expect(loop.next(Self.seen(handed: true, at: written)) == .recordAside(DeliveryRecord(sent: [6])))
+        loop.recordedAside(at: written)
+
+        // Quiet after a record aside with retries: it waits for that record before it decides how long to wait.
+        var quiet = Self.afterFirstClaim(recordDelay: .zero, handedRecordSize: 1)
+        #expect(quiet.next(Self.seen(handed: true)) == .sendHanded)
+        quiet.handedSent(Self.round(sent: [], retries: [(7, .milliseconds(250))]))
+        #expect(
+            quiet.next(Self.seen(handed: true))
+                == .recordAside(DeliveryRecord(retries: [Self.retry((7, .milliseconds(250)))])))
+        #expect(quiet.next(Self.seen()) == .awaitRecordAside)
+        #expect(!DeliveryLoop.Action.awaitRecordAside.runsBesideRecord)
+        quiet.recordedAside(at: Self.now + .milliseconds(50))
+        #expect(quiet.next(Self.seen(at: Self.now + .milliseconds(50))) == .wait(.milliseconds(250), ringsSeen: 0))
     }
 
     @Test func closingRecordsWhatIsLeftAndEnds() {

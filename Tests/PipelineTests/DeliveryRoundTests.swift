@@ -8,13 +8,22 @@ import Testing
 @Suite("Delivery round")
 struct DeliveryRoundTests {
     private static let schedule = RetrySchedule(initial: .seconds(1), maximum: .seconds(8))
-    private static let now: Int64 = 1_000_000_000_000
+    /// When the rounds' pushes were claimed, on the monotonic clock (the round never reads a wall clock).
+    private static let claimedAt = ContinuousClock.now
+    private static let now = claimedAt
 
-    private static func claimed(_ id: Int64, token: String, attempts: Int = 0, createdAt: Int64 = now) -> ClaimedPush {
+    /// A claimed push whose claim read it `age` old by the database's clock (nil: unknown).
+    private static func claimed(
+        _ id: Int64, token: String, attempts: Int = 0, age: Duration? = .zero
+    ) -> ClaimedPush {
         let push = PlannedPush(
             recipient: "u-\(token)", eventID: "e\(id)", eventType: .follow, token: token, provider: .apns,
             kind: .badgeOnly, counts: .zero, badge: 0, badgeVersion: id)
-        return ClaimedPush(outbox: OutboxPush(id: id, push: push, attempts: attempts, createdAt: createdAt), push: push)
+        // Stored times are the database's and play no part: far from any clock on purpose.
+        return ClaimedPush(
+            outbox: OutboxPush(
+                id: id, push: push, attempts: attempts, createdAt: 42, nextAttemptAt: 4_000_000_000_000_000, age: age),
+            push: push)
     }
 
     private func round(
@@ -22,7 +31,8 @@ struct DeliveryRoundTests {
     )
         -> DeliveryRound
     {
-        DeliveryRound(pushes, concurrency: concurrency, schedule: Self.schedule, maxAge: maxAge)
+        DeliveryRound(
+            pushes, concurrency: concurrency, schedule: Self.schedule, maxAge: maxAge, claimedAt: Self.claimedAt)
     }
 
     @Test func oneDevicesPushesGoOneAfterAnotherAndDevicesGoSideBySide() {
@@ -60,12 +70,13 @@ struct DeliveryRoundTests {
         #expect(round.next() == nil)
         #expect(round.isFinished)
         #expect(round.record.sent == [3])
-        // Third failure: ceiling 1 s × 2² = 4 s, half of it with the draw 0.5.
+        // Third failure: ceiling 1 s × 2² = 4 s, half of it with the draw 0.5: a delay (the store makes it due that
+        // long after it writes the record, by the database's clock), not a time of this process's clock.
         #expect(round.record.retries.map(\.id) == [1])
-        #expect(round.record.retries.map(\.at) == [Self.now + 2_000_000])
+        #expect(round.record.retries.map(\.delay) == [.seconds(2)])
         // The device's pushed version goes back to the waiting push's when the round is recorded.
         #expect(round.record.retries.map(\.badgeVersion) == [1])
-        #expect(round.nextRetryAt == Self.now + 2_000_000)
+        #expect(round.record.earliestRetry == .seconds(2))
         #expect(round.tally.heldBack == 1)
     }
 
@@ -76,19 +87,43 @@ struct DeliveryRoundTests {
         round.finished(a, .retry(reason: "429", retryAfter: .seconds(30)), now: Self.now, unit: 0.9)
         round.finished(b, .configurationError(reason: "InvalidProviderToken"), now: Self.now, unit: 0)
         #expect(round.record.retries.map(\.id) == [1, 2])
-        #expect(round.record.retries[0].at == Self.now + 30_000_000)
+        #expect(round.record.retries[0].delay == .seconds(30))
+        // A zero draw still waits a microsecond: a retry is never due before it was recorded.
+        #expect(round.record.retries[1].delay == .microseconds(1))
+        #expect(round.record.earliestRetry == .microseconds(1))
         #expect(round.record.failed.isEmpty && round.record.sent.isEmpty)
         #expect(round.tally.configurationErrors == 1)
     }
 
     @Test func aPushOlderThanTheMaximumAgeIsGivenUpAndItsDeviceGoesOn() {
-        let old = Self.now - 7_200_000_000
-        var round = round([Self.claimed(1, token: "a", createdAt: old), Self.claimed(2, token: "a")])
+        var round = round([Self.claimed(1, token: "a", age: .seconds(7200)), Self.claimed(2, token: "a")])
         let first = round.next()!
         round.finished(first, .retry(reason: "503", retryAfter: nil), now: Self.now, unit: 0.5)
         #expect(round.record.failed == [1])
         #expect(round.tally.givenUp == 1)
         #expect(round.next()?.id == 2)
+    }
+
+    /// The age is the one the claim read by the database's clock plus the time since the claim on the monotonic
+    /// clock: a push just under the maximum age when claimed is given up if its attempt ends past it, and kept
+    /// otherwise; a push whose planning time is unknown is never given up.
+    @Test func theAgeCountsFromTheClaimsReadingOnTheMonotonicClock() {
+        var round = round(
+            [
+                Self.claimed(1, token: "a", age: .seconds(3590)), Self.claimed(2, token: "b", age: .seconds(3590)),
+                Self.claimed(3, token: "c", age: nil),
+            ], maxAge: .seconds(3600))
+        let a = round.next()!
+        let b = round.next()!
+        let c = round.next()!
+        #expect(round.age(of: a, at: Self.claimedAt + .seconds(4)) == .seconds(3594))
+        round.finished(a, .retry(reason: "503", retryAfter: nil), now: Self.claimedAt + .seconds(9), unit: 0.5)
+        round.finished(b, .retry(reason: "503", retryAfter: nil), now: Self.claimedAt + .seconds(10), unit: 0.5)
+        round.finished(c, .retry(reason: "503", retryAfter: nil), now: Self.claimedAt + .seconds(86_400), unit: 0.5)
+        #expect(round.record.retries.map(\.id) == [1, 3])
+        #expect(round.record.failed == [2])
+        #expect(round.tally.givenUp == 1)
+        #expect(round.age(of: c, at: Self.claimedAt) == nil)
     }
 
     @Test func aDeadTokenEndsItsDeviceAndARefusalOnlyItsPush() {

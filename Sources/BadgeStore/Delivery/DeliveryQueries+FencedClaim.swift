@@ -4,11 +4,11 @@ extension DeliveryQueries {
     /// The fenced claim on PostgreSQL in one statement instead of three (see ``fencedClaimStatement``), inside the
     /// caller's transaction; then the push guard runs as in ``claim(_:policy:lease:marked:devices:sql:)``.
     static func claimDueFenced(
-        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease,
+        partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease,
         skipClaimedBefore: Int64?, removing removed: [Int64] = [], sql: any SQLExecutor
     ) async throws -> ClaimedPushes {
         let statement = fencedClaimStatement(
-            partition: partition, limit: limit, now: now, lease: lease, skipClaimedBefore: skipClaimedBefore,
+            partition: partition, limit: limit, lease: lease, skipClaimedBefore: skipClaimedBefore,
             removing: removed, settingVersions: false)
         let result = try decodeFencedClaim(
             try await sql.query(statement.sql, statement.binds), lease: lease, checked: false)
@@ -18,7 +18,7 @@ extension DeliveryQueries {
         return ClaimedPushes(pushes: pushes, reachedLimit: result.rows >= limit, refused: refused)
     }
 
-    /// The fenced claim of ``claimDueFenced(partition:limit:now:policy:lease:skipClaimedBefore:removing:sql:)`` as
+    /// The fenced claim of ``claimDueFenced(partition:limit:policy:lease:skipClaimedBefore:removing:sql:)`` as
     /// one statement on its own (no `BEGIN`, no `COMMIT`: one round trip instead of four), for the usual round:
     /// every claimed push to a stored device is its user's, at or above the device's `pushed_version`, and above
     /// or at the one before it for the same device. Then the push guard would send them all and move each
@@ -32,11 +32,11 @@ extension DeliveryQueries {
     /// 3 workers claims were most of the fleet's round trips to PostgreSQL (about 250 claims a second against
     /// about 100 ingestion transactions), each a wake-up of a backend and of the worker.
     static func claimDueAtOnce(
-        partition: Int?, limit: Int, now: Int64, lease: PartitionLease, skipClaimedBefore: Int64?,
+        partition: Int?, limit: Int, lease: PartitionLease, skipClaimedBefore: Int64?,
         removing removed: [Int64], database: any SQLTransactor
     ) async throws -> ClaimedPushes? {
         let statement = fencedClaimStatement(
-            partition: partition, limit: limit, now: now, lease: lease, skipClaimedBefore: skipClaimedBefore,
+            partition: partition, limit: limit, lease: lease, skipClaimedBefore: skipClaimedBefore,
             removing: removed, settingVersions: true)
         let result = try decodeFencedClaim(
             try await database.statement(statement.sql, statement.binds), lease: lease, checked: true)
@@ -83,10 +83,10 @@ extension DeliveryQueries {
     /// claimed rows joined to their devices (`d_user_id`, `d_pushed_version`, NULL for a token without a devices
     /// row), or NULLs when nothing was due.
     private static func fencedClaimStatement(
-        partition: Int?, limit: Int, now: Int64, lease: PartitionLease, skipClaimedBefore: Int64?,
+        partition: Int?, limit: Int, lease: PartitionLease, skipClaimedBefore: Int64?,
         removing removed: [Int64], settingVersions: Bool
     ) -> (sql: String, binds: [SQLValue]) {
-        var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
+        var binds: [SQLValue] = [.int(Int64(limit))]
         // The rows of the previous round to remove (its sent and failed pushes): deleted by the same statement, and
         // left out of the claim, which sees them (one snapshot).
         var removal = ""
@@ -123,7 +123,8 @@ extension DeliveryQueries {
         let sql = """
             WITH \(removal)\(check.sql),
             c AS (UPDATE outbox SET claimed_epoch = $\(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
-                AND \(SQLDialect.postgres.among("id", "SELECT o.id \(due)")) RETURNING \(OutboxRow.selectColumns)),
+                AND \(SQLDialect.postgres.among("id", "SELECT o.id \(due)"))
+                RETURNING \(OutboxRow.claimedColumns(.postgres))),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
                 FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")) ORDER BY token FOR NO KEY UPDATE)\(versions)
             SELECT (SELECT count(*) FROM lease) AS lease_held\(settingVersions ? ", (SELECT ok FROM simple) AS simple" : ""),

@@ -1,5 +1,4 @@
 import BadgeCore
-import BadgeWire
 
 extension DeliveryQueries {
     /// The push guard for one outbox row, run just before it is sent: returns the push to send, or nil to drop
@@ -52,11 +51,11 @@ extension DeliveryQueries {
             var badgeOnly = push
             badgeOnly.kind = .badgeOnly
             guard let refresh = try await atFreshVersion(badgeOnly, policy: policy, sql: sql) else { return false }
-            let values = OutboxRow.values(
-                of: refresh, eventJSON: nil, partition: partition, createdAt: Timestamp.now().microsecondsSinceEpoch)
+            let values = OutboxRow.values(of: refresh, eventJSON: nil, partition: partition)
             try await sql.execute(
                 "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES ("
-                    + (1...values.count).map { "$\($0)" }.joined(separator: ", ") + ")",
+                    + (1...values.count).map { "$\($0)" }.joined(separator: ", ")
+                    + ", \(FleetQueries.statementNow(sql.dialect)))",
                 values)
             return true
         }

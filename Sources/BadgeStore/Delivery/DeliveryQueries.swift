@@ -1,19 +1,22 @@
 import BadgeCore
+import BadgeSupport
 
 /// The delivery stage's queries, written once for both backends: claiming many pushes in one transaction (lease
 /// check, the per-device push guard, coalescing) and recording many outcomes in another. Each costs a constant
 /// number of statements however many pushes it covers.
 ///
-/// Times (`next_attempt_at`, `created_at`) are microseconds since the epoch by the workers' clocks: they only
-/// schedule retries, so clocks that disagree by a little only move a retry by as much.
+/// Times (`next_attempt_at`, `created_at`) are microseconds since the epoch by the database's clock
+/// (``FleetQueries/statementNow(_:)``): workers hand in durations (a retry's delay) and read ages, never their own
+/// clock's time, so a worker whose clock is off schedules and claims exactly as the others do.
 enum DeliveryQueries {
     /// Claims up to `limit` due pushes of `partition` (all partitions when nil), oldest first: rows whose next
-    /// attempt is due and that no earlier row of the same token waits ahead of (a device's pushes go out in
-    /// order). With `skipClaimedBefore`, rows claimed under an earlier lease epoch are left alone (see
-    /// `LeaseTerm.isInDoubt`). Due rows that cannot be read are moved to `refused_pushes` in the claim's
-    /// transaction (``refuse(_:sql:)``) and returned in ``ClaimedPushes/refused``.
+    /// attempt is due by the database's clock and that no earlier row of the same token waits ahead of (a
+    /// device's pushes go out in order). Each claimed push comes with its age (``OutboxPush/age``). With
+    /// `skipClaimedBefore`, rows claimed under an earlier lease epoch are left alone (see `LeaseTerm.isInDoubt`).
+    /// Due rows that cannot be read are moved to `refused_pushes` in the claim's transaction (``refuse(_:sql:)``)
+    /// and returned in ``ClaimedPushes/refused``.
     static func claimDue(
-        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord = DeliveryRecord(), database: any SQLTransactor
     ) async throws -> ClaimedPushes {
         guard limit > 0 else {
@@ -25,7 +28,7 @@ enum DeliveryQueries {
             // The usual round: one statement on its own (see `claimDueAtOnce`); when it was not that simple, it
             // removed the record's rows and the transaction below claims.
             if let claimed = try await claimDueAtOnce(
-                partition: partition, limit: limit, now: now, lease: lease, skipClaimedBefore: skipClaimedBefore,
+                partition: partition, limit: limit, lease: lease, skipClaimedBefore: skipClaimedBefore,
                 removing: removed, database: database)
             {
                 return claimed
@@ -38,12 +41,12 @@ enum DeliveryQueries {
                 let removed = recording.onlyRemovedRows
                 if removed == nil { try await write(recording, sql: sql) }
                 return try await claimDueFenced(
-                    partition: partition, limit: limit, now: now, policy: policy, lease: lease,
+                    partition: partition, limit: limit, policy: policy, lease: lease,
                     skipClaimedBefore: skipClaimedBefore, removing: removed ?? [], sql: sql)
             }
             try await write(recording, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
-            var binds: [SQLValue] = [.int(now), .int(Int64(limit))]
+            var binds: [SQLValue] = [.int(Int64(limit))]
             let due = dueRows(
                 partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease?.epoch, binds: &binds,
                 dialect: sql.dialect)
@@ -53,11 +56,11 @@ enum DeliveryQueries {
                 binds.append(.int(lease.epoch))
                 read = try await sql.query(
                     "UPDATE outbox SET claimed_epoch = $\(binds.count), \(releasingHold) "
-                        + "WHERE \(sql.dialect.among("id", "SELECT o.id \(due)")) RETURNING \(OutboxRow.selectColumns)",
+                        + "WHERE \(sql.dialect.among("id", "SELECT o.id \(due)")) "
+                        + "RETURNING \(OutboxRow.claimedColumns(sql.dialect))",
                     binds)
             } else {
-                let columns = OutboxRow.selectColumns.split(separator: ",").map { "o." + $0.drop(while: { $0 == " " }) }
-                read = try await sql.query("SELECT \(columns.joined(separator: ", ")) \(due)", binds)
+                read = try await sql.query("SELECT \(OutboxRow.claimedColumns(sql.dialect, alias: "o")) \(due)", binds)
             }
             // Rows the code cannot read are moved aside; the claim goes on with the others.
             let (rows, unreadable) = try OutboxRow.decodeAll(read)
@@ -69,7 +72,8 @@ enum DeliveryQueries {
     }
 
     /// The `FROM … WHERE … ORDER BY … LIMIT …` of the due rows (alias `o`), oldest first: rows whose next
-    /// attempt is due at `$1` and that no earlier row of the same token waits ahead of, at most `$2`; the
+    /// attempt is due at the database's now (``FleetQueries/statementNow(_:)``, the same instant for both
+    /// comparisons) and that no earlier row of the same token waits ahead of, at most `$1`; the
     /// partition's and the epoch's filters read placeholders appended to `binds`. `excluding` names a table of
     /// ids (column `id`) to leave out, and not to wait behind either.
     ///
@@ -91,9 +95,11 @@ enum DeliveryQueries {
             binds.append(.int(skipClaimedBefore))
             filters += " AND (o.claimed_epoch IS NULL OR o.claimed_epoch >= $\(binds.count))"
         }
-        var due = "o.next_attempt_at <= $1"
+        let now = FleetQueries.statementNow(dialect)
+        var due = "o.next_attempt_at <= \(now)"
         // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more.
-        var waiting = "e.next_attempt_at > $1" + (excluding.map { " AND e.id NOT IN (SELECT id FROM \($0))" } ?? "")
+        var waiting =
+            "e.next_attempt_at > \(now)" + (excluding.map { " AND e.id NOT IN (SELECT id FROM \($0))" } ?? "")
         if let epoch {
             binds.append(.int(epoch))
             let placeholder = "$\(binds.count)"
@@ -108,7 +114,7 @@ enum DeliveryQueries {
         // `o.id` through the primary key instead).
         return "FROM outbox o WHERE \(due)\(filters) "
             + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND (e.token, e.id) < (o.token, o.id) "
-            + "AND \(waiting)\(dialect.perRowSubquery)) ORDER BY o.id LIMIT $2" + dialect.forUpdate
+            + "AND \(waiting)\(dialect.perRowSubquery)) ORDER BY o.id LIMIT $1" + dialect.forUpdate
     }
 
     /// The `SET` item with which a claim releases a row it takes from a hold (``dueRows``): a claimed row that was
@@ -236,13 +242,15 @@ enum DeliveryQueries {
         guard !record.isEmpty else { return }
         try await deleteOutboxRows(record.sent + record.failed, sql: sql)
         if !record.retries.isEmpty {
-            var set = SQLRowSet([("id", .int), ("next_attempt_at", .int)])
+            // Due after its delay by the database's clock, counted from this statement.
+            var set = SQLRowSet([("id", .int), ("delay", .int)])
             for retry in record.retries.sorted(by: { $0.id < $1.id }) {
-                set.append([.int(retry.id), .int(retry.at)])
+                set.append([.int(retry.id), .int(max(0, retry.delay.wholeMicroseconds))])
             }
             try await sql.execute(
-                "UPDATE outbox SET next_attempt_at = s.next_attempt_at, attempts = outbox.attempts + 1 FROM "
-                    + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE outbox.id = s.id",
+                "UPDATE outbox SET next_attempt_at = \(FleetQueries.statementNow(sql.dialect)) + s.delay, "
+                    + "attempts = outbox.attempts + 1 FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
+                    + "WHERE outbox.id = s.id",
                 [set.bind])
             // Each device's first push that must wait is the lowest version of the round that did not go out
             // (a device's pushes go in order and stop at the first that must wait).

@@ -5,8 +5,9 @@ public struct DeliveryRecord: Sendable, Equatable {
     public struct Retry: Sendable, Equatable {
         /// The outbox id.
         public var id: Int64
-        /// Its next attempt, in microseconds since the epoch.
-        public var at: Int64
+        /// How long after the record is written its next attempt is due: the store writes the database's now plus
+        /// this (a worker hands in durations, never its own clock's time).
+        public var delay: Duration
         /// Its device token, user and `badge_version`: the claim moved the token's pushed version up to the
         /// newest push of the round, which did not go out; recording the retry moves it back to this push's, so
         /// that it and the pushes behind it pass the guard as planned when they go.
@@ -15,9 +16,9 @@ public struct DeliveryRecord: Sendable, Equatable {
         public var badgeVersion: Int64
 
         /// Creates a retry.
-        public init(id: Int64, at: Int64, token: String, user: String, badgeVersion: Int64) {
+        public init(id: Int64, delay: Duration, token: String, user: String, badgeVersion: Int64) {
             self.id = id
-            self.at = at
+            self.delay = delay
             self.token = token
             self.user = user
             self.badgeVersion = badgeVersion
@@ -47,6 +48,10 @@ public struct DeliveryRecord: Sendable, Equatable {
 
     /// How many outcomes it holds.
     public var count: Int { sent.count + failed.count + retries.count + deadTokens.count }
+
+    /// The shortest delay of its retries: how long after the record is written the first of them is due; nil
+    /// without retries.
+    public var earliestRetry: Duration? { retries.map(\.delay).min() }
 
     /// Adds what `other` (a later round, of other outbox rows) did, to be recorded together.
     public mutating func add(_ other: DeliveryRecord) {

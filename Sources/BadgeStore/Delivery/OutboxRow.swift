@@ -3,15 +3,34 @@ import BadgeWire
 
 /// The outbox's columns and how a ``PlannedPush`` maps to them and back.
 enum OutboxRow {
-    static let insertColumns =
+    /// The columns an insert writes from a push's values (``values(of:eventJSON:partition:)``): everything but the
+    /// time it was planned, which the database writes (see ``insertColumns``).
+    static let valueColumns =
         "user_id, event_id, event_type, token, provider, topic, environment, kind, event_json, "
-        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id, "
-        + "created_at"
+        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id"
+
+    /// The columns an insert names: ``valueColumns`` and `created_at`, whose value is the database's now
+    /// (``FleetQueries/statementNow(_:)``) after the push's values.
+    static let insertColumns = valueColumns + ", created_at"
 
     /// ``insertColumns`` with the id first and the delivery state last (claim epoch, attempts, next attempt).
     static let selectColumns = "id, " + insertColumns + ", claimed_epoch, attempts, next_attempt_at"
 
-    /// An empty row set with the columns of ``insertColumns``, for ``values(of:eventJSON:partition:createdAt:)`` rows.
+    /// ``selectColumns`` (of the table or its alias `alias`) and the row's age by the database's clock, `age`
+    /// (``decode(_:)`` reads it into ``OutboxPush/age``): what a claim returns.
+    static func claimedColumns(_ dialect: SQLDialect, alias: String? = nil) -> String {
+        let prefix = alias.map { $0 + "." } ?? ""
+        let columns = selectColumns.split(separator: ",").map { prefix + $0.drop(while: { $0 == " " }) }
+        return columns.joined(separator: ", ") + ", " + age(dialect, alias: alias)
+    }
+
+    /// The `age` column: the database's now less `created_at`, NULL for a row planned before that was recorded.
+    static func age(_ dialect: SQLDialect, alias: String? = nil) -> String {
+        let created = (alias.map { $0 + "." } ?? "") + "created_at"
+        return "CASE WHEN \(created) > 0 THEN \(FleetQueries.statementNow(dialect)) - \(created) END AS age"
+    }
+
+    /// An empty row set with the columns of ``valueColumns``, for ``values(of:eventJSON:partition:)`` rows.
     static func rowSet() -> SQLRowSet {
         SQLRowSet(
             [
@@ -19,19 +38,18 @@ enum OutboxRow {
                 ("topic", .text), ("environment", .text), ("kind", .text), ("event_json", .text),
                 ("unread_notifications", .int), ("unseen_notifications", .int), ("unread_messages", .int),
                 ("badge", .int), ("badge_version", .int), ("previews", .bool), ("partition_id", .int),
-                ("created_at", .int),
             ])
     }
 
-    /// The values of ``insertColumns`` for `push`, planned at `createdAt` (microseconds since the epoch).
-    static func values(of push: PlannedPush, eventJSON: String?, partition: Int?, createdAt: Int64) -> [SQLValue] {
+    /// The values of ``valueColumns`` for `push`.
+    static func values(of push: PlannedPush, eventJSON: String?, partition: Int?) -> [SQLValue] {
         [
             .text(push.recipient), .text(push.eventID), .text(push.eventType.rawValue), .text(push.token),
             .text(push.provider.rawValue), .text(push.topic), .text(push.environment?.rawValue),
             .text(push.kind.isAlert ? "alert" : "badge"), push.kind.isAlert ? .text(eventJSON) : .null,
             .int(Int64(push.counts.unreadNotifications)), .int(Int64(push.counts.unseenNotifications)),
             .int(Int64(push.counts.unreadMessages)), .int(Int64(push.badge)), .int(push.badgeVersion),
-            .bool(push.previews), .int(partition.map(Int64.init)), .int(createdAt),
+            .bool(push.previews), .int(partition.map(Int64.init)),
         ]
     }
 
@@ -101,10 +119,12 @@ enum OutboxRow {
                 unreadMessages: Int(try value(row, "unread_messages", \.int64))),
             badge: Int(try value(row, "badge", \.int64)), badgeVersion: try value(row, "badge_version", \.int64),
             previews: try value(row, "previews", \.bool))
+        // A row read without its age (a listing) has none; a claim's rows have it (``claimedColumns(_:alias:)``).
+        let age = row.columns.position(of: "age") == nil ? nil : try row["age"].int64
         return OutboxPush(
             id: id, push: push, claimedEpoch: try row["claimed_epoch"].int64,
             attempts: Int(try row["attempts"].int64 ?? 0), createdAt: try row["created_at"].int64 ?? 0,
-            nextAttemptAt: try row["next_attempt_at"].int64 ?? 0)
+            nextAttemptAt: try row["next_attempt_at"].int64 ?? 0, age: age.map { .microseconds(max(0, $0)) })
     }
 
     /// ``decode(_:)`` for readers that only list rows: a row that cannot be read is a `corrupt_data` error (a claim

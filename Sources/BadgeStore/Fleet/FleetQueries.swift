@@ -3,10 +3,27 @@ import BadgeCore
 /// Partition leases, written once for both backends (the fencing check is in `Fencing/FleetQueries+LeaseCheck.swift`,
 /// claims in ``DeliveryQueries``). The database's clock is the only clock: workers' clocks never have to agree.
 enum FleetQueries {
+    /// The database's time as the expression is evaluated, in microseconds since the epoch (PostgreSQL's
+    /// `clock_timestamp()`: after any lock wait earlier in the statement). For leases, whose expiry must count from
+    /// when they were really renewed.
     static func now(_ dialect: SQLDialect) -> String {
         switch dialect {
         case .postgres: return "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)"
         case .sqlite: return "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+        }
+    }
+
+    /// The database's time at the start of the statement, in microseconds since the epoch: one value however often
+    /// and wherever the statement uses it (PostgreSQL's `statement_timestamp()`; on SQLite a scalar subquery, which
+    /// runs once per statement). Every stored time but a lease's (when a push was planned, when it is due, when an
+    /// event id or tombstone was recorded) is written with it, and every comparison with a stored time is made
+    /// against it: a worker's own clock never reaches the database, so workers whose clocks disagree agree on what
+    /// is due and what is old. A statement that compares one time twice (a claim: is this row due, does an earlier
+    /// row of its device still wait) sees the same instant both times.
+    static func statementNow(_ dialect: SQLDialect) -> String {
+        switch dialect {
+        case .postgres: return "(SELECT CAST(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000 AS BIGINT))"
+        case .sqlite: return "(SELECT \(now(.sqlite)))"
         }
     }
 

@@ -155,11 +155,12 @@ extension EventRules {
     /// The part that records the batch's event ids as processed, returning those that were new (``fresh``).
     /// Inserted in sorted order so that concurrent batches wait for each other rather than deadlock.
     private func addRecordEventIDs(_ ids: Set<String>, to batch: inout SQLReadBatch) -> Int {
-        var set = SQLRowSet([("id", .text), ("at", .int)])
-        for id in ids.sorted() { set.append([.text(id), .int(createdAt)]) }
-        let (dialect, condition) = (sql.dialect, leaseCondition)
+        var set = SQLRowSet([("id", .text)])
+        for id in ids.sorted() { set.append([.text(id)]) }
+        let (condition, now) = (leaseCondition, FleetQueries.statementNow(sql.dialect))
+        let dialect = sql.dialect
         return batch.add(columns: [("event_id", .text)], binds: [set.bind]) { first in
-            "INSERT INTO processed_events (event_id, processed_at) SELECT id, at FROM "
+            "INSERT INTO processed_events (event_id, processed_at) SELECT id, \(now) FROM "
                 + "\(set.table("s", bind: first, dialect: dialect)) "
                 + "WHERE \(condition) ORDER BY id ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
         }

@@ -9,12 +9,14 @@ extension EventRules {
         var claimedEpoch: Int64?
         /// 0, or the end of its hold when the batch claimed it.
         var nextAttemptAt: Int64
+        /// When it was planned: the database's now in the insert.
+        var createdAt: Int64
     }
 
     /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``writtenPushes(_:)``
     /// reads). With `claiming` (the epochs by partition), the batch has a claim part (``addClaim(to:epochs:)``):
     /// the pushes of the tokens it returns are inserted claimed, under their partition's epoch and held for
-    /// ``ApplyContext/claimHold``.
+    /// ``ApplyContext/claimHold``. `created_at` is the database's now, and a hold ends that long after it.
     func addOutbox(to batch: inout SQLWriteBatch, claiming epochs: [Int: Int64]?) {
         var set = OutboxRow.rowSet()
         if epochs != nil {
@@ -22,15 +24,16 @@ extension EventRules {
         }
         for (push, pushPartition) in zip(planned, plannedPartitions) {
             var values = OutboxRow.values(
-                of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition,
-                createdAt: createdAt)
+                of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition)
             if let epochs { values.append(.int(pushPartition.flatMap { epochs[$0] })) }
             set.append(values)
         }
+        let now = FleetQueries.statementNow(sql.dialect)
+        let returning = "RETURNING id, event_id, token, claimed_epoch, next_attempt_at, created_at"
         guard epochs != nil else {
             batch.add(set) {
-                "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.insertColumns) FROM \($0) "
-                    + "WHERE true ORDER BY ord RETURNING id, event_id, token, claimed_epoch, next_attempt_at"
+                "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.valueColumns), \(now) FROM \($0) "
+                    + "WHERE true ORDER BY ord \(returning)"
             }
             return
         }
@@ -38,9 +41,9 @@ extension EventRules {
         let claimed = "s.claim_epoch IS NOT NULL AND s.token IN (SELECT token FROM \(Self.claimPart))"
         batch.add(set) {
             "INSERT INTO outbox (\(OutboxRow.insertColumns), claimed_epoch, next_attempt_at) "
-                + "SELECT \(OutboxRow.insertColumns), CASE WHEN \(claimed) THEN s.claim_epoch END, "
-                + "CASE WHEN \(claimed) THEN s.created_at + \(hold) ELSE 0 END FROM \($0) "
-                + "WHERE true ORDER BY ord RETURNING id, event_id, token, claimed_epoch, next_attempt_at"
+                + "SELECT \(OutboxRow.valueColumns), \(now), CASE WHEN \(claimed) THEN s.claim_epoch END, "
+                + "CASE WHEN \(claimed) THEN \(now) + \(hold) ELSE 0 END FROM \($0) "
+                + "WHERE true ORDER BY ord \(returning)"
         }
     }
 
@@ -53,7 +56,7 @@ extension EventRules {
             else { throw StoreError.corrupt("bad outbox RETURNING row") }
             byKey[eventID + " " + token] = WrittenPush(
                 id: id, claimedEpoch: try row["claimed_epoch"].int64,
-                nextAttemptAt: try row["next_attempt_at"].int64 ?? 0)
+                nextAttemptAt: try row["next_attempt_at"].int64 ?? 0, createdAt: try row["created_at"].int64 ?? 0)
         }
         var rows: [WrittenPush] = []
         rows.reserveCapacity(planned.count)

@@ -48,9 +48,9 @@ extension EventRules {
         for key in tombstonesRemoved.sorted(by: Self.userItemOrder) {
             removed.append([.text(key.user), .text(key.item)])
         }
-        var added = SQLRowSet([("user_id", .text), ("id", .text), ("at", .int)])
+        var added = SQLRowSet([("user_id", .text), ("id", .text)])
         for key in tombstonesAdded.sorted(by: Self.userItemOrder) {
-            added.append([.text(key.user), .text(key.item), .int(createdAt)])
+            added.append([.text(key.user), .text(key.item)])
         }
         // The users first, as an index condition (see `SQLDialect.among`): a generic plan made while the table was
         // empty would otherwise scan every tombstone for each batch that removes one.
@@ -60,7 +60,8 @@ extension EventRules {
                 + "AND (user_id, notification_id) IN (SELECT user_id, id FROM \($0))"
         }
         batch.add(added) {
-            "INSERT INTO read_tombstones (user_id, notification_id, created_at) SELECT user_id, id, at FROM \($0) "
+            "INSERT INTO read_tombstones (user_id, notification_id, created_at) "
+                + "SELECT user_id, id, \(FleetQueries.statementNow(dialect)) FROM \($0) "
                 + "WHERE true "
                 + "ON CONFLICT (user_id, notification_id) DO NOTHING"
         }

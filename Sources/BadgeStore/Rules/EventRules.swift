@@ -76,8 +76,6 @@ struct EventRules {
     var planned: [PlannedPush] = []
     /// The serialised event of each alert in `planned`, by event id.
     var eventJSON: [String: String] = [:]
-    /// When the batch's pushes are planned (their outbox `created_at`), by this process's clock.
-    let createdAt = Timestamp.now().microsecondsSinceEpoch
 
     init(
         sql: any SQLExecutor, policy: BadgePolicy, partition: Int? = nil,
@@ -119,7 +117,7 @@ struct EventRules {
                 pushes: outcome.pushes.map { index in
                     OutboxPush(
                         id: rows[index].id, push: planned[index], claimedEpoch: rows[index].claimedEpoch,
-                        createdAt: createdAt, nextAttemptAt: rows[index].nextAttemptAt)
+                        createdAt: rows[index].createdAt, nextAttemptAt: rows[index].nextAttemptAt)
                 }, unfinished: unfinishedChunk, resumeAfter: unfinishedChunk ? lastRead : nil)
         }
     }

@@ -20,8 +20,8 @@ extension SQLBackedBadgeStore {
             batches, policy: policy, database: sqlBackend.database, beforeEvent: sqlBackend.hooks.beforeEvent)
     }
 
-    public func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int {
-        try await RetentionQueries.purge(kind, olderThan: cutoff, limit: limit, database: sqlBackend.database)
+    public func purge(_ kind: RetentionKind, olderThan age: Duration, limit: Int) async throws -> Int {
+        try await RetentionQueries.purge(kind, olderThan: age, limit: limit, database: sqlBackend.database)
     }
 
     public func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool {
@@ -57,11 +57,11 @@ extension SQLBackedBadgeStore {
     }
 
     public func claimPushes(
-        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> ClaimedPushes {
         try await DeliveryQueries.claimDue(
-            partition: partition, limit: limit, now: now, policy: policy, lease: lease,
+            partition: partition, limit: limit, policy: policy, lease: lease,
             skipClaimedBefore: skipClaimedBefore, recording: recording, database: sqlBackend.database)
     }
 

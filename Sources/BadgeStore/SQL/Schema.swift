@@ -1,6 +1,5 @@
 import BadgeCore
 import BadgeSupport
-import BadgeWire
 
 /// The schema, as numbered migrations applied in order and recorded in `schema_migrations` (one row per version
 /// applied, with the time it was applied).
@@ -35,7 +34,10 @@ import BadgeWire
 enum Schema {
     struct Migration: Sendable {
         var version: Int64
-        var steps: @Sendable (SQLDialect) -> [Step]
+        /// The version's steps on a dialect, given the database's time when the run began (microseconds since the
+        /// epoch: a migration that stamps existing rows stamps them with the database's clock, never the
+        /// migrating worker's).
+        var steps: @Sendable (SQLDialect, _ now: Int64) -> [Step]
     }
 
     /// One step of a migration.
@@ -59,7 +61,7 @@ enum Schema {
 
     static let migrations: [Migration] = [
         // The tables and their first indexes, all new: one transaction on both backends.
-        Migration(version: 1) { dialect in
+        Migration(version: 1) { dialect, _ in
             [
                 """
                 CREATE TABLE users (
@@ -152,7 +154,7 @@ enum Schema {
         },
         // Fleets: partition leases with fencing epochs, the live workers, the partition of each outbox row, and
         // the newest badge_version pushed to each device (the guard against stale pushes from a zombie worker).
-        Migration(version: 2) { dialect in
+        Migration(version: 2) { dialect, _ in
             [
                 .ddl("ALTER TABLE outbox \(dialect.addColumn) partition_id BIGINT"),
                 .ddl("ALTER TABLE devices \(dialect.addColumn) pushed_version BIGINT NOT NULL DEFAULT -1"),
@@ -173,14 +175,14 @@ enum Schema {
         // Fleets: the lease epoch under which an outbox row was claimed for sending. A partition's new owner gives
         // rows claimed under an earlier epoch (possibly sent, not yet recorded) time to be recorded by their
         // claimer before it sends them again.
-        Migration(version: 3) { _ in
+        Migration(version: 3) { _, _ in
             [.ddl("ALTER TABLE outbox ADD COLUMN claimed_epoch BIGINT")]
         },
         // The delivery stage: each outbox row has its own retry schedule (next attempt, attempts so far) and the
         // time it was planned (for giving up after a configurable age); a device's pushes are taken in id order
         // (outbox_token_id, built before the index it replaces goes), and a row waiting for its next attempt holds
         // back the later rows of its token.
-        Migration(version: 4) { dialect in
+        Migration(version: 4) { dialect, _ in
             [
                 .ddl("ALTER TABLE outbox \(dialect.addColumn) created_at BIGINT NOT NULL DEFAULT 0"),
                 .ddl("ALTER TABLE outbox \(dialect.addColumn) attempts BIGINT NOT NULL DEFAULT 0"),
@@ -193,9 +195,8 @@ enum Schema {
         // before read as made now, the migration's time), indexes to find what is old, and the maintenance lease
         // that lets one worker of a fleet do the deleting. Devices: when each was registered (its event's
         // occurred_at): the cap on devices per user drops the one registered longest ago.
-        Migration(version: 5) { dialect in
-            let now = Timestamp.now().microsecondsSinceEpoch
-            return [
+        Migration(version: 5) { dialect, now in
+            [
                 .ddl("ALTER TABLE processed_events \(dialect.addColumn) processed_at BIGINT NOT NULL DEFAULT \(now)"),
                 .ddl("ALTER TABLE read_tombstones \(dialect.addColumn) created_at BIGINT NOT NULL DEFAULT \(now)"),
                 .ddl("ALTER TABLE devices \(dialect.addColumn) registered_at BIGINT NOT NULL DEFAULT 0"),
@@ -215,7 +216,7 @@ enum Schema {
         },
         // Refused pushes (see `RefusedPush`): outbox rows the code could not read, moved aside by the claim that met
         // them, with every column as text, the reason and the database's time.
-        Migration(version: 6) { _ in
+        Migration(version: 6) { _, _ in
             [
                 .ddl(
                     """
@@ -253,8 +254,10 @@ enum Schema {
                 try await sql.execute(statement)
             }
             let applied = try await appliedVersions(sql)
-            for migration in try missing(applied, through: through) {
-                for step in migration.steps(sql.dialect) {
+            let missing = try missing(applied, through: through)
+            let now = missing.isEmpty ? 0 : try await databaseNow(sql)
+            for migration in missing {
+                for step in migration.steps(sql.dialect, now) {
                     switch step {
                     case .ddl(let statement): try await sql.execute(statement)
                     case .index(let name, let definition):
@@ -288,9 +291,11 @@ enum Schema {
             }
             let applied = try await appliedVersions(sql)
             let milliseconds = max(1, lockTimeout.wholeMicroseconds / 1000)
-            for migration in try missing(applied, through: through) {
+            let missing = try missing(applied, through: through)
+            let now = missing.isEmpty ? 0 : try await databaseNow(sql)
+            for migration in missing {
                 var pending: [String] = []
-                for step in migration.steps(.postgres) {
+                for step in migration.steps(.postgres, now) {
                     switch step {
                     case .ddl(let statement):
                         pending.append(statement)
@@ -364,9 +369,18 @@ enum Schema {
     }
 
     private static func record(_ migration: Migration, sql: any SQLExecutor) async throws {
+        let now = FleetQueries.statementNow(sql.dialect)
         try await sql.execute(
-            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
-            [.int(migration.version), .int(Timestamp.now().microsecondsSinceEpoch)])
+            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, \(now))", [.int(migration.version)])
+    }
+
+    /// The database's time, in microseconds since the epoch.
+    private static func databaseNow(_ sql: any SQLExecutor) async throws -> Int64 {
+        let rows = try await sql.query("SELECT \(FleetQueries.statementNow(sql.dialect)) AS now", [])
+        guard let now = try rows.first?["now"].int64 else {
+            throw StoreError.corrupt("the database did not tell its time")
+        }
+        return now
     }
 
     /// The highest migration version.

@@ -35,7 +35,7 @@ public protocol BadgeStore: Sendable {
     /// A `maxDevicesPerUser` is taken from the first batch.
     ///
     /// With ``ApplyContext/claimsPushes`` (PostgreSQL, under leases), the transaction also claims what it can of the
-    /// pushes it plans, exactly as a claim (``claimPushes(partition:limit:now:policy:lease:skipClaimedBefore:recording:)``)
+    /// pushes it plans, exactly as a claim (``claimPushes(partition:limit:policy:lease:skipClaimedBefore:recording:)``)
     /// made right after it under the same lease would: those come back with the lease's epoch in
     /// ``OutboxPush/claimedEpoch``, each device's `pushed_version` already at its last one. Claims under the same
     /// epoch leave them alone (a later push of the same device waits behind them) until they are recorded
@@ -82,8 +82,9 @@ public protocol BadgeStore: Sendable {
         _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
     ) async throws -> PlannedPush?
 
-    /// The delivery stage's claim: up to `limit` pushes of `partition` (all when nil) whose next attempt is due at
-    /// `now` (microseconds since the epoch), oldest first, in one transaction: with `lease`, fails with `lease_lost`
+    /// The delivery stage's claim: up to `limit` pushes of `partition` (all when nil) whose next attempt is due by
+    /// the database's clock, oldest first, each with its age (``OutboxPush/age``), in one transaction: with
+    /// `lease`, fails with `lease_lost`
     /// unless it is still held; a device's pushes are taken in order (a row waiting for a retry holds back the
     /// later rows of its token); the push guard (see ``claimPush(_:policy:recordingSent:lease:)``) drops stale
     /// badge-only pushes and rebuilds stale alerts, and a badge-only push followed by a later one to the same
@@ -95,7 +96,7 @@ public protocol BadgeStore: Sendable {
     /// records it with ``recordDeliveries(_:)``. The result says whether the claim reached `limit` (more may be
     /// due at once) or took everything due.
     func claimPushes(
-        partition: Int?, limit: Int, now: Int64, policy: BadgePolicy, lease: PartitionLease?,
+        partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> ClaimedPushes
 
@@ -120,15 +121,16 @@ public protocol BadgeStore: Sendable {
     /// The stored state of one user (zero counts and default preferences for an unknown user).
     func snapshot(user: String) async throws -> UserSnapshot
 
-    /// How many pushes wait in the outbox of each of `partitions`, and since when (for metrics). One statement.
+    /// How many pushes wait in the outbox of each of `partitions`, and how old the oldest is by the database's
+    /// clock (for metrics). One statement.
     func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog]
 
-    /// Deletes up to `limit` rows of `kind` older than `cutoff` (microseconds since the epoch) in one short
-    /// transaction; returns how many it deleted.
-    func purge(_ kind: RetentionKind, olderThan cutoff: Int64, limit: Int) async throws -> Int
+    /// Deletes up to `limit` rows of `kind` older than `age` by the database's clock (the database's now less
+    /// `age`) in one short transaction; returns how many it deleted.
+    func purge(_ kind: RetentionKind, olderThan age: Duration, limit: Int) async throws -> Int
 
     /// Takes or renews the maintenance lease `name` for `worker` (free, expired, or already its own) for
-    /// `ttlMilliseconds`; returns whether `worker` holds it now.
+    /// `ttlMilliseconds` from the database's now; returns whether `worker` holds it now.
     func maintenanceLease(_ name: String, worker: String, ttlMilliseconds: Int64) async throws -> Bool
 
     /// Closes the store: releases connections and makes ``run()`` return.

@@ -87,7 +87,8 @@ enum StoreQueries {
         }
     }
 
-    /// Rows and the oldest `created_at` per partition, for `partitions` (empty ones included, with depth 0).
+    /// Rows and the oldest `created_at` per partition, with its age by the database's clock, for `partitions`
+    /// (empty ones included, with depth 0).
     static func outboxBacklog(partitions: [Int], database: any SQLTransactor) async throws -> [OutboxBacklog] {
         guard !partitions.isEmpty else { return [] }
         // Partition numbers are integers: written into the statement, not bound.
@@ -95,7 +96,8 @@ enum StoreQueries {
         let rows = try await database.transaction { sql in
             try await sql.query(
                 """
-                SELECT partition_id, count(*) AS depth, min(created_at) AS oldest_created_at FROM outbox
+                SELECT partition_id, count(*) AS depth, min(created_at) AS oldest_created_at,
+                    \(FleetQueries.statementNow(sql.dialect)) - min(created_at) AS oldest_age FROM outbox
                 WHERE partition_id IN (\(list))
                 GROUP BY partition_id
                 """, [])
@@ -106,7 +108,8 @@ enum StoreQueries {
                 throw StoreError.corrupt("outbox backlog row \(row.values)")
             }
             found[Int(partition)] = OutboxBacklog(
-                partition: Int(partition), depth: Int(depth), oldestCreatedAt: try row["oldest_created_at"].int64)
+                partition: Int(partition), depth: Int(depth), oldestCreatedAt: try row["oldest_created_at"].int64,
+                oldestAge: try row["oldest_age"].int64.map { .microseconds(max(0, $0)) })
         }
         return Set(partitions).sorted().map {
             found[$0] ?? OutboxBacklog(partition: $0, depth: 0, oldestCreatedAt: nil)

@@ -9,6 +9,10 @@ import BadgeStore
 /// - A claim runs at the start (what a previous run or owner left), after a ring that came after the previous claim
 ///   began, every `idlePoll` while quiet, when the earliest retry a round scheduled becomes due, and at once after
 ///   a claim that reached the round's size. It records the outcomes not recorded yet in its own transaction.
+/// - A retry is due its delay after the record that holds it is written, by the database's clock: the loop wakes
+///   for it that long after the write returned, on its own monotonic clock (never earlier than the database
+///   makes it due, and never reading its wall clock). Before it waits while a record with retries runs aside, it
+///   waits for that record (``Action/awaitRecordAside``).
 /// - Outcomes waiting while the loop is quiet: recorded with the next claim when one comes within `recordDelay`,
 ///   on their own otherwise.
 /// - Handed rounds that follow each other without a pause gather their outcomes until they are
@@ -28,8 +32,8 @@ struct DeliveryLoop {
         var rings: Int
         /// Pushes were handed and not taken yet.
         var hasHanded: Bool
-        /// Microseconds since the epoch.
-        var now: Int64
+        /// The monotonic clock's time.
+        var now: ContinuousClock.Instant
     }
 
     /// What to do next.
@@ -39,10 +43,13 @@ struct DeliveryLoop {
         /// Claim a round, recording these outcomes in the claim's transaction, and send it; then
         /// ``claimed(_:ringsSeen:)``, with the rings counted just before the claim began.
         case claim(recording: DeliveryRecord)
-        /// Record these outcomes now, and wait for the record.
+        /// Record these outcomes now, and wait for the record; then ``recorded(at:)``.
         case record(DeliveryRecord)
-        /// Start recording these outcomes beside the next rounds.
+        /// Start recording these outcomes beside the next rounds; once it is done, ``recordedAside(at:)``.
         case recordAside(DeliveryRecord)
+        /// Wait for the record running aside (it holds retries, and the wait for them counts from when it is
+        /// written); then ``recordedAside(at:)``.
+        case awaitRecordAside
         /// Wait for a ring after `ringsSeen`, a handed push, the close, or `limit`.
         case wait(Duration, ringsSeen: Int)
         /// Record these outcomes, and end.
@@ -74,8 +81,14 @@ struct DeliveryLoop {
     }
 
     private var phase = Phase.top
-    /// The earliest retry a round scheduled and the loop has not reached yet.
-    private(set) var nextRetryAt: Int64?
+    /// When the earliest retry written so far is due (the loop has not reached it yet), on the monotonic clock.
+    private(set) var nextRetryAt: ContinuousClock.Instant?
+    /// The earliest retry of the record the last claim or record action writes: due its delay after that returns.
+    private var writingRetry: Duration?
+    /// Whether a record runs aside (from ``Action/recordAside(_:)`` until ``recordedAside(at:)``).
+    private(set) var recordingAside = false
+    /// The earliest retry of the record running aside: due its delay after that record is written.
+    private(set) var asideRetry: Duration?
     /// The outcomes not recorded yet.
     private(set) var pending = DeliveryRecord()
     /// Whether to claim without a new ring: at the start, after a full round, on a due retry or an idle poll.
@@ -101,6 +114,13 @@ struct DeliveryLoop {
             // only when it comes next: handed pushes go first, so while more are waiting it does not.
             let claimsNext = !seen.hasHanded && !seen.closed && claimIsDue(seen)
             if pending.count >= handedRecordSize, !claimsNext {
+                // One record aside at a time: the next starts once the loop knows the previous one is written.
+                if recordingAside {
+                    self.phase = .afterHanded
+                    return .awaitRecordAside
+                }
+                recordingAside = true
+                asideRetry = pending.earliestRetry
                 return .recordAside(takePending())
             }
             return top(seen)
@@ -109,8 +129,14 @@ struct DeliveryLoop {
         case .afterRecord(let remaining):
             // Handed meanwhile: they go first.
             if seen.hasHanded || seen.closed { return top(seen) }
+            // The record may have held retries: they are due their delay after it was written.
+            var wait = remaining
+            if let at = nextRetryAt {
+                if at <= seen.now { return top(seen) }
+                wait = min(wait, at - seen.now)
+            }
             self.phase = .afterWait
-            return .wait(remaining, ringsSeen: ringsSeen)
+            return .wait(wait, ringsSeen: ringsSeen)
         case .afterWait:
             // Neither rung nor handed anything: the idle poll (or a retry) is due.
             if seen.rings == ringsSeen, !seen.hasHanded { claimNow = true }
@@ -132,11 +158,27 @@ struct DeliveryLoop {
 
     /// A claimed round (``Action/claim(recording:)``) finished; `rings` is how many times the doorbell had been
     /// rung just before the claim began (after the record aside finished): those rings are covered by the claim.
+    /// The claim wrote its recording before it returned (``PushDispatcher/RoundResult/claimedAt``).
     mutating func claimed(_ round: PushDispatcher.RoundResult, ringsSeen rings: Int) {
+        recorded(at: round.claimedAt)
         ringsSeen = rings
         pending = round.record
         noteRetry(round.nextRetryAt)
         claimNow = round.moreDue
+    }
+
+    /// The record of the last ``Action/record(_:)`` (or claim) was written; `now` is when the write returned.
+    mutating func recorded(at now: ContinuousClock.Instant) {
+        if let delay = writingRetry { noteRetry(now + delay) }
+        writingRetry = nil
+    }
+
+    /// The record running aside (``Action/recordAside(_:)``) was written; `now` is when that was seen (at or after
+    /// it returned).
+    mutating func recordedAside(at now: ContinuousClock.Instant) {
+        if let delay = asideRetry { noteRetry(now + delay) }
+        asideRetry = nil
+        recordingAside = false
     }
 
     private mutating func top(_ seen: Observation) -> Action {
@@ -145,7 +187,12 @@ struct DeliveryLoop {
             phase = .afterHanded
             return .sendHanded
         }
-        if claimIsDue(seen) { return .claim(recording: takePending()) }
+        if claimIsDue(seen) {
+            writingRetry = pending.earliestRetry
+            return .claim(recording: takePending())
+        }
+        // The record running aside holds retries: how long to wait for them is known once it is written.
+        if asideRetry != nil { return .awaitRecordAside }
         var wait = idlePoll
         if let at = nextRetryAt {
             if at <= seen.now {
@@ -153,7 +200,7 @@ struct DeliveryLoop {
                 claimNow = true
                 return top(seen)
             }
-            wait = min(wait, .microseconds(at - seen.now))
+            wait = min(wait, at - seen.now)
         }
         guard !pending.isEmpty else {
             phase = .afterWait
@@ -180,6 +227,7 @@ struct DeliveryLoop {
         } else {
             phase = .afterRecord(remaining: remaining)
         }
+        writingRetry = pending.earliestRetry
         return .record(takePending())
     }
 
@@ -188,7 +236,7 @@ struct DeliveryLoop {
         return pending
     }
 
-    private mutating func noteRetry(_ at: Int64?) {
+    private mutating func noteRetry(_ at: ContinuousClock.Instant?) {
         if let at { nextRetryAt = min(nextRetryAt ?? at, at) }
     }
 }

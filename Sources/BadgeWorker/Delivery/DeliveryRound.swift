@@ -10,9 +10,12 @@ import BadgeSupport
 ///   `concurrency` at a time.
 /// - Accepted: recorded as sent. Refused for good (by the provider or the HTTP client): recorded as failed, and
 ///   the token's next push goes on. A dead token: recorded for deactivation, which removes its other pushes too.
-/// - Try again later (429, 5xx, timeout, network, or a configuration error such as 401/403): the push gets its
-///   next attempt time (``RetrySchedule``) and the token's later pushes of the round wait (they stay in the
-///   outbox, behind it); once a push is older than `maxAge` it is given up instead (recorded as failed).
+/// - Try again later (429, 5xx, timeout, network, or a configuration error such as 401/403): the push gets the
+///   delay of its next attempt (``RetrySchedule``; the store makes it due that long after it writes the record, by
+///   the database's clock) and the token's later pushes of the round wait (they stay in the outbox, behind it);
+///   once a push is older than `maxAge` it is given up instead (recorded as failed). Its age is the one the claim
+///   read by the database's clock (``OutboxPush/age``) plus the time since the claim on this worker's monotonic
+///   clock: a worker's wall clock plays no part.
 /// - Stopped (the lease is gone, or the task is ending): nothing more starts; what did not go out stays in the
 ///   outbox for whoever owns the partition next.
 struct DeliveryRound {
@@ -41,8 +44,10 @@ struct DeliveryRound {
 
     let concurrency: Int
     let schedule: RetrySchedule
-    /// Microseconds after which a failing push is given up.
-    let maxAge: Int64
+    /// The age after which a failing push is given up.
+    let maxAge: Duration
+    /// When the round's pushes were claimed (or handed over), on the monotonic clock.
+    let claimedAt: ContinuousClock.Instant
     private var queues: [String: [ClaimedPush]] = [:]
     private var ready: [String] = []
     private var readyIndex = 0
@@ -53,13 +58,16 @@ struct DeliveryRound {
     /// Accepted pushes that finished after the term ran out.
     private(set) var late: [ClaimedPush] = []
     private(set) var tally = Tally()
-    /// The earliest next attempt the round scheduled, if any.
-    private(set) var nextRetryAt: Int64?
 
-    init(_ claimed: [ClaimedPush], concurrency: Int, schedule: RetrySchedule, maxAge: Duration) {
+    /// A round of `claimed`, claimed at `claimedAt`.
+    init(
+        _ claimed: [ClaimedPush], concurrency: Int, schedule: RetrySchedule, maxAge: Duration,
+        claimedAt: ContinuousClock.Instant
+    ) {
         self.concurrency = max(1, concurrency)
         self.schedule = schedule
-        self.maxAge = maxAge.wholeMicroseconds
+        self.maxAge = maxAge
+        self.claimedAt = claimedAt
         for push in claimed {
             let token = push.push.token
             if queues[token] == nil { ready.append(token) }
@@ -82,9 +90,9 @@ struct DeliveryRound {
     /// Whether every started push finished and nothing more will start.
     var isFinished: Bool { inFlight.isEmpty && (stopped || readyIndex >= ready.count) }
 
-    /// The result of `push`'s attempt, at `now` (microseconds since the epoch); `unit` is a uniform draw from
-    /// 0..<1 for the retry jitter.
-    mutating func finished(_ push: ClaimedPush, _ result: Result, now: Int64, unit: Double) {
+    /// The result of `push`'s attempt, at `now` (on the monotonic clock, like ``claimedAt``); `unit` is a uniform
+    /// draw from 0..<1 for the retry jitter.
+    mutating func finished(_ push: ClaimedPush, _ result: Result, now: ContinuousClock.Instant, unit: Double) {
         let token = push.push.token
         inFlight.remove(token)
         var goOn = true
@@ -116,23 +124,28 @@ struct DeliveryRound {
         }
     }
 
+    /// How old `push` is at `now`: the age its claim read by the database's clock, plus the time since the claim
+    /// on the monotonic clock; nil without that reading (a push handed over by its own batch's transaction, just
+    /// planned; a row from before planning times were recorded): such a push is not given up in this round.
+    func age(of push: ClaimedPush, at now: ContinuousClock.Instant) -> Duration? {
+        push.outbox.age.map { $0 + max(.zero, now - claimedAt) }
+    }
+
     /// Schedules `push`'s next attempt, or gives it up once it is older than `maxAge`; returns whether the token's
     /// next push may go on (only after giving up: a scheduled push holds back the later ones).
-    private mutating func later(_ push: ClaimedPush, retryAfter: Duration?, now: Int64, unit: Double) -> Bool {
-        let createdAt = push.outbox.createdAt
-        if createdAt > 0, now - createdAt >= maxAge {
+    private mutating func later(
+        _ push: ClaimedPush, retryAfter: Duration?, now: ContinuousClock.Instant, unit: Double
+    ) -> Bool {
+        if let age = age(of: push, at: now), age >= maxAge {
             record.failed.append(push.id)
             tally.givenUp += 1
             return true
         }
         let delay = schedule.delay(attempts: push.outbox.attempts + 1, retryAfter: retryAfter, unit: unit)
-        let micros = delay.wholeMicroseconds
-        let at = now + max(micros, 1)
         record.retries.append(
             DeliveryRecord.Retry(
-                id: push.id, at: at, token: push.push.token, user: push.push.recipient,
+                id: push.id, delay: max(delay, .microseconds(1)), token: push.push.token, user: push.push.recipient,
                 badgeVersion: push.push.badgeVersion))
-        nextRetryAt = min(nextRetryAt ?? at, at)
         tally.retries += 1
         tally.heldBack += queues[push.push.token]?.count ?? 0
         return false

@@ -1,6 +1,5 @@
 import BadgeCore
 import BadgeStore
-import BadgeWire
 import Logging
 
 /// The delivery stage of one partition: rounds of claim → send → record (``PushDispatcher``), on its own, beside
@@ -44,10 +43,11 @@ struct PartitionDelivery: Sendable {
                     let action = loop.next(
                         DeliveryLoop.Observation(
                             closed: doorbell.isClosed, rings: doorbell.rings, hasHanded: doorbell.hasHanded,
-                            now: Timestamp.now().microsecondsSinceEpoch))
+                            now: .now))
                     if recordingAside, !action.runsBesideRecord {
                         recordingAside = false
                         try await records.next()
+                        loop.recordedAside(at: .now)
                     }
                     switch action {
                     case .sendHanded:
@@ -73,9 +73,13 @@ struct PartitionDelivery: Sendable {
                         loop.claimed(round, ringsSeen: rings)
                     case .record(let outcomes):
                         try await dispatcher.record(outcomes)
+                        loop.recorded(at: .now)
                     case .recordAside(let outcomes):
                         records.addTask { [dispatcher] in try await dispatcher.record(outcomes) }
                         recordingAside = true
+                    case .awaitRecordAside:
+                        // Awaited above; the loop is told again in case there was none to await.
+                        loop.recordedAside(at: .now)
                     case .wait(let limit, let ringsSeen):
                         await doorbell.wait(upTo: limit, ringsSeen: ringsSeen)
                     case .finish(let outcomes):

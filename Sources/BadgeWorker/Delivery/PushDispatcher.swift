@@ -1,7 +1,6 @@
 import BadgeCore
 import BadgeDelivery
 import BadgeStore
-import BadgeWire
 import Logging
 import Metrics
 
@@ -66,8 +65,13 @@ struct PushDispatcher: Sendable {
         var claimed: Int { ids.count }
         /// The claim reached the round's size: more may be due at once.
         var moreDue: Bool
-        /// The earliest next attempt the round scheduled (microseconds since the epoch), if any.
-        var nextRetryAt: Int64?
+        /// When the claim returned (when the round was handed over, for handed pushes), on the monotonic clock: the
+        /// claim had written the outcomes it recorded by then.
+        var claimedAt: ContinuousClock.Instant
+        /// When the earliest retry the round recorded itself is due, on the monotonic clock (its delay counted from
+        /// when the record was written), if any. Retries in ``record`` are not written yet: they are due their
+        /// delay after they are (``DeliveryRecord/earliestRetry``).
+        var nextRetryAt: ContinuousClock.Instant?
         /// The round's outcomes, not recorded yet: the caller passes them to the next round, whose claim records
         /// them in its own transaction, or records them itself when it stops.
         var record: DeliveryRecord
@@ -83,8 +87,8 @@ struct PushDispatcher: Sendable {
         do {
             claim = try await Retry.transient("claim pushes", health: health, logger: logger) { [store] in
                 try await store.claimPushes(
-                    partition: partition, limit: limit, now: Timestamp.now().microsecondsSinceEpoch, policy: policy,
-                    lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore, recording: pending)
+                    partition: partition, limit: limit, policy: policy, lease: term?.lease,
+                    skipClaimedBefore: term?.skipClaimedBefore, recording: pending)
             }
         } catch {
             // What went out did go out: record it even though the partition is someone else's now.
@@ -93,11 +97,13 @@ struct PushDispatcher: Sendable {
         }
         report(claim.refused)
         let claimed = claim.pushes
+        let claimedAt = ContinuousClock.now
         if claimed.isEmpty {
-            return RoundResult(ids: [], moreDue: claim.reachedLimit, nextRetryAt: nil, record: DeliveryRecord())
+            return RoundResult(
+                ids: [], moreDue: claim.reachedLimit, claimedAt: claimedAt, nextRetryAt: nil, record: DeliveryRecord())
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
-        return try await send(claimed, term: term, moreDue: claim.reachedLimit)
+        return try await send(claimed, claimedAt: claimedAt, term: term, moreDue: claim.reachedLimit)
     }
 
     /// Sends `claimed` (pushes claimed by ingestion's transaction, see `ApplyContext.claimsPushes`) as one round,
@@ -105,15 +111,19 @@ struct PushDispatcher: Sendable {
     /// outcomes come back to be recorded (``RoundResult/record``).
     func deliverClaimed(_ claimed: [ClaimedPush], term: LeaseTerm?) async throws -> RoundResult {
         guard !claimed.isEmpty else {
-            return RoundResult(ids: [], moreDue: false, nextRetryAt: nil, record: DeliveryRecord())
+            return RoundResult(ids: [], moreDue: false, claimedAt: .now, nextRetryAt: nil, record: DeliveryRecord())
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
-        return try await send(claimed, term: term, moreDue: false)
+        return try await send(claimed, claimedAt: .now, term: term, moreDue: false)
     }
 
-    /// Sends one round's claimed pushes (one device's in order, see ``DeliveryRound``) and returns what happened.
-    private func send(_ claimed: [ClaimedPush], term: LeaseTerm?, moreDue: Bool) async throws -> RoundResult {
-        var round = DeliveryRound(claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge)
+    /// Sends one round's claimed pushes (one device's in order, see ``DeliveryRound``), claimed at `claimedAt`, and
+    /// returns what happened.
+    private func send(
+        _ claimed: [ClaimedPush], claimedAt: ContinuousClock.Instant, term: LeaseTerm?, moreDue: Bool
+    ) async throws -> RoundResult {
+        var round = DeliveryRound(
+            claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge, claimedAt: claimedAt)
         var failure: (any Error)?
         await withTaskGroup(of: (ClaimedPush, DeliveryRound.Result, (any Error)?).self) { group in
             func startReady() {
@@ -124,23 +134,28 @@ struct PushDispatcher: Sendable {
             startReady()
             while let (push, result, error) = await group.next() {
                 if let error, failure == nil { failure = error }
-                round.finished(
-                    push, result, now: Timestamp.now().microsecondsSinceEpoch, unit: Double.random(in: 0..<1))
+                let now = ContinuousClock.now
+                if case .accepted = result {
+                    // From the commit that planned it: its age by the database's clock when claimed, and since.
+                    WorkerMetrics.pushLatency.record(duration: round.age(of: push, at: now) ?? (now - claimedAt))
+                }
+                round.finished(push, result, now: now, unit: Double.random(in: 0..<1))
                 startReady()
             }
         }
         report(round.tally)
         if failure != nil || (term != nil && !round.late.isEmpty) {
             try await record(round.record)
+            // Its retries are due at most their delay after now (the database wrote them a moment ago).
+            let written = ContinuousClock.now
             if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
             if let failure { throw failure }
             return RoundResult(
-                ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
-                record: DeliveryRecord())
+                ids: claimed.map(\.id), moreDue: moreDue, claimedAt: claimedAt,
+                nextRetryAt: round.record.earliestRetry.map { written + $0 }, record: DeliveryRecord())
         }
         return RoundResult(
-            ids: claimed.map(\.id), moreDue: moreDue, nextRetryAt: round.nextRetryAt,
-            record: round.record)
+            ids: claimed.map(\.id), moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nil, record: round.record)
     }
 
     /// Records a round's outcomes on their own.
@@ -173,8 +188,6 @@ struct PushDispatcher: Sendable {
         do {
             switch try await sender.send(builder.build(push), fence: fence) {
             case .accepted:
-                let now = Timestamp.now().microsecondsSinceEpoch
-                WorkerMetrics.pushLatency.recordMicroseconds(max(0, now - claimed.outbox.createdAt))
                 return (claimed, .accepted(late: term.map { !$0.isValid } ?? false), nil)
             case .deadToken(_, let reason):
                 WorkerMetrics.deadTokens.increment()

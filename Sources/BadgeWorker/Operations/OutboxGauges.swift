@@ -1,6 +1,6 @@
 import BadgeCore
 import BadgeStore
-import BadgeWire
+import BadgeSupport
 import Logging
 import ServiceLifecycle
 
@@ -33,13 +33,13 @@ public struct OutboxGauges: Service {
             reported = held
             if !held.isEmpty {
                 do {
-                    let now = Timestamp.now().microsecondsSinceEpoch
                     let backlogs = try await cancelWhenGracefulShutdown { [store] in
                         try await store.outboxBacklog(partitions: Array(held))
                     }
                     for backlog in backlogs {
                         WorkerMetrics.outboxDepth(partition: backlog.partition).record(backlog.depth)
-                        let age = backlog.oldestCreatedAt.map { Double(max(0, now - $0)) / 1_000_000 } ?? 0
+                        // By the database's clock, as every time the outbox holds.
+                        let age = backlog.oldestAge.map { Double($0.wholeMicroseconds) / 1_000_000 } ?? 0
                         WorkerMetrics.outboxOldestAge(partition: backlog.partition).record(age)
                     }
                 } catch {

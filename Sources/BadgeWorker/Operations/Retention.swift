@@ -1,7 +1,6 @@
 import BadgeCore
 import BadgeStore
 import BadgeSupport
-import BadgeWire
 import Logging
 import Metrics
 import ServiceLifecycle
@@ -68,16 +67,16 @@ public struct Retention: Service {
         }
     }
 
-    /// Deletes everything older than the age, kind after kind, batch after batch; returns the rows deleted per kind.
+    /// Deletes everything older than the age by the database's clock, kind after kind, batch after batch; returns
+    /// the rows deleted per kind.
     @discardableResult
-    public func pass(now: Int64 = Timestamp.now().microsecondsSinceEpoch) async throws -> [RetentionKind: Int] {
-        let cutoff = now - configuration.age.wholeMicroseconds
+    public func pass() async throws -> [RetentionKind: Int] {
         var deleted: [RetentionKind: Int] = [:]
         for kind in RetentionKind.allCases {
             while !Task.isShuttingDownGracefully {
                 let count = try await Retry.transient("retention \(kind.rawValue)", logger: logger) {
-                    [store, batchSize = configuration.batchSize] in
-                    try await store.purge(kind, olderThan: cutoff, limit: batchSize)
+                    [store, batchSize = configuration.batchSize, age = configuration.age] in
+                    try await store.purge(kind, olderThan: age, limit: batchSize)
                 }
                 deleted[kind, default: 0] += count
                 Counter(label: "badgepipe_retention_deleted_total", dimensions: [("kind", kind.rawValue)])
