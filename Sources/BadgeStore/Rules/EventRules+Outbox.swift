@@ -11,19 +11,30 @@ extension EventRules {
         var nextAttemptAt: Int64
     }
 
-    /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``writtenPushes(_:)``
-    /// reads). With `claiming` (the epochs by partition), the batch has a claim part (``addClaim(to:epochs:)``):
-    /// the pushes of the tokens it returns are inserted claimed, under their partition's epoch and held for
-    /// ``ApplyContext/claimHold``.
+    /// Adds `planned` to `batch` as its last parts: the events of its alerts, each once (``OutboxEvents``), then the
+    /// outbox insert, whose `RETURNING` ``writtenPushes(_:)`` reads. With `claiming` (the epochs by partition), the
+    /// batch has a claim part (``addClaim(to:epochs:)``): the pushes of the tokens it returns are inserted claimed,
+    /// under their partition's epoch and held for ``ApplyContext/claimHold``.
     func addOutbox(to batch: inout SQLWriteBatch, claiming epochs: [Int: Int64]?) {
+        // One row per event with an alert planned, however many devices it goes to. An event id is processed once,
+        // so a row of that id is already this event's (a redelivery after a lost commit answer, say).
+        var events = SQLRowSet([("event_id", .text), ("event_json", .text), ("created_at", .int)])
+        var written = Set<String>()
+        for push in planned where push.kind.isAlert && !written.contains(push.eventID) {
+            guard let json = eventJSON[push.eventID] else { continue }
+            written.insert(push.eventID)
+            events.append([.text(push.eventID), .text(json), .int(createdAt)])
+        }
+        batch.add(events) {
+            "INSERT INTO outbox_events (event_id, event_json, created_at) SELECT event_id, event_json, created_at "
+                + "FROM \($0) WHERE true ON CONFLICT (event_id) DO NOTHING"
+        }
         var set = OutboxRow.rowSet()
         if epochs != nil {
             set = SQLRowSet(set.columns + [("claim_epoch", .int)])
         }
         for (push, pushPartition) in zip(planned, plannedPartitions) {
-            var values = OutboxRow.values(
-                of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition,
-                createdAt: createdAt)
+            var values = OutboxRow.values(of: push, partition: pushPartition, createdAt: createdAt)
             if let epochs { values.append(.int(pushPartition.flatMap { epochs[$0] })) }
             set.append(values)
         }
