@@ -145,15 +145,16 @@ extension DeliveryQueries {
         }
         guard held > 0 else { throw FleetQueries.leaseLost(lease) }
         var claimed: [OutboxPush] = []
-        var unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)] = []
+        var unreadable: [(id: Int64, row: SQLRow, why: OutboxRow.Unreadable)] = []
         var devices: [String: PushGuard.Device] = [:]
         var events = try OutboxEvents.shared(in: rows)
-        for row in rows where try row["id"].int64 != nil {
+        for row in rows {
+            guard let id = try row["id"].int64 else { continue }
             let push: OutboxPush
             do {
                 push = try OutboxRow.decode(row, events: &events)
             } catch let why as OutboxRow.Unreadable {
-                unreadable.append((row, why))
+                unreadable.append((id, row, why))
                 continue
             }
             claimed.append(push)
@@ -163,10 +164,10 @@ extension DeliveryQueries {
         }
         // The statement returns its rows in no particular order.
         claimed.sort { $0.id < $1.id }
-        unreadable.sort { ((try? $0.row["id"].int64) ?? nil ?? 0) < ((try? $1.row["id"].int64) ?? nil ?? 0) }
+        unreadable.sort { $0.id < $1.id }
         let simple = checked ? try first["simple"].bool ?? false : false
         return FencedClaim(
-            claimed: claimed, unreadable: unreadable, rows: claimed.count + unreadable.count, devices: devices,
-            simple: simple, events: events)
+            claimed: claimed, unreadable: unreadable.map { ($0.row, $0.why) }, rows: claimed.count + unreadable.count,
+            devices: devices, simple: simple, events: events)
     }
 }

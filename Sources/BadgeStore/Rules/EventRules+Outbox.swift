@@ -16,8 +16,9 @@ extension EventRules {
     /// batch has a claim part (``addClaim(to:epochs:)``): the pushes of the tokens it returns are inserted claimed,
     /// under their partition's epoch and held for ``ApplyContext/claimHold``.
     func addOutbox(to batch: inout SQLWriteBatch, claiming epochs: [Int: Int64]?) {
-        // One row per event with an alert planned, however many devices it goes to. An event id is processed once,
-        // so a row of that id is already this event's (a redelivery after a lost commit answer, say).
+        // One row per event with an alert planned, however many devices it goes to. An event id is planned once
+        // (`processed_events`): a row already there is that event's, left by a first copy older than the retention
+        // whose pushes still wait.
         var events = SQLRowSet([("event_id", .text), ("event_json", .text), ("created_at", .int)])
         var written = Set<String>()
         for push in planned where push.kind.isAlert && !written.contains(push.eventID) {
