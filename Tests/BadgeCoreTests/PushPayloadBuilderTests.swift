@@ -221,6 +221,47 @@ struct PushPayloadBuilderTests {
         }
     }
 
+    /// An alert to many devices is cut once per text, layout and bytes left (``AlertCuts``): every push of it comes
+    /// out exactly as a builder that searches each time makes it, whatever its badge, counts, version and token.
+    @Test(arguments: PushProvider.allCases)
+    func pushesOfOneAlertCutWhereTheFirstWasCutAreThoseOfAFullSearch(provider: PushProvider) throws {
+        let shared = PushPayloadBuilder(defaultAPNsTopic: "com.example.default", fcmProject: "proj-1")
+        for text in [
+            String(repeating: "\"", count: 20_000), String(repeating: "👨‍👩‍👧‍👦 a", count: 2000),
+            String(repeating: "e\u{301}x", count: 3000),
+        ] {
+            let event = Event(
+                id: "c-\(text.utf8.count)", type: .comment, recipient: alice, occurredAt: at(0), actor: bob,
+                postID: "p",
+                text: text)
+            for (index, badge) in [1, 9, 10, 99, 100, 12_345, 7, 1_000_000].enumerated() {
+                let push = alertPush(
+                    event, token: "token-\(String(repeating: "t", count: index * 37))", provider: provider,
+                    counts: Counts(unreadNotifications: badge, unseenNotifications: badge / 3, unreadMessages: index),
+                    badge: badge, version: Int64(badge) * 1_000 + Int64(index))
+                let searched = PushPayloadBuilder(
+                    defaultAPNsTopic: "com.example.default", fcmProject: "proj-1", cuts: AlertCuts()
+                ).build(push)
+                #expect(shared.build(push).body == searched.body, "badge \(badge)")
+                try checkFits(searched, original: AlertText(event: event, previews: true))
+            }
+        }
+        #expect(shared.cuts.count > 0)
+    }
+
+    /// The same key for another text (not how the builder keys them) finds no cut: the text is searched.
+    @Test func aCutIsForItsOwnTextOnly() {
+        let render: (AlertText) -> [UInt8] = { Array(($0.title + "|" + $0.body).utf8) }
+        let cuts = AlertCuts()
+        let first = PushPayloadBuilder.fit(
+            AlertText(title: "T", body: "€€€€€€€€"), limit: 12, cuts: cuts, key: "k", render: render)
+        #expect(String(decoding: first, as: UTF8.self) == "T|€€…")
+        // Two Characters would fit, but seven do.
+        let other = PushPayloadBuilder.fit(
+            AlertText(title: "T", body: "abcdefghijklmnop"), limit: 12, cuts: cuts, key: "k", render: render)
+        #expect(String(decoding: other, as: UTF8.self) == "T|abcdefg…")
+    }
+
     @Test(arguments: PushProvider.allCases)
     func hugeTitleIsShortenedToo(provider: PushProvider) throws {
         let event = Event(

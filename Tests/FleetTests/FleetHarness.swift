@@ -93,6 +93,8 @@ struct FleetHarness {
             report.deadLettered = try await deadLettered(namespace: run.namespace)
             report.partitionsPerWorker = try await partitionsPerWorker(
                 databaseURL: run.databaseURL, namespace: run.namespace)
+            report.alertEventsLeft = try await count(
+                "outbox_events", databaseURL: run.databaseURL, namespace: run.namespace)
             return report
         }
     }

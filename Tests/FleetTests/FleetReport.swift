@@ -34,6 +34,8 @@ struct FleetReport: CustomStringConvertible {
     /// sink recovered.
     var queuedAtOutageEnd: Int?
     var processedAtOutageEnd: Int?
+    /// Rows left in `outbox_events` once the fleet was quiet (an alert's event goes with its last outbox row).
+    var alertEventsLeft = 0
 
     var description: String {
         "events published \(eventsPublished) (\(republished) re-published), effects checked \(effectsChecked), "
@@ -43,7 +45,7 @@ struct FleetReport: CustomStringConvertible {
             + "longest gap between pushes \(longestGap) (ended by \(afterLongestGap)), "
             + "refused attempts \(refusedAttempts), longest wait for a retry \(longestRetryWait) "
             + "(\(longestRetryWaitToken.prefix(8))), worker self-restarts \(workerRestarts), "
-            + "partitions per worker \(partitionsPerWorker)"
+            + "partitions per worker \(partitionsPerWorker), alert events left \(alertEventsLeft)"
             + (queuedAtOutageEnd.map { ", at the outage's end: queued \($0)" } ?? "")
             + (processedAtOutageEnd.map { ", processed \($0)" } ?? "")
     }

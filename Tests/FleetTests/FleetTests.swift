@@ -32,6 +32,7 @@ struct FleetTests {
             #expect(report.duplicateAlerts == 0)
         }
         #expect(report.effectsChecked > 1000)
+        #expect(report.alertEventsLeft == 0, "every alert's event went with its last outbox row")
     }
 
     @Test func noFaults() async throws {

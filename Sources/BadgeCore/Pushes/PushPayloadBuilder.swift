@@ -19,11 +19,14 @@ public struct PushPayloadBuilder: Sendable {
     public var defaultAPNsTopic: String
     /// The Firebase project id in FCM paths.
     public var fcmProject: String
+    /// Where recent alert texts were cut, shared by the pushes this builder (and its copies) builds.
+    public let cuts: AlertCuts
 
     /// Creates a builder.
-    public init(defaultAPNsTopic: String, fcmProject: String = "badgepipe") {
+    public init(defaultAPNsTopic: String, fcmProject: String = "badgepipe", cuts: AlertCuts = AlertCuts()) {
         self.defaultAPNsTopic = defaultAPNsTopic
         self.fcmProject = fcmProject
+        self.cuts = cuts
     }
 
     /// The HTTP request for `push`.
@@ -158,6 +161,8 @@ public struct PushPayloadBuilder: Sendable {
             return render(AlertText(title: "", body: "")).serialized()
         }
         let text = AlertText(event: event, previews: push.previews)
-        return Self.fit(text, limit: Self.maxBodyBytes) { render($0).serialized() }
+        // The text and its layout: the event, the preference and the provider (an event id names one event).
+        let key = "\(push.provider.rawValue) \(push.previews) \(event.id)"
+        return Self.fit(text, limit: Self.maxBodyBytes, cuts: cuts, key: key) { render($0).serialized() }
     }
 }

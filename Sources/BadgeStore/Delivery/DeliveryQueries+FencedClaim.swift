@@ -12,7 +12,7 @@ extension DeliveryQueries {
             removing: removed, settingVersions: false)
         let result = try decodeFencedClaim(
             try await sql.query(statement.sql, statement.binds), lease: lease, checked: false)
-        let refused = try await refuse(result.unreadable, sql: sql)
+        let refused = try await refuse(result.unreadable, events: result.events, sql: sql)
         let pushes = try await claim(
             result.claimed, policy: policy, lease: lease, marked: true, devices: result.devices, sql: sql)
         return ClaimedPushes(pushes: pushes, reachedLimit: result.rows >= limit, refused: refused)
@@ -72,6 +72,8 @@ extension DeliveryQueries {
         var devices: [String: PushGuard.Device]
         /// The statement's `simple` check held (and it set the devices' versions), when it made one.
         var simple: Bool
+        /// The events of the claimed alerts, each read and decoded once.
+        var events: OutboxEvents
     }
 
     /// The fenced claim statement: the removal of `removed`, the lease check, the claim (marking the due rows with
@@ -81,7 +83,8 @@ extension DeliveryQueries {
     ///
     /// It always returns at least one row: `lease_held` (1 or 0), `simple` (with `settingVersions`), and the
     /// claimed rows joined to their devices (`d_user_id`, `d_pushed_version`, NULL for a token without a devices
-    /// row), or NULLs when nothing was due.
+    /// row), or NULLs when nothing was due; each alert's event once, on the first row of that event
+    /// (``OutboxEvents/sharedItem(rows:)``).
     private static func fencedClaimStatement(
         partition: Int?, limit: Int, lease: PartitionLease, skipClaimedBefore: Int64?,
         removing removed: [Int64], settingVersions: Bool
@@ -128,7 +131,7 @@ extension DeliveryQueries {
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
                 FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")) ORDER BY token FOR NO KEY UPDATE)\(versions)
             SELECT (SELECT count(*) FROM lease) AS lease_held\(settingVersions ? ", (SELECT ok FROM simple) AS simple" : ""),
-                c.*, d.d_user_id, d.d_pushed_version
+                c.*, d.d_user_id, d.d_pushed_version, \(OutboxEvents.sharedItem(rows: "c"))
             FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN d ON d.d_token = c.token
             """
         return (sql, binds)
@@ -143,14 +146,16 @@ extension DeliveryQueries {
         }
         guard held > 0 else { throw FleetQueries.leaseLost(lease) }
         var claimed: [OutboxPush] = []
-        var unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)] = []
+        var unreadable: [(id: Int64, row: SQLRow, why: OutboxRow.Unreadable)] = []
         var devices: [String: PushGuard.Device] = [:]
-        for row in rows where try row["id"].int64 != nil {
+        var events = try OutboxEvents.shared(in: rows)
+        for row in rows {
+            guard let id = try row["id"].int64 else { continue }
             let push: OutboxPush
             do {
-                push = try OutboxRow.decode(row)
+                push = try OutboxRow.decode(row, events: &events)
             } catch let why as OutboxRow.Unreadable {
-                unreadable.append((row, why))
+                unreadable.append((id, row, why))
                 continue
             }
             claimed.append(push)
@@ -158,10 +163,12 @@ extension DeliveryQueries {
                 devices[push.push.token] = PushGuard.Device(user: user, pushedVersion: version)
             }
         }
+        // The statement returns its rows in no particular order.
         claimed.sort { $0.id < $1.id }
+        unreadable.sort { $0.id < $1.id }
         let simple = checked ? try first["simple"].bool ?? false : false
         return FencedClaim(
-            claimed: claimed, unreadable: unreadable, rows: claimed.count + unreadable.count, devices: devices,
-            simple: simple)
+            claimed: claimed, unreadable: unreadable.map { ($0.row, $0.why) }, rows: claimed.count + unreadable.count,
+            devices: devices, simple: simple, events: events)
     }
 }

@@ -14,12 +14,13 @@ extension DeliveryQueries {
         try await database.transaction { sql in
             try await deleteOutboxRows(sent, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
-            let (rows, unreadable) = try OutboxRow.decodeAll(
-                try await sql.query(
-                    "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE id = $1" + sql.dialect.forUpdate,
-                    [.int(outbox.id)]))
+            let read = try await sql.query(
+                "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE id = $1" + sql.dialect.forUpdate,
+                [.int(outbox.id)])
+            var events = try await OutboxEvents.read(for: read, sql: sql)
+            let (rows, unreadable) = try OutboxRow.decodeAll(read, events: &events)
             // A row that cannot be read (changed since it was read as `outbox`) is moved aside, and nothing is sent.
-            _ = try await refuse(unreadable, sql: sql)
+            _ = try await refuse(unreadable, events: events, sql: sql)
             return try await DeliveryQueries.claim(rows, policy: policy, lease: lease, sql: sql).first?.push
         }
     }
@@ -51,7 +52,7 @@ extension DeliveryQueries {
             var badgeOnly = push
             badgeOnly.kind = .badgeOnly
             guard let refresh = try await atFreshVersion(badgeOnly, policy: policy, sql: sql) else { return false }
-            let values = OutboxRow.values(of: refresh, eventJSON: nil, partition: partition)
+            let values = OutboxRow.values(of: refresh, partition: partition)
             try await sql.execute(
                 "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES ("
                     + (1...values.count).map { "$\($0)" }.joined(separator: ", ")

@@ -1,9 +1,10 @@
 extension DeliveryQueries {
     /// Moves `unreadable` outbox rows into `refused_pushes` (id, user, token, partition, every column as text, the
-    /// reason, the database's time) and deletes them from the outbox, inside the caller's transaction; returns the
-    /// refusals (see ``RefusedPush``). Two statements, however many rows.
+    /// reason, the database's time; an alert's event from `events` when the row names it) and deletes them from the
+    /// outbox, inside the caller's transaction; returns the refusals (see ``RefusedPush``). Two statements, however
+    /// many rows.
     static func refuse(
-        _ unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)], sql: any SQLExecutor
+        _ unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)], events: OutboxEvents, sql: any SQLExecutor
     ) async throws -> [RefusedPush] {
         guard !unreadable.isEmpty else { return [] }
         var refused: [RefusedPush] = []
@@ -20,7 +21,7 @@ extension DeliveryQueries {
             refused.append(refusal)
             set.append([
                 .int(id), .text(refusal.user), .text(refusal.token), .int(refusal.partition.map { Int64($0) }),
-                .text(why.reason.rawValue), .text(why.detail), .text(OutboxRow.text(of: row)),
+                .text(why.reason.rawValue), .text(why.detail), .text(OutboxRow.text(of: row, events: events)),
             ])
         }
         // A row can be refused once only (it leaves the outbox in the same transaction); DO NOTHING keeps a claim

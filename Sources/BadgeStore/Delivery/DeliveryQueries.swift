@@ -13,8 +13,8 @@ enum DeliveryQueries {
     /// attempt is due by the database's clock and that no earlier row of the same token waits ahead of (a
     /// device's pushes go out in order). Each claimed push comes with its age (``OutboxPush/age``). With
     /// `skipClaimedBefore`, rows claimed under an earlier lease epoch are left alone (see `LeaseTerm.isInDoubt`).
-    /// Due rows that cannot be read are moved to `refused_pushes` in the claim's transaction (``refuse(_:sql:)``)
-    /// and returned in ``ClaimedPushes/refused``.
+    /// Due rows that cannot be read are moved to `refused_pushes` in the claim's transaction
+    /// (``refuse(_:events:sql:)``) and returned in ``ClaimedPushes/refused``.
     static func claimDue(
         partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease?,
         skipClaimedBefore: Int64?, recording: DeliveryRecord = DeliveryRecord(), database: any SQLTransactor
@@ -62,9 +62,11 @@ enum DeliveryQueries {
             } else {
                 read = try await sql.query("SELECT \(OutboxRow.claimedColumns(sql.dialect, alias: "o")) \(due)", binds)
             }
-            // Rows the code cannot read are moved aside; the claim goes on with the others.
-            let (rows, unreadable) = try OutboxRow.decodeAll(read)
-            let refused = try await refuse(unreadable, sql: sql)
+            // Each event of the alerts once; rows the code cannot read are moved aside, the claim goes on with the
+            // others.
+            var events = try await OutboxEvents.read(for: read, sql: sql)
+            let (rows, unreadable) = try OutboxRow.decodeAll(read, events: &events)
+            let refused = try await refuse(unreadable, events: events, sql: sql)
             let claimed = try await claim(
                 rows.sorted { $0.id < $1.id }, policy: policy, lease: lease, marked: lease != nil, sql: sql)
             return ClaimedPushes(pushes: claimed, reachedLimit: read.count >= limit, refused: refused)

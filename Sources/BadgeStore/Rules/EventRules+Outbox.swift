@@ -13,22 +13,36 @@ extension EventRules {
         var createdAt: Int64
     }
 
-    /// Adds `planned` to `batch` as its last part (the outbox insert, whose `RETURNING` ``writtenPushes(_:)``
-    /// reads). With `claiming` (the epochs by partition), the batch has a claim part (``addClaim(to:epochs:)``):
-    /// the pushes of the tokens it returns are inserted claimed, under their partition's epoch and held for
-    /// ``ApplyContext/claimHold``. `created_at` is the database's now, and a hold ends that long after it.
+    /// Adds `planned` to `batch` as its last parts: the events of its alerts, each once (``OutboxEvents``), then the
+    /// outbox insert, whose `RETURNING` ``writtenPushes(_:)`` reads. With `claiming` (the epochs by partition), the
+    /// batch has a claim part (``addClaim(to:epochs:)``): the pushes of the tokens it returns are inserted claimed,
+    /// under their partition's epoch and held for ``ApplyContext/claimHold``. `created_at` is the database's now,
+    /// and a hold ends that long after it.
     func addOutbox(to batch: inout SQLWriteBatch, claiming epochs: [Int: Int64]?) {
+        // One row per event with an alert planned, however many devices it goes to. An event id is planned once
+        // (`processed_events`): a row already there is that event's, left by a first copy older than the retention
+        // whose pushes still wait.
+        let now = FleetQueries.statementNow(sql.dialect)
+        var events = SQLRowSet([("event_id", .text), ("event_json", .text)])
+        var written = Set<String>()
+        for push in planned where push.kind.isAlert && !written.contains(push.eventID) {
+            guard let json = eventJSON[push.eventID] else { continue }
+            written.insert(push.eventID)
+            events.append([.text(push.eventID), .text(json)])
+        }
+        batch.add(events) {
+            "INSERT INTO outbox_events (event_id, event_json, created_at) SELECT event_id, event_json, \(now) "
+                + "FROM \($0) WHERE true ON CONFLICT (event_id) DO NOTHING"
+        }
         var set = OutboxRow.rowSet()
         if epochs != nil {
             set = SQLRowSet(set.columns + [("claim_epoch", .int)])
         }
         for (push, pushPartition) in zip(planned, plannedPartitions) {
-            var values = OutboxRow.values(
-                of: push, eventJSON: push.kind.isAlert ? eventJSON[push.eventID] : nil, partition: pushPartition)
+            var values = OutboxRow.values(of: push, partition: pushPartition)
             if let epochs { values.append(.int(pushPartition.flatMap { epochs[$0] })) }
             set.append(values)
         }
-        let now = FleetQueries.statementNow(sql.dialect)
         let returning = "RETURNING id, event_id, token, claimed_epoch, next_attempt_at, created_at"
         guard epochs != nil else {
             batch.add(set) {

@@ -233,6 +233,23 @@ enum Schema {
                     """)
             ]
         },
+        // An alert's event stored once per event (see `OutboxEvents`): `outbox_events` holds the JSON, the alert rows
+        // of the outbox name it by `event_id` (their `event_json` stays NULL; rows written before keep theirs and
+        // are read as they are until they are gone). The index finds an event's alert rows; the trigger deletes
+        // the event's row with its last alert row, whatever deletes it.
+        Migration(version: 7) { dialect, _ in
+            [
+                .ddl(
+                    """
+                    CREATE TABLE IF NOT EXISTS outbox_events (
+                        event_id TEXT PRIMARY KEY,
+                        event_json TEXT NOT NULL,
+                        created_at BIGINT NOT NULL
+                    )
+                    """),
+                .index("outbox_alert_event", on: "outbox (event_id) WHERE kind = 'alert'"),
+            ] + OutboxEvents.releaseTrigger(dialect).map(Step.ddl)
+        },
     ]
 
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas

@@ -75,15 +75,17 @@ enum StoreQueries {
     ) async throws -> [OutboxPush] {
         guard limit > 0 else { return [] }
         return try await database.transaction { sql in
+            let rows: [SQLRow]
             if let partition {
-                return try await sql.query(
+                rows = try await sql.query(
                     "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE partition_id = $1 ORDER BY id LIMIT $2",
-                    [.int(Int64(partition)), .int(Int64(limit))]
-                ).map(OutboxRow.decodeListed)
+                    [.int(Int64(partition)), .int(Int64(limit))])
+            } else {
+                rows = try await sql.query(
+                    "SELECT \(OutboxRow.selectColumns) FROM outbox ORDER BY id LIMIT $1", [.int(Int64(limit))])
             }
-            return try await sql.query(
-                "SELECT \(OutboxRow.selectColumns) FROM outbox ORDER BY id LIMIT $1", [.int(Int64(limit))]
-            ).map(OutboxRow.decodeListed)
+            var events = try await OutboxEvents.read(for: rows, sql: sql)
+            return try rows.map { try OutboxRow.decodeListed($0, events: &events) }
         }
     }
 
