@@ -8,7 +8,9 @@ import BadgeStore
 /// - Handed pushes (claimed by ingestion's own transaction) go first, before any claim.
 /// - A claim runs at the start (what a previous run or owner left), after a ring that came after the previous claim
 ///   began, every `idlePoll` while quiet, when the earliest retry a round scheduled becomes due, and at once after
-///   a claim that reached the round's size. It records the outcomes not recorded yet in its own transaction.
+///   a claim that reached the round's size or took a full share of some device (`ClaimedPushes.reachedLimit`: a
+///   device's backlog drains a share a round, round after round). It records the outcomes not recorded yet in its
+///   own transaction.
 /// - Outcomes waiting while the loop is quiet: recorded with the next claim when one comes within `recordDelay`,
 ///   on their own otherwise.
 /// - Handed rounds that follow each other without a pause gather their outcomes until they are
@@ -78,7 +80,8 @@ struct DeliveryLoop {
     private(set) var nextRetryAt: Int64?
     /// The outcomes not recorded yet.
     private(set) var pending = DeliveryRecord()
-    /// Whether to claim without a new ring: at the start, after a full round, on a due retry or an idle poll.
+    /// Whether to claim without a new ring: at the start, after a full round (or a full share of a device), on a
+    /// due retry or an idle poll.
     private(set) var claimNow = true
     /// Rings the last claim covered: those up to when it began.
     private(set) var ringsSeen = 0
@@ -167,8 +170,8 @@ struct DeliveryLoop {
         return .wait(brief, ringsSeen: ringsSeen)
     }
 
-    /// Whether a claim is due, once no handed pushes go first: a full round asked for the next at once, a wait
-    /// ended with nothing else to do, or the doorbell rang since the last claim began.
+    /// Whether a claim is due, once no handed pushes go first: a full round (or share of a device) asked for the next
+    /// at once, a wait ended with nothing else to do, or the doorbell rang since the last claim began.
     private func claimIsDue(_ seen: Observation) -> Bool {
         claimNow || seen.rings > ringsSeen
     }

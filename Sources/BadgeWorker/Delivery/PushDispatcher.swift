@@ -64,7 +64,8 @@ struct PushDispatcher: Sendable {
         var ids: [Int64]
         /// Pushes claimed.
         var claimed: Int { ids.count }
-        /// The claim reached the round's size: more may be due at once.
+        /// The claim reached the round's size, or took a full share of some device (`ClaimedPushes.reachedLimit`):
+        /// more may be due at once.
         var moreDue: Bool
         /// The earliest next attempt the round scheduled (microseconds since the epoch), if any.
         var nextRetryAt: Int64?
