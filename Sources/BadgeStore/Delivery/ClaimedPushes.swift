@@ -3,9 +3,10 @@
 public struct ClaimedPushes: Sendable, Equatable {
     /// The pushes to send, in outbox order.
     public var pushes: [ClaimedPush]
-    /// The claim found as many due rows as it was allowed to take (some of them may have been dropped by the push
-    /// guard, or refused, rather than claimed): more may be due right now. When false, everything due at the
-    /// claim's `now` was taken, and only rows committed or made due after it can be due.
+    /// The claim found as many due rows as it was allowed to take, in all or of some device (``perDeviceLimit``;
+    /// some of them may have been dropped by the push guard, or refused, rather than claimed): more may be due
+    /// right now. When false, everything due at the claim's `now` was taken, and only rows committed or made due
+    /// after it can be due.
     public var reachedLimit: Bool
     /// Due rows the claim could not read: moved into `refused_pushes` and out of the outbox in the claim's
     /// transaction (see ``RefusedPush``). The caller counts and logs them; nothing else is to be done with them.
@@ -17,6 +18,13 @@ public struct ClaimedPushes: Sendable, Equatable {
         self.reachedLimit = reachedLimit
         self.refused = refused
     }
+
+    /// Most rows of one device (token) a claim takes: its oldest due ones. A device with a long backlog gets this
+    /// many pushes in each round and the rest in the rounds after, still in order, while every other device of the
+    /// partition with something due goes in the same round (up to the round's size): one device's backlog delays
+    /// the others by one round at most. A round sends one device's pushes one after another, so this also bounds
+    /// how long a round lasts.
+    public static let perDeviceLimit = 16
 
     /// Nothing claimed, nothing more due.
     public static let none = ClaimedPushes(pushes: [], reachedLimit: false)

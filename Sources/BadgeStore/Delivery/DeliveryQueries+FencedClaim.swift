@@ -15,7 +15,8 @@ extension DeliveryQueries {
         let refused = try await refuse(result.unreadable, events: result.events, sql: sql)
         let pushes = try await claim(
             result.claimed, policy: policy, lease: lease, marked: true, devices: result.devices, sql: sql)
-        return ClaimedPushes(pushes: pushes, reachedLimit: result.rows >= limit, refused: refused)
+        return ClaimedPushes(
+            pushes: pushes, reachedLimit: result.rows >= limit || result.reachedDeviceLimit, refused: refused)
     }
 
     /// The fenced claim of ``claimDueFenced(partition:limit:policy:lease:skipClaimedBefore:removing:sql:)`` as
@@ -59,7 +60,7 @@ extension DeliveryQueries {
             let delete = deleteStatement(superseded, dialect: .postgres)
             _ = try await database.statement(delete.sql, delete.binds)
         }
-        return ClaimedPushes(pushes: pushes, reachedLimit: result.rows >= limit)
+        return ClaimedPushes(pushes: pushes, reachedLimit: result.rows >= limit || result.reachedDeviceLimit)
     }
 
     /// What a fenced claim statement returned.
@@ -69,6 +70,8 @@ extension DeliveryQueries {
         var unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)]
         /// How many rows the statement claimed, readable or not.
         var rows: Int
+        /// The statement claimed ``ClaimedPushes/perDeviceLimit`` rows of some token.
+        var reachedDeviceLimit: Bool
         var devices: [String: PushGuard.Device]
         /// The statement's `simple` check held (and it set the devices' versions), when it made one.
         var simple: Bool
@@ -169,6 +172,6 @@ extension DeliveryQueries {
         let simple = checked ? try first["simple"].bool ?? false : false
         return FencedClaim(
             claimed: claimed, unreadable: unreadable.map { ($0.row, $0.why) }, rows: claimed.count + unreadable.count,
-            devices: devices, simple: simple, events: events)
+            reachedDeviceLimit: try reachedDeviceLimit(rows), devices: devices, simple: simple, events: events)
     }
 }

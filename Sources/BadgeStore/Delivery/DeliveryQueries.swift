@@ -69,36 +69,47 @@ enum DeliveryQueries {
             let refused = try await refuse(unreadable, events: events, sql: sql)
             let claimed = try await claim(
                 rows.sorted { $0.id < $1.id }, policy: policy, lease: lease, marked: lease != nil, sql: sql)
-            return ClaimedPushes(pushes: claimed, reachedLimit: read.count >= limit, refused: refused)
+            let reachedLimit = try read.count >= limit || reachedDeviceLimit(read)
+            return ClaimedPushes(pushes: claimed, reachedLimit: reachedLimit, refused: refused)
         }
     }
 
     /// The `FROM … WHERE … ORDER BY … LIMIT …` of the due rows (alias `o`), oldest first: rows whose next
-    /// attempt is due at the database's now (``FleetQueries/statementNow(_:)``, the same instant for both
-    /// comparisons) and that no earlier row of the same token waits ahead of, at most `$1`; the
-    /// partition's and the epoch's filters read placeholders appended to `binds`. `excluding` names a table of
-    /// ids (column `id`) to leave out, and not to wait behind either.
+    /// attempt is due at the database's now (``FleetQueries/statementNow(_:)``, the same instant for every
+    /// comparison) and that no earlier row of the same token waits ahead of, at most `$1`, and at most
+    /// ``ClaimedPushes/perDeviceLimit`` of one token (its oldest: the rest wait for the next claims); the
+    /// partition's and the epoch's filters read placeholders appended to `binds`. `excluding` names a table of ids
+    /// (column `id`) to leave out, and not to wait behind either.
     ///
     /// A claim under lease `epoch` also takes, at once, rows that an ingestion transaction claimed under an
     /// earlier epoch and held for its worker (``ApplyContext/claimsPushes``: never attempted, `next_attempt_at`
     /// in the future): that owner is gone, as with any row it claimed; and such rows do not hold back the later
     /// rows of their token. Rows held under this very epoch are its own worker's, on their way: they stay out of
     /// the claim and hold back their token's later rows until recorded.
+    ///
+    /// The bound per token keeps one device's backlog from filling the round (its pushes go one after another)
+    /// while the other devices of the partition wait behind it; the claim still reads past that backlog in id order
+    /// to reach them, at the cost of one index entry per row of it (see the conditions below).
     static func dueRows(
         partition: Int?, skipClaimedBefore: Int64?, epoch: Int64? = nil, binds: inout [SQLValue],
         dialect: SQLDialect, excluding: String? = nil
     ) -> String {
-        var filters = excluding.map { " AND o.id NOT IN (SELECT id FROM \($0))" } ?? ""
+        // The conditions on a row `r` other than its token's earlier rows: due, in the partition, not in doubt,
+        // not excluded.
+        var filters: [(String) -> String] = []
+        if let excluding { filters.append { "\($0).id NOT IN (SELECT id FROM \(excluding))" } }
         if let partition {
             binds.append(.int(Int64(partition)))
-            filters += " AND o.partition_id = $\(binds.count)"
+            let placeholder = "$\(binds.count)"
+            filters.append { "\($0).partition_id = \(placeholder)" }
         }
         if let skipClaimedBefore {
             binds.append(.int(skipClaimedBefore))
-            filters += " AND (o.claimed_epoch IS NULL OR o.claimed_epoch >= $\(binds.count))"
+            let placeholder = "$\(binds.count)"
+            filters.append { "(\($0).claimed_epoch IS NULL OR \($0).claimed_epoch >= \(placeholder))" }
         }
         let now = FleetQueries.statementNow(dialect)
-        var due = "o.next_attempt_at <= \(now)"
+        var due: (String) -> String = { "\($0).next_attempt_at <= \(now)" }
         // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more.
         var waiting =
             "e.next_attempt_at > \(now)" + (excluding.map { " AND e.id NOT IN (SELECT id FROM \($0))" } ?? "")
@@ -108,15 +119,61 @@ enum DeliveryQueries {
             func heldBefore(_ row: String) -> String {
                 "\(row).attempts = 0 AND coalesce(\(row).claimed_epoch, \(placeholder)) < \(placeholder)"
             }
-            due = "(\(due) OR (\(heldBefore("o"))))"
+            due = { "(\($0).next_attempt_at <= \(now) OR (\(heldBefore($0))))" }
             waiting += " AND NOT (\(heldBefore("e")))"
         }
-        // `(e.token, e.id) < (o.token, o.id)` rather than `e.id < o.id`: one range of the (token, id) index, which
-        // the primary key cannot serve (with `e.id < o.id`, a plan made on an empty outbox read every row below
-        // `o.id` through the primary key instead).
-        return "FROM outbox o WHERE \(due)\(filters) "
-            + "AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = o.token AND (e.token, e.id) < (o.token, o.id) "
-            + "AND \(waiting)\(dialect.perRowSubquery)) ORDER BY o.id LIMIT $1" + dialect.forUpdate
+        func candidate(_ row: String) -> String {
+            ([due(row)] + filters.map { $0(row) }).joined(separator: " AND ")
+        }
+        // The rows of `o`'s token before it, as `row`: one range of the (token, id) index. On PostgreSQL
+        // `(e.token, e.id) < (o.token, o.id)` rather than `e.id < o.id`, which the primary key can serve too (with
+        // it, a plan made on an empty outbox read every row below `o.id` through the primary key instead). SQLite
+        // reads `e.token = o.token AND e.id < o.id` as that range, and the row comparison only as "tokens up to
+        // `o.token`": every entry of every smaller token, 5,000 for a row queued after a device with 5,000.
+        func earlier(_ row: String) -> String {
+            let before = dialect == .postgres ? "(\(row).token, \(row).id) < (o.token, o.id)" : "\(row).id < o.id"
+            return "\(row).token = o.token AND \(before)"
+        }
+        let inOrder =
+            "NOT EXISTS (SELECT 1 FROM outbox e WHERE \(earlier("e")) AND \(waiting)\(dialect.perRowSubquery))"
+        // The bound per token, in this order (a `CASE` keeps it on both databases):
+        // - `farBehind`: a row `versionWindow` or more badge versions past an earlier row of its token is out. The
+        //   (token, id) index is read from the token's oldest row, whose version is the lowest, so for a row deep
+        //   in a long backlog this costs one entry: passing over that backlog costs one entry per row. A row in the
+        //   window reads its token's earlier rows, fewer than the window when versions have no gaps;
+        // - `boundReached`: a row with `ClaimedPushes.perDeviceLimit` earlier rows of its token in the claim is
+        //   out (at most that many entries);
+        // - only a row within both reads its token's earlier rows for one that waits (`inOrder`).
+        // A device's pushes are planned at consecutive versions of its user, so the count decides which rows go.
+        // The window only leaves out more when the user's version jumped by more than the window less the bound
+        // between two pushes (a read applied in many chunks): the claim then takes fewer rows of that device, and
+        // the next claims take the rest.
+        let bound = ClaimedPushes.perDeviceLimit
+        let farBehind =
+            "EXISTS (SELECT 1 FROM outbox v WHERE \(earlier("v")) "
+            + "AND v.badge_version <= o.badge_version - \(versionWindow)\(dialect.perRowSubquery))"
+        let boundReached =
+            "EXISTS (SELECT 1 FROM outbox f WHERE \(earlier("f")) AND \(candidate("f")) LIMIT 1 OFFSET \(bound - 1))"
+        return "FROM outbox o WHERE \(candidate("o")) AND CASE WHEN \(farBehind) THEN FALSE WHEN \(boundReached) "
+            + "THEN FALSE ELSE \(inOrder) END ORDER BY o.id LIMIT $1" + dialect.forUpdate
+    }
+
+    /// How many badge versions past its token's oldest outbox row a row may be and still be claimed (see
+    /// ``dueRows(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a few times
+    /// ``ClaimedPushes/perDeviceLimit``, so that the count decides, and small, since a row in the window reads its
+    /// token's earlier rows.
+    static let versionWindow = 4 * ClaimedPushes.perDeviceLimit
+
+    /// Whether a claim's rows (with a `token` column; rows without an id, as a fenced claim returns when nothing
+    /// was due, are not counted) hold ``ClaimedPushes/perDeviceLimit`` rows of one token: more of it may be due.
+    static func reachedDeviceLimit(_ rows: [SQLRow]) throws -> Bool {
+        var counts: [String: Int] = [:]
+        for row in rows {
+            guard try row["id"].int64 != nil, let token = try row["token"].string else { continue }
+            counts[token, default: 0] += 1
+            if counts[token, default: 0] >= ClaimedPushes.perDeviceLimit { return true }
+        }
+        return false
     }
 
     /// The `SET` item with which a claim releases a row it takes from a hold (``dueRows``): a claimed row that was

@@ -19,7 +19,9 @@ extension EventRules {
     /// - in memory: its row is stored, active and its user's, and the batch did not touch it (a registration in
     ///   the batch writes the row in this same statement); its pushes are of partitions whose lease the batch
     ///   holds; no badge-only push of it is followed by another (the claim would coalesce it); their versions do
-    ///   not go down;
+    ///   not go down; they are at most ``ClaimedPushes/perDeviceLimit`` (a delivery claim takes no more of one
+    ///   device: more would be one long handed round, the device's pushes one after another, ahead of the other
+    ///   devices' pushes);
     /// - in the database, as the statement finds the row (the newest version of it, as an `UPDATE` does): it is
     ///   still the user's and active, its `pushed_version` is at most the first push's, no outbox row of the token
     ///   exists (nothing of it waits, is in flight or is unrecorded: the batch's pushes would overtake it), and
@@ -36,6 +38,7 @@ extension EventRules {
             var last: Int64
             var lastIsBadgeOnly = false
             var eligible = true
+            var count = 1
         }
         var claims: [String: Claim] = [:]
         for (push, partition) in zip(planned, plannedPartitions) {
@@ -55,6 +58,8 @@ extension EventRules {
             {
                 claim.eligible = false
             }
+            claim.count += 1
+            if claim.count > ClaimedPushes.perDeviceLimit { claim.eligible = false }
             claim.last = push.badgeVersion
             claim.lastIsBadgeOnly = !push.kind.isAlert
             claims[token] = claim

@@ -8,7 +8,9 @@ import BadgeStore
 /// - Handed pushes (claimed by ingestion's own transaction) go first, before any claim.
 /// - A claim runs at the start (what a previous run or owner left), after a ring that came after the previous claim
 ///   began, every `idlePoll` while quiet, when the earliest retry a round scheduled becomes due, and at once after
-///   a claim that reached the round's size. It records the outcomes not recorded yet in its own transaction.
+///   a claim that reached the round's size or took a full share of some device (`ClaimedPushes.reachedLimit`: a
+///   device's backlog drains a share a round, round after round). It records the outcomes not recorded yet in its
+///   own transaction.
 /// - A retry is due its delay after the record that holds it is written, by the database's clock: the loop wakes
 ///   for it that long after the write returned, on its own monotonic clock (never earlier than the database
 ///   makes it due, and never reading its wall clock). Before it waits while a record with retries runs aside, it
@@ -91,7 +93,8 @@ struct DeliveryLoop {
     private(set) var asideRetry: Duration?
     /// The outcomes not recorded yet.
     private(set) var pending = DeliveryRecord()
-    /// Whether to claim without a new ring: at the start, after a full round, on a due retry or an idle poll.
+    /// Whether to claim without a new ring: at the start, after a full round (or a full share of a device), on a
+    /// due retry or an idle poll.
     private(set) var claimNow = true
     /// Rings the last claim covered: those up to when it began.
     private(set) var ringsSeen = 0
@@ -214,8 +217,8 @@ struct DeliveryLoop {
         return .wait(brief, ringsSeen: ringsSeen)
     }
 
-    /// Whether a claim is due, once no handed pushes go first: a full round asked for the next at once, a wait
-    /// ended with nothing else to do, or the doorbell rang since the last claim began.
+    /// Whether a claim is due, once no handed pushes go first: a full round (or share of a device) asked for the next
+    /// at once, a wait ended with nothing else to do, or the doorbell rang since the last claim began.
     private func claimIsDue(_ seen: Observation) -> Bool {
         claimNow || seen.rings > ringsSeen
     }

@@ -63,7 +63,8 @@ struct PushDispatcher: Sendable {
         var ids: [Int64]
         /// Pushes claimed.
         var claimed: Int { ids.count }
-        /// The claim reached the round's size: more may be due at once.
+        /// The claim reached the round's size, or took a full share of some device (`ClaimedPushes.reachedLimit`):
+        /// more may be due at once.
         var moreDue: Bool
         /// When the claim returned (when the round was handed over, for handed pushes), on the monotonic clock: the
         /// claim had written the outcomes it recorded by then.
