@@ -131,6 +131,9 @@ public struct DeadLetterQueue: Sendable {
         var failure: (any Error)?
         var pending: [(source: AMQPMessage, message: ParkedMessage, confirmation: AMQPPublishConfirmation)] = []
         var settled = 0
+        // What each republished message was, to find it again if the broker hands it back (see `sweep`).
+        var identities: [ParkedIdentity] = []
+        var removed: [ParkedIdentity: Int] = [:]
 
         /// Waits for the oldest pending republish's confirm, then removes its message from the dead queue.
         func settleOldest() async {
@@ -139,6 +142,7 @@ public struct DeadLetterQueue: Sendable {
             do {
                 try await entry.confirmation.wait()
                 try await pass.remove(entry.source)
+                removed[identities[settled - 1], default: 0] += 1
                 summary.replayed += 1
                 each(entry.message, .replayed)
             } catch {
@@ -168,6 +172,7 @@ public struct DeadLetterQueue: Sendable {
                 let confirmation = publisher.publishInOrder(
                     parked.body, exchange: topology.exchange, routingKey: routingKey, mandatory: true,
                     properties: parked.replayProperties)
+                identities.append(ParkedIdentity(parked))
                 parked.body = []
                 var source = message
                 source.body = []
@@ -182,6 +187,7 @@ public struct DeadLetterQueue: Sendable {
         // Closing hands back, in order, every message read and not removed.
         try? await pass.close()
         try? await publisher.close()
+        if !removed.isEmpty { try? await sweep(removed, expected: summary.held - summary.replayed) }
         if let failure {
             if failure is DeadLetterError { throw failure }
             throw DeadLetterError(
@@ -190,6 +196,38 @@ public struct DeadLetterQueue: Sendable {
                     "\(failure); \(summary.replayed) replayed before it, the rest stay in \(topology.deadQueueName)")
         }
         return summary
+    }
+
+    /// Removes again the replayed messages that came back to the dead queue after their ack.
+    ///
+    /// RabbitMQ 3.10's quorum queue client (in the broker's channel) holds acknowledgements back while more than
+    /// 32 of its commands wait to be applied, and forgets them when the channel closes: the broker then hands those
+    /// messages back as if never acknowledged (seen under load: the last 9 or 10 of 2,500). Replaying them again
+    /// would only publish duplicates the worker ignores, but the dead queue must not show what was replayed. So when
+    /// the queue holds more than `expected` after a replay, a pass looks for those messages, by what they were
+    /// (``ParkedIdentity``), and removes them; up to five times.
+    func sweep(_ removed: [ParkedIdentity: Int], expected: Int) async throws {
+        for _ in 0..<5 {
+            guard try await depth() > expected else { return }
+            var pass = try await DeadQueuePass.open(topology.deadQueueName, on: connection)
+            var left = removed
+            var found = 0
+            do {
+                while let message = try await pass.next() {
+                    let identity = ParkedIdentity(ParkedMessage(position: pass.read, message: message))
+                    guard let count = left[identity], count > 0 else { continue }
+                    left[identity] = count - 1
+                    try await pass.remove(message)
+                    found += 1
+                }
+            } catch {
+                try? await pass.close()
+                throw error
+            }
+            try await pass.close()
+            // Nothing of ours: what made the queue longer was parked since (a worker parking a replayed event again).
+            if found == 0 { return }
+        }
     }
 
     /// Throws when the events exchange does not exist (a passive declare on `channel`).
@@ -201,5 +239,25 @@ public struct DeadLetterQueue: Sendable {
                 code: .notDeclared,
                 message: "there is no exchange \(topology.exchange) to replay to: run badgepipe setup")
         }
+    }
+}
+
+/// What a parked message is, to recognise it again after the broker handed it back: its message id, the park
+/// headers, and its body (by length and a 64-bit FNV-1a hash).
+struct ParkedIdentity: Hashable {
+    var messageID: String?
+    var parkedAt: String?
+    var error: String?
+    var bodyCount: Int
+    var bodyHash: UInt64
+
+    init(_ message: ParkedMessage) {
+        messageID = message.messageID
+        parkedAt = message.properties.headers?[ParkHeaders.parkedAt]?.stringValue
+        error = message.error
+        bodyCount = message.body.count
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in message.body { hash = (hash ^ UInt64(byte)) &* 0x0100_0000_01b3 }
+        bodyHash = hash
     }
 }

@@ -102,6 +102,9 @@ struct DeadQueuePass {
     /// Closes the channel, which hands back every message read and not removed, waits (up to 5 s) until the
     /// queue shows them again, so that what runs next sees the whole queue, and lets the next pass in.
     func close() async throws {
+        // Acknowledgements the broker's channel holds back are forgotten when it closes (see
+        // `DeadLetterQueue.sweep`): give it a moment to pass them on.
+        if removed > 0 { try await Task.sleep(for: .milliseconds(250)) }
         try await channel.close()
         let probe = try await connection.openChannel()
         let expected = depth - removed
