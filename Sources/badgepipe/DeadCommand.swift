@@ -2,6 +2,7 @@ import AMQPClient
 import ArgumentParser
 import BadgeWire
 import BadgeWorker
+import Logging
 
 /// `badgepipe dead`: the messages parked in `badgepipe.dead`, listed, shown and replayed.
 struct DeadCommand: AsyncParsableCommand {
@@ -47,7 +48,10 @@ struct BrokerOptions: ParsableArguments {
         _ body: (DeadLetterQueue) async throws -> Result
     ) async throws -> Result {
         let configuration = try AMQPConfiguration(url: Settings.amqpURL(amqpURL))
-        let connection = try await AMQPConnection.connect(configuration)
+        // The broker closing a channel is how a missing queue shows: the command says so itself, once.
+        var logger = Logger(label: "amqp")
+        logger.logLevel = .error
+        let connection = try await AMQPConnection.connect(configuration, logger: logger)
         do {
             let result = try await body(DeadLetterQueue(connection: connection, topology: topology))
             await connection.close()
