@@ -86,6 +86,44 @@ struct AMQPBrokerTests {
         await setup.close()
     }
 
+    @Test func unackedDeliveriesComeBackInOrderAheadOfNewerOnesWhenTheirChannelCloses() async throws {
+        // What `badgepipe dead` relies on to read the dead queue (a quorum queue) without taking anything from it,
+        // and to take out only what it replayed. (Messages taken with `basic.get`, or requeued with `basic.nack`,
+        // come back in another order on RabbitMQ 3.10.)
+        let queue = TestBroker.uniqueName("hand-back")
+        let connection = try await TestBroker.connect()
+        let count = 300
+        let setup = try await TestBroker.quorumQueue(queue, messages: count, on: connection)
+        let reader = try await connection.openChannel()
+        try await reader.qos(prefetchCount: UInt16(count))
+        var received: [AMQPMessage] = []
+        for try await message in try await reader.consume(queue: queue, exclusive: true) {
+            received.append(message)
+            if received.count == count { break }
+        }
+        #expect(received.map { String(decoding: $0.body, as: UTF8.self) } == (0..<count).map { "m\($0)" })
+        let taken: Set<Int> = [3, 6, 40, 99, 299]
+        for index in taken.sorted() { try await reader.ack(deliveryTag: received[index].deliveryTag) }
+        for index in count..<(count + 2) {
+            try await setup.publish(Array("m\(index)".utf8), exchange: "", routingKey: queue)
+        }
+        try await reader.close()
+
+        let after = try await connection.openChannel()
+        var bodies: [String] = []
+        var counts: [Int] = []
+        while let message = try await after.get(queue: queue, noAck: true) {
+            bodies.append(String(decoding: message.body, as: UTF8.self))
+            counts.append(message.properties.headers?["x-delivery-count"]?.intValue ?? 0)
+        }
+        let kept = (0..<count).filter { !taken.contains($0) }
+        #expect(bodies == kept.map { "m\($0)" } + ["m\(count)", "m\(count + 1)"])
+        let returned = counts.prefix(kept.count)
+        #expect(returned.allSatisfy { $0 == 1 }, "a quorum queue counts each return as a delivery")
+        try await setup.deleteQueue(queue)
+        await connection.close()
+    }
+
     @Test func aHandlerConsumerGetsEveryDeliveryInOrderAndEndsOnceWhenTheChannelCloses() async throws {
         let queue = TestBroker.uniqueName("handler")
         let connection = try await TestBroker.connect()

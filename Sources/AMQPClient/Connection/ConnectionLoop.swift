@@ -29,7 +29,7 @@ final class ConnectionLoop: @unchecked Sendable {
 
     /// Header that carries the delivery tag of a mandatory publish, so that a `basic.return` (which carries no
     /// tag) can be matched to its message.
-    static let returnTagHeader = "x-amqp-client-publish-tag"
+    static let returnTagHeader = AMQPProperties.publishTagHeader
 
     let configuration: AMQPConfiguration
     let mailbox: Mailbox

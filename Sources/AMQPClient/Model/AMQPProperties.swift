@@ -21,6 +21,10 @@ public struct AMQPProperties: Sendable, Hashable {
     public var userID: String?
     public var appID: String?
 
+    /// The header the client adds to each mandatory publish in confirm mode (see `AMQPChannel.publish`). It
+    /// travels with the message: whoever copies a received message's properties into a new publish may drop it.
+    public static let publishTagHeader = "x-amqp-client-publish-tag"
+
     /// Creates properties; every field is optional and absent by default.
     public init(
         contentType: String? = nil,

@@ -325,14 +325,12 @@ struct PartitionProcessor: Sendable {
         }
     }
 
-    /// Moves an invalid message to `badgepipe.dead` with its reason; returns once the broker confirmed it.
-    /// `reasonClass` is the metric's bounded label (a decoder code, or `refused_by_database`).
+    /// Moves an invalid message to `badgepipe.dead` with its reason (``ParkHeaders``); returns once the broker
+    /// confirmed it. `reasonClass` is the bounded class, for the `x-badgepipe-reason` header and the metric's label
+    /// (a decoder code, or `refused_by_database`).
     private func park(_ message: AMQPMessage, reason: String, class reasonClass: String) async throws {
-        var properties = message.properties
-        var headers = properties.headers ?? [:]
-        headers[Topology.errorHeader] = .string(String(reason.prefix(1000)).replacingNewlines())
-        headers["x-badgepipe-original-routing-key"] = .string(message.routingKey)
-        properties.headers = headers
+        let properties = ParkHeaders.stamped(
+            message.properties, routingKey: message.routingKey, reason: reasonClass, error: reason, at: .now())
         try await deadLetters.publish(
             message.body, exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
             properties: properties)

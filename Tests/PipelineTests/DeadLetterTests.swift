@@ -1,0 +1,326 @@
+import AMQPClient
+import BadgeCore
+import BadgeWire
+import Foundation
+import Testing
+
+@testable import BadgeWorker
+
+/// The dead queue end to end: what a worker parks, and `badgepipe dead`'s listing and replay (``DeadLetterQueue``)
+/// against the real broker, with a worker consuming what is replayed.
+@Suite("Dead letters", .serialized, .timeLimit(.minutes(5)))
+struct DeadLetterTests {
+    static let token = "eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444"
+
+    /// Puts `body` in the dead queue as a worker parks a message (an older one, for an event it did not know).
+    static func park(
+        _ body: [UInt8], id: String, reason: String, at time: String, recipient: String = "u-dead",
+        in pipeline: Pipeline
+    ) async throws {
+        let properties = ParkHeaders.stamped(
+            AMQPProperties(contentType: "application/json", deliveryMode: .persistent, messageID: id),
+            routingKey: recipient, reason: reason, error: "\(reason): parked for the test",
+            at: try #require(Timestamp.parse(time)))
+        try await pipeline.publisher.publish(
+            body, exchange: "", routingKey: pipeline.topology.deadQueueName, mandatory: true, properties: properties)
+    }
+
+    static func event(_ type: String, id: String, recipient: String = "u-dead") -> [UInt8] {
+        let event: JSONValue = [
+            "id": .string(id), "type": .string(type), "recipient": .string(recipient),
+            "occurred_at": "2026-11-21T10:00:00Z", "actor": ["id": "u-bob", "name": "Bob"],
+        ]
+        return event.serialized()
+    }
+
+    /// Every parked message, in queue order (left in the queue).
+    static func listed(
+        _ queue: DeadLetterQueue, _ filter: ParkedFilter = ParkedFilter()
+    ) async throws
+        -> [ParkedMessage]
+    {
+        var messages: [ParkedMessage] = []
+        try await queue.scan { message in
+            if filter.matches(message) { messages.append(message) }
+            return true
+        }
+        return messages
+    }
+
+    /// The alerts the sink accepted for ``token``, by event id.
+    static func alerts(_ pipeline: Pipeline) -> [String] {
+        pipeline.acceptedPayloads(token: token).filter { $0["aps"]?["alert"] != nil }
+            .compactMap { $0["event_id"]?.stringValue }
+    }
+
+    @Test func anEventOfATypeTheWorkerDoesNotKnowIsParkedAsUnknownTypeWithTimeAndRecipient() async throws {
+        try await Pipeline.with(backend: .sqlite) { pipeline in
+            let before = Timestamp.now().adding(microseconds: -1000)
+            try await pipeline.publish(
+                Self.event("badge_party", id: "future-1", recipient: "u-future"), recipient: "u-future",
+                id: "future-1")
+            try await pipeline.waitUntilQuiet()
+            let after = Timestamp.now()
+            let queue = DeadLetterQueue(connection: pipeline.connection, topology: pipeline.topology)
+            let parked = try await Self.listed(queue)
+            #expect(parked.count == 1)
+            let message = try #require(parked.first)
+            #expect(message.properties.headers?[ParkHeaders.reason]?.stringValue == "unknown_type")
+            #expect(message.reason == "unknown_type")
+            #expect(message.error == #"unknown_type: unknown type "badge_party""#)
+            #expect(message.eventType == "badge_party")
+            #expect(message.messageID == "future-1")
+            #expect(message.originalRoutingKey == "u-future")
+            let parkedAt = try #require(message.parkedAt)
+            #expect(parkedAt >= before && parkedAt <= after, "\(parkedAt) within \(before)...\(after)")
+            #expect(message.body == Self.event("badge_party", id: "future-1", recipient: "u-future"))
+            #expect(try await queue.depth() == 1, "listing took nothing")
+        }
+    }
+
+    @Test(arguments: Backend.allCases)
+    func aReplayedEventTakesEffectOnceAndReplayingAgainChangesNothing(backend: Backend) async throws {
+        try await Pipeline.with(backend: backend) { pipeline in
+            try await pipeline.publish(RobustnessTests.register("u-dead", token: Self.token, id: "dead-d1"))
+            try await pipeline.waitUntilQuiet()
+            // As a worker that did not know `follow` would have left it, between two messages that are not replayed.
+            try await Self.park(
+                Array("junk".utf8), id: "junk-1", reason: "invalid_json", at: "2026-11-21T10:00:00Z", in: pipeline)
+            try await Self.park(
+                Self.event("follow", id: "replay-1"), id: "replay-1", reason: "unknown_type",
+                at: "2026-11-21T10:00:01Z", in: pipeline)
+            try await Self.park(
+                Array("junk".utf8), id: "junk-2", reason: "invalid_json", at: "2026-11-21T10:00:02Z", in: pipeline)
+            let queue = DeadLetterQueue(connection: pipeline.connection, topology: pipeline.topology)
+            let filter = ParkedFilter(reasons: ["unknown_type"])
+            #expect(try await Self.listed(queue, filter).map(\.displayID) == ["replay-1"])
+            #expect(try await queue.depth() == 3)
+
+            var outcomes: [String] = []
+            let first = try await queue.replay(filter) { message, outcome in
+                outcomes.append("\(message.displayID) \(outcome)")
+            }
+            #expect(first == DeadLetterQueue.ReplaySummary(held: 3, read: 3, matched: 1, replayed: 1))
+            #expect(outcomes == ["replay-1 replayed"])
+            try await pipeline.waitUntilQuiet()
+            #expect(Self.alerts(pipeline) == ["replay-1"])
+            #expect(pipeline.lastBadge(token: Self.token) == 1)
+            #expect(try await Self.listed(queue).map(\.displayID) == ["junk-1", "junk-2"], "the others, in order")
+
+            let second = try await queue.replay(filter)
+            #expect(second == DeadLetterQueue.ReplaySummary(held: 2, read: 2))
+            try await pipeline.waitUntilQuiet()
+            #expect(Self.alerts(pipeline) == ["replay-1"])
+
+            // A replay that died between the confirm and the ack left the message parked: replaying it publishes
+            // the event again, and the worker applies it once.
+            try await Self.park(
+                Self.event("follow", id: "replay-1"), id: "replay-1", reason: "unknown_type",
+                at: "2026-11-21T10:00:01Z", in: pipeline)
+            let third = try await queue.replay(filter)
+            #expect(third.replayed == 1)
+            try await pipeline.waitUntilQuiet()
+            #expect(Self.alerts(pipeline) == ["replay-1"])
+            #expect(pipeline.lastBadge(token: Self.token) == 1)
+            let snapshot = try await pipeline.store.snapshot(user: "u-dead")
+            #expect(snapshot.counts.unreadNotifications == 1)
+            #expect(try await queue.depth() == 2)
+        }
+    }
+
+    @Test func listingAndReplayingKeepTheQueueInOrderAndTakeExactlyTheMatchingMessages() async throws {
+        try await Pipeline.with(backend: .sqlite) { pipeline in
+            let parked: [(id: String, body: [UInt8], reason: String, time: String)] = [
+                ("p1", Self.event("like", id: "p1"), "unknown_type", "2026-11-21T08:00:00Z"),
+                ("p2", Self.event("follow", id: "p2"), "refused_by_database", "2026-11-21T09:00:00Z"),
+                ("p3", Self.event("like", id: "p3"), "unknown_type", "2026-11-21T10:00:00Z"),
+                ("p4", Array("{".utf8), "invalid_json", "2026-11-21T10:30:00Z"),
+                ("p5", Self.event("comment", id: "p5"), "missing_field", "2026-11-21T11:00:00Z"),
+                ("p6", Self.event("like", id: "p6"), "unknown_type", "2026-11-21T12:00:00Z"),
+            ]
+            for message in parked {
+                try await Self.park(
+                    message.body, id: message.id, reason: message.reason, at: message.time, in: pipeline)
+            }
+            let queue = DeadLetterQueue(connection: pipeline.connection, topology: pipeline.topology)
+            func ids(_ filter: ParkedFilter = ParkedFilter()) async throws -> [String] {
+                try await Self.listed(queue, filter).map(\.displayID)
+            }
+            let nine = try #require(Timestamp.parse("2026-11-21T09:00:00Z"))
+            let ten = try #require(Timestamp.parse("2026-11-21T10:00:00Z"))
+            #expect(try await ids() == ["p1", "p2", "p3", "p4", "p5", "p6"])
+            #expect(try await ids(ParkedFilter(reasons: ["unknown_type"])) == ["p1", "p3", "p6"])
+            #expect(try await ids(ParkedFilter(types: ["like"], since: nine)) == ["p3", "p6"])
+            #expect(try await ids(ParkedFilter(until: ten)) == ["p1", "p2"])
+            #expect(try await ids(ParkedFilter(reasons: ["invalid_json", "missing_field"])) == ["p4", "p5"])
+            #expect(try await ids(ParkedFilter(ids: ["p5"])) == ["p5"])
+            #expect(try await ids(ParkedFilter(types: ["amen"])) == [])
+            // A caller that wants only the first messages: the pass reads on all the same, and nothing moves.
+            var first: [String] = []
+            try await queue.scan { message in
+                first.append(message.displayID)
+                return first.count < 2
+            }
+            #expect(first == ["p1", "p2"])
+            #expect(try await queue.depth() == 6, "listing took nothing")
+            #expect(try await ids() == ["p1", "p2", "p3", "p4", "p5", "p6"], "nor moved anything")
+
+            // A scan reads what the queue held when it started; a message parked meanwhile waits behind.
+            var read: [String] = []
+            try await queue.scan { message in
+                if message.position == 1 {
+                    try await Self.park(
+                        Self.event("like", id: "p7"), id: "p7", reason: "unknown_type", at: "2026-11-21T13:00:00Z",
+                        in: pipeline)
+                }
+                read.append(message.displayID)
+                return true
+            }
+            #expect(read == ["p1", "p2", "p3", "p4", "p5", "p6"])
+            #expect(try await ids() == ["p1", "p2", "p3", "p4", "p5", "p6", "p7"])
+
+            // A dry run replays nothing.
+            var wouldReplay: [String] = []
+            let dry = try await queue.replay(ParkedFilter(reasons: ["unknown_type"]), dryRun: true) { message, _ in
+                wouldReplay.append(message.displayID)
+            }
+            #expect(dry == DeadLetterQueue.ReplaySummary(held: 7, read: 7, matched: 4, replayed: 4))
+            #expect(wouldReplay == ["p1", "p3", "p6", "p7"])
+            #expect(try await ids() == ["p1", "p2", "p3", "p4", "p5", "p6", "p7"])
+
+            // Two of the `like` events replayed (--limit 2): this worker still does not know the type and parks
+            // them again, behind everything; the others keep their order.
+            let started = Timestamp.now().adding(microseconds: -1000)
+            let replay = try await queue.replay(ParkedFilter(types: ["like"]), limit: 2)
+            #expect(replay == DeadLetterQueue.ReplaySummary(held: 7, read: 7, matched: 2, replayed: 2))
+            try await pipeline.waitUntilQuiet()
+            let after = try await Self.listed(queue)
+            #expect(after.map(\.displayID) == ["p2", "p4", "p5", "p6", "p7", "p1", "p3"])
+            for message in after.suffix(2) {
+                #expect(message.reason == "unknown_type")
+                #expect(message.originalRoutingKey == "u-dead")
+                #expect(try #require(message.parkedAt) >= started, "parked again, with a new time")
+                #expect(message.properties.contentType == "application/json")
+            }
+
+            // A pass runs alone: beside another one (another connection), or any other consumer of the dead
+            // queue, it is refused rather than shown part of the queue.
+            let elsewhere = try await AMQPConnection.connect(try AMQPConfiguration(url: Pipeline.amqpURL))
+            let second = DeadLetterQueue(connection: elsewhere, topology: pipeline.topology)
+            try await queue.scan { _ in
+                await #expect(throws: DeadLetterError.self) { try await second.scan { _ in true } }
+                await #expect(throws: DeadLetterError.self) { try await second.replay(ParkedFilter()) }
+                return false
+            }
+            #expect(try await Self.listed(second).count == 7, "and runs once the first is done")
+            let other = try await pipeline.connection.openChannel()
+            try await other.qos(prefetchCount: 1)
+            _ = try await other.consume(queue: pipeline.topology.deadQueueName)
+            await #expect(throws: DeadLetterError.self) { try await queue.scan { _ in true } }
+            try await other.close()
+            await elsewhere.close()
+        }
+    }
+}
+
+extension DeadLetterTests {
+    /// A dead queue of many messages and no worker: a listing keeps all of them in order, and a replay of every
+    /// other one republishes exactly those, in order, and leaves the rest in order.
+    @Test func aLargeDeadQueueIsListedAndHalfReplayedInOrder() async throws {
+        let count = Int(ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DEAD_COUNT"] ?? "") ?? 5000
+        let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: 2)
+        let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: Pipeline.amqpURL))
+        let channel = try await connection.openChannel()
+        try await topology.declare(on: channel)
+        try await channel.confirmSelect()
+        let clock = ContinuousClock()
+        var started = clock.now
+        var confirmations: [AMQPPublishConfirmation] = []
+        for index in 0..<count {
+            let properties = ParkHeaders.stamped(
+                AMQPProperties(contentType: "application/json", deliveryMode: .persistent, messageID: "m\(index)"),
+                routingKey: "u-\(index % 7)", reason: index % 2 == 0 ? "unknown_type" : "invalid_json",
+                error: "parked for the test", at: .now())
+            confirmations.append(
+                channel.publishInOrder(
+                    Self.event("like", id: "m\(index)", recipient: "u-\(index % 7)"), exchange: "",
+                    routingKey: topology.deadQueueName, mandatory: true, properties: properties))
+            if confirmations.count >= 500 {
+                for confirmation in confirmations { try await confirmation.wait() }
+                confirmations.removeAll()
+            }
+        }
+        for confirmation in confirmations { try await confirmation.wait() }
+        let parking = clock.now - started
+        let queue = DeadLetterQueue(connection: connection, topology: topology)
+        let all = (0..<count).map { "m\($0)" }
+
+        started = clock.now
+        #expect(try await Self.listed(queue).map(\.displayID) == all)
+        let listing = clock.now - started
+        #expect(try await queue.depth() == count)
+
+        started = clock.now
+        let summary = try await queue.replay(ParkedFilter(reasons: ["unknown_type"]))
+        let replaying = clock.now - started
+        #expect(
+            summary == DeadLetterQueue.ReplaySummary(held: count, read: count, matched: count / 2, replayed: count / 2))
+        let remaining = try await Self.listed(queue).map(\.displayID)
+        let odd = all.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        let firstDifference = zip(remaining, odd).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+        #expect(remaining.count == odd.count)
+        #expect(
+            firstDifference == nil,
+            Comment(
+                rawValue: "from \(firstDifference ?? 0): \(remaining.dropFirst(firstDifference ?? 0).prefix(20)) "
+                    + "instead of \(odd.dropFirst(firstDifference ?? 0).prefix(20))"))
+        var republished = 0
+        for index in 0..<topology.partitions {
+            republished += Int(try await channel.declareQueue(topology.queueName(index), passive: true).messageCount)
+        }
+        #expect(republished == count / 2)
+        print("dead queue of \(count): parked in \(parking), listed in \(listing), half replayed in \(replaying)")
+
+        for index in 0..<topology.partitions { try await channel.deleteQueue(topology.queueName(index)) }
+        try await channel.deleteQueue(topology.deadQueueName)
+        try await channel.deleteExchange(topology.exchange)
+        try await channel.deleteExchange(topology.deadLetterExchange)
+        await connection.close()
+    }
+
+    @Test func replayedMessagesTheBrokerHandsBackAfterTheirAckAreSweptAway() async throws {
+        let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: 1)
+        let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: Pipeline.amqpURL))
+        let channel = try await connection.openChannel()
+        try await topology.declare(on: channel)
+        try await channel.confirmSelect()
+        for index in 0..<10 {
+            let properties = ParkHeaders.stamped(
+                AMQPProperties(messageID: "m\(index)"), routingKey: "u-1", reason: "unknown_type",
+                error: "parked for the test", at: .now())
+            try await channel.publish(
+                Self.event("like", id: "m\(index)"), exchange: "", routingKey: topology.deadQueueName,
+                mandatory: true, properties: properties)
+        }
+        let queue = DeadLetterQueue(connection: connection, topology: topology)
+        // As if m2, m5 and m7 had been replayed and acked, and the broker had handed them back all the same.
+        var removed: [ParkedIdentity: Int] = [:]
+        try await queue.scan { message in
+            if ["m2", "m5", "m7"].contains(message.displayID) { removed[ParkedIdentity(message), default: 0] += 1 }
+            return true
+        }
+        #expect(removed.count == 3)
+        try await queue.sweep(removed, expected: 7)
+        #expect(
+            try await Self.listed(queue).map(\.displayID) == ["m0", "m1", "m3", "m4", "m6", "m8", "m9"],
+            "those three are gone, the others in order")
+        try await queue.sweep(removed, expected: 7)
+        #expect(try await queue.depth() == 7)
+
+        try await channel.deleteQueue(topology.queueName(0))
+        try await channel.deleteQueue(topology.deadQueueName)
+        try await channel.deleteExchange(topology.exchange)
+        try await channel.deleteExchange(topology.deadLetterExchange)
+        await connection.close()
+    }
+}
