@@ -14,22 +14,24 @@ extension EventRules {
     /// Adds the claim part when the batch claims pushes (see ``ApplyContext/claimsPushes``), of the partitions in
     /// `epochs` (``claimEpochs``); returns whether it did.
     ///
-    /// A device's pushes of the batch are claimed together, exactly as a fenced claim right after the commit would
-    /// claim and send them (`DeliveryQueries.claimDueAtOnce`), when:
+    /// A device's first ``ClaimedPushes/perDeviceLimit`` pushes of the batch (its share: a delivery claim takes no
+    /// more of one device, since more would be one long handed round, the device's pushes one after another, ahead
+    /// of the other devices' pushes) are claimed together, exactly as a fenced claim right after the commit would
+    /// claim and send them (`DeliveryQueries.claimDueAtOnce`); the device's later pushes of the batch are planned
+    /// unclaimed, behind them, for the delivery stage's claims once the share is recorded. The share is claimed
+    /// when:
     /// - in memory: its row is stored, active and its user's, and the batch did not touch it (a registration in
-    ///   the batch writes the row in this same statement); its pushes are of partitions whose lease the batch
-    ///   holds; no badge-only push of it is followed by another (the claim would coalesce it); their versions do
-    ///   not go down; they are at most ``ClaimedPushes/perDeviceLimit`` (a delivery claim takes no more of one
-    ///   device: more would be one long handed round, the device's pushes one after another, ahead of the other
-    ///   devices' pushes);
+    ///   the batch writes the row in this same statement); the share's pushes are of partitions whose lease the
+    ///   batch holds; no badge-only push of the share is followed by another of it (the claim would coalesce it);
+    ///   their versions do not go down;
     /// - in the database, as the statement finds the row (the newest version of it, as an `UPDATE` does): it is
     ///   still the user's and active, its `pushed_version` is at most the first push's, no outbox row of the token
     ///   exists (nothing of it waits, is in flight or is unrecorded: the batch's pushes would overtake it), and
     ///   nobody else holds a lock on it (`SKIP LOCKED`: a claim in progress; the batch never waits for one, so it
     ///   cannot deadlock with it).
     ///
-    /// For each such device the part moves `pushed_version` to the last push and returns the token; the outbox
-    /// insert marks those pushes claimed. Every other push is planned as before and claimed by the delivery stage.
+    /// For each such device the part moves `pushed_version` to the share's last push and returns the token; the
+    /// outbox insert marks the share's pushes claimed (``pushesInShare()``). Every other push is planned as before and claimed by the delivery stage.
     func addClaim(to batch: inout SQLWriteBatch, epochs: [Int: Int64]) -> Bool {
         guard !epochs.isEmpty, !planned.isEmpty else { return false }
         struct Claim {
@@ -53,13 +55,14 @@ extension EventRules {
                     lastIsBadgeOnly: !push.kind.isAlert, eligible: eligible)
                 continue
             }
+            // Past the share, the device's pushes are left to the delivery stage's claims.
+            guard claim.count < ClaimedPushes.perDeviceLimit else { continue }
             if claim.lastIsBadgeOnly || push.badgeVersion < claim.last || push.recipient != claim.user
                 || !(partition.map { epochs[$0] != nil } ?? false)
             {
                 claim.eligible = false
             }
             claim.count += 1
-            if claim.count > ClaimedPushes.perDeviceLimit { claim.eligible = false }
             claim.last = push.badgeVersion
             claim.lastIsBadgeOnly = !push.kind.isAlert
             claims[token] = claim
@@ -81,5 +84,15 @@ extension EventRules {
             """
         }
         return true
+    }
+
+    /// Whether each push of ``planned`` is within its device's share of the batch: among the device's first
+    /// ``ClaimedPushes/perDeviceLimit`` pushes in planning order (those ``addClaim(to:epochs:)`` may claim).
+    func pushesInShare() -> [Bool] {
+        var counts: [String: Int] = [:]
+        return planned.map { push in
+            counts[push.token, default: 0] += 1
+            return counts[push.token, default: 0] <= ClaimedPushes.perDeviceLimit
+        }
     }
 }

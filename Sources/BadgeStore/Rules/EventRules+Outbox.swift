@@ -38,9 +38,11 @@ extension EventRules {
         if epochs != nil {
             set = SQLRowSet(set.columns + [("claim_epoch", .int)])
         }
-        for (push, pushPartition) in zip(planned, plannedPartitions) {
+        // Only a device's share may be claimed by the batch (the claim part's token and a claim epoch on the row).
+        let inShare = epochs == nil ? [] : pushesInShare()
+        for (index, (push, pushPartition)) in zip(planned, plannedPartitions).enumerated() {
             var values = OutboxRow.values(of: push, partition: pushPartition)
-            if let epochs { values.append(.int(pushPartition.flatMap { epochs[$0] })) }
+            if let epochs { values.append(.int(inShare[index] ? pushPartition.flatMap { epochs[$0] } : nil)) }
             set.append(values)
         }
         let returning = "RETURNING id, event_id, token, claimed_epoch, next_attempt_at, created_at"
