@@ -9,6 +9,9 @@ import Testing
 #if canImport(Glibc)
     import Glibc
 #endif
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// What a fleet run's fault injection gets to work with.
 struct FleetRun: Sendable {
@@ -24,6 +27,22 @@ struct FleetRun: Sendable {
     let sink: SinkState
     /// Where the workers' logs are.
     let logs: URL
+
+    /// Every worker's `/metrics` as `name{labels}` → value (``OperationsTests/samples(_:)``), summed over the
+    /// workers by `combine` for the series whose name starts with `prefix`; a worker that does not answer adds
+    /// nothing.
+    func metric(_ prefix: String, combine: (Double, Double) -> Double = (+)) async -> Double? {
+        var result: Double?
+        for port in metricsPorts {
+            let url = URL(string: "http://127.0.0.1:\(port)/metrics")!
+            guard let (body, _) = try? await URLSession.shared.data(from: url) else { continue }
+            for (name, value) in OperationsTests.samples(String(decoding: body, as: UTF8.self))
+            where name == prefix || name.hasPrefix(prefix + "{") {
+                result = result.map { combine($0, value) } ?? value
+            }
+        }
+        return result
+    }
 }
 
 /// A fleet of real `badgepipe worker` processes on PostgreSQL, with the sink in this process and a publisher that
@@ -46,7 +65,8 @@ struct FleetHarness {
     /// Runs `script` through `workers` workers while `chaos` injects faults; returns the checked report.
     ///
     /// With `sinkOutage`, the sink answers every push with 503 from the start for that long; just before it
-    /// recovers, the report takes what the broker still holds and how many events the database has processed.
+    /// recovers, the report takes what the broker still holds, how many events the database has processed, and the
+    /// outbox as the database holds it and as the workers' gauges report it.
     /// `sqlitePath` runs the workers on that SQLite file instead of a fresh PostgreSQL database (a single node: give
     /// one worker). `wrappers` start single workers through a command, by index (see ``withFleet``).
     static func run(
@@ -69,13 +89,18 @@ struct FleetHarness {
             let publisher = FleetPublisher(url: amqpURL, exchange: "\(run.namespace).events", rate: rate)
             async let republished = publisher.publish(script.steps)
             async let faults = chaos(run)
-            async let atOutageEnd: (queued: Int, processed: Int)? = {
+            async let atOutageEnd: (queued: Int, processed: Int, outbox: (Int, Double, Double))? = {
                 guard let sinkOutage else { return nil }
                 try await Task.sleep(for: sinkOutage)
                 let seen = (
                     queued: try await messagesInQueues(namespace: run.namespace),
                     processed: try await count(
-                        "processed_events", databaseURL: run.databaseURL, namespace: run.namespace)
+                        "processed_events", databaseURL: run.databaseURL, namespace: run.namespace),
+                    outbox: (
+                        try await count("outbox", databaseURL: run.databaseURL, namespace: run.namespace),
+                        await run.metric("badgepipe_outbox_depth") ?? -1,
+                        await run.metric("badgepipe_outbox_oldest_age_seconds", combine: max) ?? -1
+                    )
                 )
                 _ = sinkState.clearFaults()
                 return seen
@@ -88,6 +113,7 @@ struct FleetHarness {
             report.republished = republishedCount
             report.queuedAtOutageEnd = outage?.queued
             report.processedAtOutageEnd = outage?.processed
+            report.outboxAtOutageEnd = outage?.outbox
             report.faults = faultCount
             report.workerRestarts = run.workers.map(\.restarts).reduce(0, +)
             report.deadLettered = try await deadLettered(namespace: run.namespace)

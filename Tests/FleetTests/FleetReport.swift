@@ -34,6 +34,10 @@ struct FleetReport: CustomStringConvertible {
     /// sink recovered.
     var queuedAtOutageEnd: Int?
     var processedAtOutageEnd: Int?
+    /// With a sink outage, just before the sink recovered: the outbox's rows (counted in the database), and what
+    /// the workers' gauges reported of it (`badgepipe_outbox_depth` summed over partitions and workers, the largest
+    /// `badgepipe_outbox_oldest_age_seconds`).
+    var outboxAtOutageEnd: (rows: Int, reportedDepth: Double, reportedOldestAge: Double)?
     /// Rows left in `outbox_events` once the fleet was quiet (an alert's event goes with its last outbox row).
     var alertEventsLeft = 0
 
@@ -48,6 +52,9 @@ struct FleetReport: CustomStringConvertible {
             + "partitions per worker \(partitionsPerWorker), alert events left \(alertEventsLeft)"
             + (queuedAtOutageEnd.map { ", at the outage's end: queued \($0)" } ?? "")
             + (processedAtOutageEnd.map { ", processed \($0)" } ?? "")
+            + (outboxAtOutageEnd.map {
+                ", outbox \($0.rows) rows, reported depth \(Int($0.reportedDepth)), oldest \(Int($0.reportedOldestAge)) s"
+            } ?? "")
     }
 
     /// Checks the sink's deliveries against the model of `steps` (the order they were published in).

@@ -16,6 +16,13 @@ struct ProviderOutageTests {
         #expect(report.queuedAtOutageEnd == 0)
         let distinctEvents = Set(FleetScript(seed: 17).steps.map(\.event.id)).count
         #expect(report.processedAtOutageEnd == distinctEvents)
+        // The outbox's gauges kept being sampled through the outage (every 5 s): what they last reported is the
+        // outbox the database holds (nothing planned or sent meanwhile), and its oldest push's age counts the
+        // outage (its first pushes were planned in the run's first seconds).
+        let outbox = try #require(report.outboxAtOutageEnd)
+        #expect(outbox.rows > 1000)
+        #expect(abs(outbox.reportedDepth - Double(outbox.rows)) <= Double(outbox.rows) * 0.1, "\(outbox)")
+        #expect(outbox.reportedOldestAge >= 150 && outbox.reportedOldestAge <= 200, "\(outbox)")
         // No worker exited (the watchdog guards our own hangs, never a provider's).
         #expect(report.workerRestarts == 0)
         #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
