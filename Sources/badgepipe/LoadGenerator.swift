@@ -10,9 +10,12 @@ struct LoadGenerator {
     private var registered = 0
     private var sequence = 0
     private let runID: UInt64
+    /// Every event after the registrations is a follow of `load-u0` by a follower of its own.
+    private let celebrity: Bool
 
-    init(users: Int, seed: UInt64) {
+    init(users: Int, seed: UInt64, celebrity: Bool = false) {
         self.users = users
+        self.celebrity = celebrity
         // Offset by one step, as this generator always was: the same seed gives the same load as before.
         self.random = SeededGenerator(seed: seed &+ 0x9E37_79B9_7F4A_7C15)
         self.runID = UInt64.random(in: 0...UInt64.max) >> 16
@@ -32,6 +35,10 @@ struct LoadGenerator {
                 event: Event(
                     id: id, type: .deviceRegistered, recipient: user, occurredAt: now,
                     device: DeviceInfo(token: token, provider: registered % 4 == 0 ? .fcm : .apns)))
+        }
+        if celebrity {
+            let fan = EventActor(id: "fan-\(sequence)", name: "Fan \(sequence)")
+            return OutgoingEvent(event: Event(id: id, type: .follow, recipient: "load-u0", occurredAt: now, actor: fan))
         }
         let user = "load-u\(pick(users))"
         var actorIndex = pick(users)

@@ -51,6 +51,12 @@ struct PublishCommand: AsyncParsableCommand {
     @Option(help: "Events per second in load mode (default: as fast as confirms allow).") var rate: Double?
     @Option(help: "Distinct recipients in load mode.") var users: Int = 100
     @Option(help: "Random seed in load mode.") var seed: UInt64 = 1
+    @Flag(
+        help: """
+            Load mode: one user receives everything. After the devices' registrations, every event is a follow of \
+            load-u0, each by a follower of its own (fan-1, fan-2, …).
+            """)
+    var celebrity = false
     @Option(help: "Unconfirmed publishes in flight.") var window: Int = 1000
     @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe), as the workers use.")
     var namespace: String?
@@ -65,7 +71,7 @@ struct PublishCommand: AsyncParsableCommand {
         let total = count ?? events.count
         let next: () -> OutgoingEvent
         if count != nil {
-            var generator = LoadGenerator(users: max(1, users), seed: seed)
+            var generator = LoadGenerator(users: max(1, users), seed: seed, celebrity: celebrity)
             next = { generator.next() }
         } else {
             var iterator = events.makeIterator()

@@ -1,0 +1,184 @@
+"""scripts/bench: whole-pipeline benchmark, release builds: RabbitMQ -> `badgepipe worker` (1..N) -> `badgepipe sink`.
+
+Figures are printed, never asserted. Every figure comes with a baseline from the same run, since machines of one
+kind differ by 2x in speed and drift by the hour:
+
+  scripts/bench --cpu [--workers 3 --database postgres]
+      The efficiency figures: a backlog drain (50,000 events over 5,000 users published while no worker runs, then
+      timed from the workers' start to the last push) with the CPU each part spent per event (workers, PostgreSQL,
+      RabbitMQ, the sink, the publisher, the whole machine, from /proc); the broker alone (amqp-bench: persistent
+      512-byte messages, confirms, a quorum queue, consumed and acked, no work) with its machine CPU per message;
+      their ratio ("broker-messages per event"); the drain's rate against the broker's consume-and-ack rate (what a
+      drain does); and a live run at half the measured capacity C for 60 s with its latency (p50, p99).
+  scripts/bench [--mode backlog]          the drain alone (with --no-broker, no baseline)
+  scripts/bench --mode live --rate R      latency at R events/s (prefer --cpu's C/2: a fixed rate means a different
+                                          load on every machine)
+  scripts/bench --mode celebrity          one user receives 1,000,000 follows, then reads them all: time per batch
+                                          over the first and the last 50,000 (flat when ingestion is O(1) in one
+                                          user's history), and the read-all's time (PostgreSQL, one worker)
+  scripts/bench --broker-only             amqp-bench alone
+  scripts/bench --mode push               the sender alone against the TLS sink: HTTP/2 (1 and 4 connections) and
+                                          HTTP/1.1
+
+Database: sqlite (one worker, a fresh file) or postgres (N workers in fleet mode, a fresh schema bench_<run> that is
+dropped at exit; BADGEPIPE_BENCH_KEEP_DB=1 keeps it). --prestore M first stores M read notifications over the load's
+users, so that tables and indexes are large while counters stay zero.
+
+Environment: BADGEPIPE_BENCH_BUILD_PATH (swift build --scratch-path, default .build), BADGEPIPE_BENCH_BUILD_FLAGS
+(more `swift build` arguments, e.g. -Xswiftc -g), BADGEPIPE_BENCH_PACKAGE_PATH
+(default this checkout), BADGEPIPE_BENCH_SINK_PORT (default 18787), BADGEPIPE_BENCH_POSTGRES_URL,
+BADGEPIPE_PARTITIONS (default 8), BADGEPIPE_BENCH_SERIES=FILE (live runs: every latency, in ms). The partition
+queues badgepipe.events.<n> (a default deployment's names) are purged before a run, which refuses to start while
+something else consumes them. Logs: .services/bench/.
+"""
+
+import argparse
+import fcntl
+import math
+import os
+import shutil
+import sys
+import time
+
+from . import runs
+from .services import ROOT, BenchError, Database, build, newest_wal, services_env, run
+
+
+def parse(arguments):
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=["backlog", "live", "celebrity", "push"], default="backlog")
+    parser.add_argument("--cpu", action="store_true",
+                        help="backlog with CPU per part, the broker baseline with its CPU, and live at C/2")
+    parser.add_argument("--rate", type=float, help="events/s (--mode live)")
+    parser.add_argument("--count", type=int, help="events (default 50,000; celebrity 1,000,000; push 20,000)")
+    parser.add_argument("--users", type=int, default=5000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--prestore", type=int, default=0)
+    parser.add_argument("--live-seconds", type=int, default=60, help="length of --cpu's live run (default 60)")
+    parser.add_argument("--window", type=int, default=50_000, help="events per window (--mode celebrity)")
+    broker = parser.add_mutually_exclusive_group()
+    broker.add_argument("--no-broker", action="store_true", help="skip the broker-only baseline")
+    broker.add_argument("--broker-only", action="store_true", help="run the broker-only baseline alone")
+    parser.add_argument("--broker-count", type=int, default=100_000)
+    options = parser.parse_args(arguments)
+    options.partitions = int(os.environ.get("BADGEPIPE_PARTITIONS", "8"))
+    if options.mode == "celebrity":
+        options.database = "postgres"
+        options.workers = 1
+    if options.count is None:
+        options.count = {"celebrity": 1_000_000, "push": 20_000}.get(options.mode, 50_000)
+    for name in ("count", "users", "workers"):
+        if getattr(options, name) <= 0:
+            parser.error(f"--{name} must be > 0")
+    if options.mode == "live" and not (options.rate and options.rate > 0):
+        parser.error("--mode live needs --rate R (events/s, > 0)")
+    if options.rate and options.mode != "live":
+        parser.error("--rate is for --mode live")
+    if options.cpu and options.mode != "backlog":
+        parser.error("--cpu runs a backlog drain: leave --mode out")
+    if options.database == "sqlite" and options.workers != 1:
+        parser.error("--database sqlite runs exactly 1 worker (use --database postgres for more)")
+    return options
+
+
+def main(arguments=None):
+    options = parse(sys.argv[1:] if arguments is None else arguments)
+    build_path = os.environ.get("BADGEPIPE_BENCH_BUILD_PATH", ".build")
+    package_path = os.environ.get("BADGEPIPE_BENCH_PACKAGE_PATH", ROOT)
+    try:
+        if options.mode == "push":
+            binaries = build(["badgepipe", "push-bench"], build_path, package_path)
+            runs.push(binaries, options.count, int(os.environ.get("BADGEPIPE_BENCH_SINK_PORT", "18787")))
+            return 0
+        run("scripts/services", "up")
+        env = services_env()
+        products = ["badgepipe"] + ([] if options.no_broker else ["amqp-bench"])
+        binaries = build(["amqp-bench"] if options.broker_only else products, build_path, package_path)
+        os.makedirs(os.path.join(ROOT, ".services"), exist_ok=True)
+        lock = open(os.path.join(ROOT, ".services", "bench.lock"), "w")
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise BenchError("another scripts/bench is running (lock .services/bench.lock)")
+        work = os.path.join(ROOT, ".services", "bench")
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        run_id = time.strftime("%Y%m%d_%H%M%S") + f"_{os.getpid()}"
+        postgres = os.environ.get("BADGEPIPE_BENCH_POSTGRES_URL",
+                                  "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe")
+        database = Database(options.database, postgres, work, run_id)
+        setup = runs.Setup(options, binaries, env, database, work, run_id)
+        if options.broker_only:
+            publish_rate, consume_rate, broker_us = runs.broker_only(setup, options.broker_count)
+            return 0
+        wal = newest_wal()
+        try:
+            return run_pipeline(options, setup)
+        finally:
+            if wal and newest_wal() != wal:
+                print("  note: RabbitMQ rolled its quorum-queue WAL over during this run (every 512 MiB written): "
+                      "every partition queue stalled for a few seconds, which shows in the figures")
+            setup.stop()
+            database.drop(keep=os.environ.get("BADGEPIPE_BENCH_KEEP_DB") == "1")
+            print(f"bench: logs in {os.path.relpath(work, ROOT)}/")
+    except BenchError as error:
+        print(f"bench: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def run_pipeline(options, setup):
+    setup.start_sink(max_deliveries=options.count + 10 if options.mode == "celebrity" else None)
+    setup.prepare_broker()
+    if options.mode == "celebrity":
+        runs.celebrity(setup, options.count, options.window)
+        return 0
+    if options.prestore:
+        setup.prestore(options.prestore, options.users)
+        setup.sink.clear()
+    describe = f"{options.count:,} events, {options.users:,} users, {options.database}, {options.workers} worker(s)"
+    if options.count <= options.users:
+        print("  note: the load's first --users events register one device per user: use --count well above --users")
+    if options.mode == "live":
+        print(f"bench: live at {options.rate:,.0f} events/s, {describe}", flush=True)
+        fleet = setup.start_fleet(options.workers)
+        fleet.await_ready()
+        runs.live(setup, options.count, options.users, options.seed, options.rate)
+        print_rss(fleet)
+        broker_baseline(options, setup, None)
+        return 0
+    print(f"bench: backlog, {describe}" + (f", {options.prestore:,} prestored" if options.prestore else ""),
+          flush=True)
+    capacity, report = runs.backlog(setup, options.count, options.users, options.seed, options.workers)
+    if options.cpu:
+        report.print(extra={"publisher": report.publisher_us * options.count / 1e6})
+        half = capacity / 2
+        live_count = max(options.users + 1, int(half * options.live_seconds))
+        print(f"bench: live at C/2 = {half:,.0f} events/s for {options.live_seconds} s ({live_count:,} events) on the "
+              f"same workers", flush=True)
+        runs.live(setup, live_count, options.users, options.seed + 1, half)
+    print_rss(setup.fleet)
+    setup.fleet.stop()
+    broker_baseline(options, setup, capacity, report if options.cpu else None)
+    return 0
+
+
+def broker_baseline(options, setup, events_per_s, report=None):
+    if options.no_broker:
+        return
+    publish_rate, consume_rate, broker_us = runs.broker_only(setup, options.broker_count)
+    if report is not None:
+        report.print(broker_us=broker_us)
+    if events_per_s and not math.isnan(consume_rate):
+        print(f"pipeline / broker consume + ack: {events_per_s:,.0f} events/s / {consume_rate:,.0f} msg/s = "
+              f"{events_per_s / consume_rate:.3f} (the drain only consumes; confirmed publishes alone: "
+              f"{publish_rate:,.0f} msg/s)")
+
+
+def print_rss(fleet):
+    line = ", ".join(f"{w.name} {runs.peak_rss_mib(w.process.pid) or 0:.0f} MiB" for w in fleet.workers)
+    print(f"  peak RSS: {line}")

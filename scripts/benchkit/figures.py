@@ -1,0 +1,93 @@
+"""Pure arithmetic of the benchmark's figures (unit-tested in tests/test_figures.py)."""
+
+import datetime
+import math
+
+
+def percentile(sorted_values, fraction):
+    """Nearest-rank percentile of values sorted ascending; NaN when there are none."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, min(len(sorted_values), math.ceil(fraction * len(sorted_values))))
+    return sorted_values[rank - 1]
+
+
+def millis(rfc3339):
+    """Milliseconds since the epoch of an RFC 3339 time (`Z` or an offset)."""
+    return datetime.datetime.fromisoformat(rfc3339.replace("Z", "+00:00")).timestamp() * 1000.0
+
+
+def alert_event_id(payload):
+    """The event id an alert push carries (APNs `event_id` beside `aps`, FCM `message.data.event_id`), or None for a
+    badge-only push or anything else."""
+    if not isinstance(payload, dict):
+        return None
+    if "aps" in payload:
+        return payload.get("event_id")
+    message = payload.get("message")
+    if isinstance(message, dict) and isinstance(message.get("data"), dict):
+        return message["data"].get("event_id")
+    return None
+
+
+def latencies(deliveries, occurred_at_micros):
+    """Latency in ms (the sink's `received_at` less the event's `occurred_at`) of every accepted alert push whose event
+    is known, sorted; and how many accepted alerts had no known event."""
+    found, unknown = [], 0
+    for delivery in deliveries:
+        if delivery.get("status") != 200:
+            continue
+        event_id = alert_event_id(delivery.get("payload"))
+        if event_id is None:
+            continue
+        if event_id not in occurred_at_micros:
+            unknown += 1
+            continue
+        found.append(millis(delivery["received_at"]) - occurred_at_micros[event_id] / 1000.0)
+    found.sort()
+    return found, unknown
+
+
+class CpuShare:
+    """CPU seconds spent by a named part (the machine, the workers, PostgreSQL, …) over a run of `events`."""
+
+    def __init__(self, name, seconds):
+        self.name = name
+        self.seconds = seconds
+
+    def per_event_us(self, events):
+        return self.seconds / events * 1e6 if events else float("nan")
+
+
+def cpu_between(first, last):
+    """CPU seconds per part between two snapshots ({part: cumulative seconds}); a part missing from either counts 0
+    there (a process that started or ended between them)."""
+    parts = set(first) | set(last)
+    return {part: max(0.0, last.get(part, 0.0) - first.get(part, 0.0)) for part in parts}
+
+
+def broker_messages_per_event(pipeline_us_per_event, broker_us_per_message):
+    """How many broker-only messages' worth of CPU one event costs (the efficiency bar's unit)."""
+    if not broker_us_per_message:
+        return float("nan")
+    return pipeline_us_per_event / broker_us_per_message
+
+
+def windows(series, size):
+    """Splits a series of cumulative samples [(t, count, …), …] into consecutive windows of at least `size` counted
+    items each (the last may be smaller); returns [(first sample, last sample), …]."""
+    result = []
+    if not series:
+        return result
+    start = series[0]
+    for current in series[1:]:
+        if current[1] - start[1] >= size:
+            result.append((start, current))
+            start = current
+    if series[-1][1] > start[1]:
+        result.append((start, series[-1]))
+    return result
+
+
+def rate(count, seconds):
+    return count / seconds if seconds > 0 else float("nan")

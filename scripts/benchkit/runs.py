@@ -1,0 +1,323 @@
+"""The benchmark's runs: a backlog drain, live publishing, the broker alone, one user's million follows, the sender."""
+
+import os
+import subprocess
+import tempfile
+import time
+
+from . import cpu, figures
+from .pipeline import Fleet, Sink, free_port, get_json, peak_rss_mib, publish, stop
+from .services import ROOT, BenchError, partition_queues, purge, queue_counts, run
+
+
+class Setup:
+    """What every run against the broker shares: binaries, environment, database, sink, logs."""
+
+    def __init__(self, options, binaries, env, database, work, run_id):
+        self.options, self.env, self.database, self.work, self.run_id = options, env, database, work, run_id
+        self.binary = os.path.join(binaries, "badgepipe")
+        self.amqp_bench = os.path.join(binaries, "amqp-bench")
+        self.sink = None
+        self.fleet = None
+
+    def prepare_broker(self):
+        run(self.binary, "setup", "--partitions", str(self.options.partitions), env=self.env)
+        queues = set(partition_queues(self.options.partitions))
+        # The broker drops a closed connection's consumers a moment after it closes.
+        for _ in range(15):
+            busy = [name for name, (_, consumers) in queue_counts().items() if name in queues and consumers > 0]
+            if not busy:
+                break
+            time.sleep(1)
+        else:
+            raise BenchError(f"other consumers are attached to {' '.join(sorted(busy))} (a running worker?)")
+        purge(sorted(queues))
+
+    def start_sink(self, max_deliveries=None):
+        port = int(os.environ.get("BADGEPIPE_BENCH_SINK_PORT", "18787"))
+        self.sink = Sink(self.binary, port, self.work, max_deliveries or 1_000_000)
+
+    def start_fleet(self, workers):
+        self.fleet = Fleet(self.binary, self.env, self.database.url, self.sink.port, self.options.partitions,
+                           self.work, self.run_id)
+        for index in range(workers):
+            self.fleet.start(f"w{index + 1}", metrics_port=free_port())
+        return self.fleet
+
+    def cpu_parts(self):
+        """The parts whose CPU a run reports, by pid or process name."""
+        fleet_pids = self.fleet.pids() if self.fleet else []
+        return [("workers", fleet_pids), ("postgres", "postgres"), ("rabbitmq", "beam.smp"),
+                ("sink", [self.sink.process.pid] if self.sink else [])]
+
+    def stop(self):
+        if self.fleet:
+            self.fleet.stop()
+        if self.sink:
+            stop(self.sink.process)
+
+    def outbox_count(self):
+        value = self.database.scalar(f"SELECT count(*) FROM {self.database.table('outbox')}")
+        return int(value) if value is not None else None
+
+    def queued(self):
+        names = set(partition_queues(self.options.partitions))
+        try:
+            return sum(messages for name, (messages, _) in queue_counts().items() if name in names)
+        except BenchError:
+            return None
+
+    def wait_drained(self):
+        """Until the sink is quiet: `received` unchanged for 3 s with the partition queues and the outbox empty; or
+        unchanged for 10 s (some pushes received); or no push at all for 120 s."""
+        last, changed, started = -1, time.monotonic(), time.monotonic()
+        while True:
+            received = self.sink.stats()["received"]
+            now = time.monotonic()
+            if received != last:
+                last, changed = received, now
+            quiet = now - changed
+            if self.fleet:
+                self.fleet.check_alive()
+            if quiet >= 3 and received > 0:
+                if self.queued() == 0 and self.outbox_count() == 0:
+                    return
+                if quiet >= 10:
+                    print(f"  note: the sink was quiet for {quiet:.0f} s with work left: stopped waiting")
+                    return
+            if received == 0 and now - started >= 120:
+                print("  note: no push at all in 120 s: stopped waiting")
+                return
+            time.sleep(0.5)
+
+    def prestore(self, count, users):
+        """`count` read and seen notifications over the load's users, so that tables and indexes are large while
+        every user's counters stay consistent (zero)."""
+        print(f"bench: migrating the schema, then storing {count:,} read notifications", flush=True)
+        fleet = Fleet(self.binary, self.env, self.database.url, self.sink.port, self.options.partitions, self.work,
+                      self.run_id)
+        fleet.start("migrate")
+        fleet.await_ready()
+        fleet.stop()
+        started = time.monotonic()
+        if self.database.kind == "postgres":
+            schema = self.database.schema
+            self.database.execute_script(f"""
+SET search_path TO {schema};
+UPDATE partition_leases SET owner = NULL, expires_at = 0;
+DELETE FROM fleet_workers;
+INSERT INTO users (user_id) SELECT 'load-u' || u FROM generate_series(0, {users} - 1) AS u
+    ON CONFLICT (user_id) DO NOTHING;
+INSERT INTO notifications (user_id, id, occurred_at, read, seen)
+    SELECT 'load-u' || (n % {users}), 'pre-' || n,
+           (extract(epoch FROM now()) * 1000000)::bigint - 86400000000 - ({count} - n) * 1000, true, true
+    FROM generate_series(1, {count}) AS n;
+INSERT INTO processed_events (event_id) SELECT 'pre-' || n FROM generate_series(1, {count}) AS n;
+VACUUM ANALYZE users, notifications, processed_events;
+""")
+        else:
+            base = int(time.time() * 1_000_000) - 86_400_000_000 - count * 1000
+            rows = "\n".join(
+                f"INSERT INTO notifications (user_id, id, occurred_at, read, seen) VALUES "
+                f"('load-u{n % users}', 'pre-{n}', {base + n * 1000}, 1, 1);"
+                f"INSERT INTO processed_events (event_id) VALUES ('pre-{n}');" for n in range(1, count + 1))
+            user_rows = "\n".join(f"INSERT OR IGNORE INTO users (user_id) VALUES ('load-u{u}');" for u in range(users))
+            self.database.execute_script("BEGIN;\n" + user_rows + "\n" + rows + "\nCOMMIT;")
+        print(f"  stored in {time.monotonic() - started:.1f} s", flush=True)
+
+
+class CpuReport:
+    """CPU seconds per part over a run of `events`, and the per-event figures against the broker's."""
+
+    def __init__(self, seconds, events, label):
+        self.seconds, self.events, self.label = seconds, events, label
+
+    def per_event(self, part):
+        return figures.CpuShare(part, self.seconds.get(part, 0.0)).per_event_us(self.events)
+
+    def print(self, broker_us=None, extra=None):
+        parts = ["workers", "postgres", "rabbitmq", "sink"] + list(extra or {})
+        seconds = dict(self.seconds, **(extra or {}))
+        line = ", ".join(f"{part} {seconds.get(part, 0.0) / self.events * 1e6:.0f}" for part in parts)
+        machine = self.per_event("machine")
+        print(f"  CPU per {self.label} (µs): machine {machine:.0f} = {line}, other "
+              f"{max(0.0, machine - sum(self.per_event(p) for p in ['workers', 'postgres', 'rabbitmq', 'sink'])):.0f}")
+        if broker_us:
+            print(f"  machine CPU per event / broker-only CPU per message: {machine:.0f} / {broker_us:.0f} µs = "
+                  f"{figures.broker_messages_per_event(machine, broker_us):.2f} broker-messages")
+
+
+def backlog(setup, count, users, seed, workers):
+    """Publishes `count` events while no worker runs, then times the workers' drain from their start to the last push
+    the sink received. Returns (events/s, CpuReport over the drain)."""
+    log = os.path.join(setup.work, "publish.log")
+    summary, publisher_cpu = publish(setup.binary, setup.env,
+                                     ["--count", str(count), "--users", str(users), "--seed", str(seed)], log)
+    print(f"  {summary} (publisher CPU {publisher_cpu / count * 1e6:.0f} µs per event)", flush=True)
+    with cpu.Sampler(setup.cpu_parts) as sampler:
+        start_wall, start = time.time(), time.monotonic()
+        setup.start_fleet(workers)
+        setup.wait_drained()
+        deliveries = setup.sink.deliveries()
+        if not deliveries:
+            raise BenchError("no push reached the sink")
+        last_ms = max(figures.millis(d["received_at"]) for d in deliveries)
+    last = start + (last_ms / 1000.0 - start_wall)
+    elapsed = last - start
+    by_status = setup.sink.stats().get("by_status", {})
+    print(f"  {count:,} events, {len(deliveries):,} pushes (by status {by_status}) in {elapsed:.2f} s from the "
+          f"workers' start to the last push: {count / elapsed:,.0f} events/s, {len(deliveries) / elapsed:,.0f} "
+          f"pushes/s", flush=True)
+    seconds = figures.cpu_between(sampler.nearest(start)[1], sampler.nearest(last)[1])
+    report = CpuReport(seconds, count, "event")
+    report.publisher_us = publisher_cpu / count * 1e6
+    report.pushes = len(deliveries)
+    return count / elapsed, report
+
+
+def live(setup, count, users, seed, rate):
+    """Publishes `count` events at `rate` events/s to running workers; prints the latency of every accepted alert
+    (the sink's received_at less the event's occurred_at) and returns its p99 in ms."""
+    setup.sink.clear()
+    log = os.path.join(setup.work, "publish-live.log")
+    started = time.monotonic()
+    summary, _ = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users), "--seed",
+                                                     str(seed), "--rate", f"{rate:.0f}"], log)
+    print(f"  {summary} ({time.monotonic() - started:.0f} s)", flush=True)
+    setup.wait_drained()
+    deliveries = setup.sink.deliveries()
+    occurred = {}
+    notifications, messages = setup.database.table("notifications"), setup.database.table("messages")
+    for key, value in setup.database.query(
+            f"SELECT id, occurred_at FROM {notifications} WHERE id LIKE 'load-%' "
+            f"UNION ALL SELECT event_id, occurred_at FROM {messages}"):
+        occurred[key] = int(value)
+    latencies, unknown = figures.latencies(deliveries, occurred)
+    if not latencies:
+        print("  latency: no accepted alert to measure")
+        return float("nan")
+    p50, p99 = figures.percentile(latencies, 0.5), figures.percentile(latencies, 0.99)
+    print(f"  latency (sink received_at - occurred_at) over {len(latencies):,} accepted alerts: p50 {p50:.0f} ms, "
+          f"p99 {p99:.0f} ms, max {latencies[-1]:.0f} ms" + (f" ({unknown} without a stored event)" if unknown else ""),
+          flush=True)
+    series = os.environ.get("BADGEPIPE_BENCH_SERIES")
+    if series:
+        with open(series, "w") as out:
+            out.writelines(f"{value:.1f}\n" for value in latencies)
+    return p99
+
+
+def broker_only(setup, count):
+    """amqp-bench: `count` persistent 512-byte messages published with confirms to a quorum queue, then consumed and
+    acked, no work. Returns (confirmed publishes/s, consumed + acked/s, machine CPU µs per message)."""
+    print(f"bench: the broker alone: amqp-bench --count {count} --body-size 512 (quorum queue, persistent, confirms)",
+          flush=True)
+    parts = [("rabbitmq", "beam.smp")]
+    first = cpu.snapshot(parts)
+    process = subprocess.run([setup.amqp_bench, "--count", str(count), "--body-size", "512"], cwd=ROOT,
+                             env=setup.env, capture_output=True, text=True)
+    last = cpu.snapshot(parts)
+    if process.returncode != 0:
+        raise BenchError("amqp-bench failed: " + process.stderr.strip()[-300:])
+    seconds = figures.cpu_between(first, last)
+    publish_rate = consume_rate = float("nan")
+    for line in process.stdout.splitlines():
+        print("  " + line)
+        if line.startswith("confirmed publishes:"):
+            publish_rate = float(line.split(":")[1].split()[0])
+        if line.startswith("consumed + acked:"):
+            consume_rate = float(line.split(":")[1].split()[0])
+    machine_us = seconds["machine"] / count * 1e6
+    print(f"  CPU per message (µs): machine {machine_us:.0f}, rabbitmq {seconds['rabbitmq'] / count * 1e6:.0f}")
+    return publish_rate, consume_rate, machine_us
+
+
+def celebrity(setup, count, window):
+    """One user receives `count` follows (backlog style, one worker), then reads them all: the time per batch over
+    the first and the last windows of `window` events, and the read-all's time and transactions."""
+    log = os.path.join(setup.work, "publish.log")
+    print(f"bench: publishing {count:,} follows of load-u0 (after its device's registration)", flush=True)
+    summary, _ = publish(setup.binary, setup.env, ["--count", str(count + 1), "--users", "1", "--celebrity"], log)
+    print(f"  {summary}", flush=True)
+    fleet = setup.start_fleet(1)
+    worker = fleet.workers[0]
+
+    def sample():
+        while True:
+            fleet.check_alive()
+            try:
+                metrics = worker.metrics()
+            except OSError:
+                time.sleep(0.2)
+                continue
+            parts = cpu.snapshot([("worker", [worker.process.pid]), ("postgres", "postgres")])
+            return (time.monotonic(), metrics.get("badgepipe_events_applied_total", 0.0),
+                    metrics.get("badgepipe_batch_transaction_seconds_count", 0.0),
+                    metrics.get("badgepipe_batch_transaction_seconds_sum", 0.0), parts)
+
+    series = [sample()]
+    while series[-1][1] < count + 1:
+        time.sleep(1)
+        series.append(sample())
+    applying = [entry for entry in series if entry[1] > 0] or series
+    first, last = applying[0], series[-1]
+    print(f"  {count + 1:,} events applied in {last[0] - first[0]:.1f} s "
+          f"({figures.rate(last[1] - first[1], last[0] - first[0]):,.0f} events/s)")
+    described = []
+    for a, b in figures.windows(applying, window):
+        events, batches = b[1] - a[1], max(1.0, b[2] - a[2])
+        cpu_seconds = figures.cpu_between(a[4], b[4])
+        entry = {"events": events, "per_batch_ms": (b[3] - a[3]) / batches * 1000, "per_batch": events / batches,
+                 "rate": figures.rate(events, b[0] - a[0])}
+        described.append(entry)
+        print(f"  events {a[1]:>9,.0f} to {b[1]:>9,.0f}: {entry['rate']:>7,.0f} events/s, {batches:>5,.0f} batches "
+              f"of {entry['per_batch']:>4.0f}, {entry['per_batch_ms']:>6.1f} ms a batch; CPU per event: worker "
+              f"{cpu_seconds['worker'] / events * 1e6:.0f} µs, PostgreSQL {cpu_seconds['postgres'] / events * 1e6:.0f} "
+              f"µs")
+    if len(described) >= 2:
+        head, tail = described[0], described[-1]
+        print(f"  time per batch, last window / first: {tail['per_batch_ms'] / head['per_batch_ms']:.2f} "
+              f"({head['per_batch_ms']:.1f} -> {tail['per_batch_ms']:.1f} ms; events per batch "
+              f"{head['per_batch']:.0f} -> {tail['per_batch']:.0f})")
+    users = setup.database.table("users")
+    unread = setup.database.scalar(f"SELECT unread_notifications FROM {users} WHERE user_id = 'load-u0'")
+    print(f"  load-u0: {unread} unread; {setup.outbox_count()} pushes waiting in the outbox", flush=True)
+    before = sample()
+    started = time.monotonic()
+    publish(setup.binary, setup.env, ["--type", "notifications_read_all", "--recipient", "load-u0"], log)
+    while setup.database.scalar(f"SELECT unread_notifications FROM {users} WHERE user_id = 'load-u0'") != "0":
+        fleet.check_alive()
+        time.sleep(0.2)
+    after = sample()
+    transactions = after[2] - before[2]
+    print(f"  read-all: unread 0 after {time.monotonic() - started:.1f} s, {transactions:.0f} transactions "
+          f"({(after[3] - before[3]) / max(1.0, transactions) * 1000:.0f} ms each on average); worker peak RSS "
+          f"{peak_rss_mib(worker.process.pid) or 0:.0f} MiB", flush=True)
+
+
+def push(binaries, count, port):
+    """The worker's sender alone (push-bench) against the TLS sink: HTTP/2 over one and four connections, HTTP/1.1."""
+    binary = os.path.join(binaries, "badgepipe")
+    with tempfile.TemporaryDirectory() as tls:
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days",
+             "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
+             f"{tls}/sink.key", "-out", f"{tls}/sink.crt"], check=True, capture_output=True)
+        sink = subprocess.Popen([binary, "sink", "--port", str(port), "--tls-cert", f"{tls}/sink.crt", "--tls-key",
+                                 f"{tls}/sink.key", "--max-deliveries", "100000", "--log-level", "warning"])
+        try:
+            for _ in range(50):
+                if subprocess.run(["curl", "-skf", f"https://127.0.0.1:{port}/stats"], capture_output=True).returncode == 0:
+                    break
+                time.sleep(0.1)
+            for variant in (["--connections", "1"], ["--connections", "4"], ["--http1"]):
+                subprocess.run(["curl", "-skf", "-X", "DELETE", f"https://127.0.0.1:{port}/deliveries"],
+                               capture_output=True)
+                subprocess.run([os.path.join(binaries, "push-bench"), "--url", f"https://127.0.0.1:{port}",
+                                "--ca-file", f"{tls}/sink.crt", "--count", str(count), "--concurrency", "100",
+                                *variant], check=True)
+        finally:
+            stop(sink)
+
+
+__all__ = ["Setup", "CpuReport", "backlog", "live", "broker_only", "celebrity", "push", "get_json"]

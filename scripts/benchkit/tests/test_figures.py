@@ -1,0 +1,60 @@
+import unittest
+
+from benchkit import cpu, figures
+
+
+class Percentiles(unittest.TestCase):
+    def test_nearest_rank(self):
+        values = list(range(1, 101))
+        self.assertEqual(figures.percentile(values, 0.5), 50)
+        self.assertEqual(figures.percentile(values, 0.99), 99)
+        self.assertEqual(figures.percentile(values, 1.0), 100)
+        self.assertEqual(figures.percentile([7], 0.99), 7)
+        self.assertTrue(figures.percentile([], 0.5) != figures.percentile([], 0.5))  # NaN
+
+
+class Latencies(unittest.TestCase):
+    def test_only_accepted_alerts_with_a_known_event(self):
+        deliveries = [
+            {"status": 200, "received_at": "2026-01-01T00:00:01.250Z", "payload": {"aps": {}, "event_id": "a"}},
+            {"status": 200, "received_at": "2026-01-01T00:00:01.100Z",
+             "payload": {"message": {"data": {"event_id": "b"}}}},
+            {"status": 503, "received_at": "2026-01-01T00:00:01.000Z", "payload": {"aps": {}, "event_id": "a"}},
+            {"status": 200, "received_at": "2026-01-01T00:00:01.000Z", "payload": {"aps": {"badge": 3}}},
+            {"status": 200, "received_at": "2026-01-01T00:00:01.000Z", "payload": {"aps": {}, "event_id": "zz"}},
+        ]
+        second = 1_767_225_600_000_000 + 1_000_000  # 2026-01-01T00:00:01Z in µs
+        found, unknown = figures.latencies(deliveries, {"a": second, "b": second})
+        self.assertEqual(unknown, 1)
+        self.assertEqual([round(value) for value in found], [100, 250])
+
+
+class Cpu(unittest.TestCase):
+    def test_machine_busy_leaves_out_idle_and_iowait(self):
+        text = "cpu  100 5 50 1000 20 3 2 0 0 0\ncpu0 50 2 25 500 10 1 1 0 0 0\n"
+        busy = cpu.machine_busy_seconds(text)
+        self.assertAlmostEqual(busy, (100 + 5 + 50 + 3 + 2) / cpu.CLOCK_TICKS)
+
+    def test_process_seconds_reads_past_a_name_with_spaces_and_parentheses(self):
+        # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime cutime cstime
+        text = "42 (a (b) c) S 1 42 42 0 -1 4194304 10 0 0 0 700 300 20 10 20 0 4 0 100"
+        self.assertAlmostEqual(cpu.process_seconds(text), 1030 / cpu.CLOCK_TICKS)
+
+    def test_between_snapshots_a_part_that_appeared_counts_from_zero(self):
+        seconds = figures.cpu_between({"machine": 10.0, "workers": 1.0}, {"machine": 12.5, "workers": 2.0, "sink": 0.5})
+        self.assertEqual(seconds, {"machine": 2.5, "workers": 1.0, "sink": 0.5})
+
+    def test_broker_messages_per_event(self):
+        self.assertAlmostEqual(figures.broker_messages_per_event(328, 82), 4.0)
+
+
+class Windows(unittest.TestCase):
+    def test_windows_cover_the_series_in_order(self):
+        series = [(t, t * 10) for t in range(0, 11)]  # 0..100 counted
+        found = figures.windows(series, 30)
+        self.assertEqual([(a[1], b[1]) for a, b in found], [(0, 30), (30, 60), (60, 90), (90, 100)])
+        self.assertEqual(figures.windows([], 5), [])
+
+
+if __name__ == "__main__":
+    unittest.main()
