@@ -98,10 +98,16 @@ enum DeliveryQueries {
         // not excluded.
         var filters: [(String) -> String] = []
         if let excluding { filters.append { "\($0).id NOT IN (SELECT id FROM \(excluding))" } }
+        // The claim reads no further than the partition's oldest `claimHorizon` rows, so that its cost is bounded
+        // whatever one device holds (see ``claimHorizon``).
+        var horizon = ""
         if let partition {
             binds.append(.int(Int64(partition)))
             let placeholder = "$\(binds.count)"
             filters.append { "\($0).partition_id = \(placeholder)" }
+            horizon =
+                " AND o.id <= (SELECT coalesce(max(h.id), 0) FROM (SELECT id FROM outbox WHERE partition_id = "
+                + "\(placeholder) ORDER BY id LIMIT \(claimHorizon)) h)"
         }
         if let skipClaimedBefore {
             binds.append(.int(skipClaimedBefore))
@@ -154,7 +160,8 @@ enum DeliveryQueries {
             + "AND v.badge_version <= o.badge_version - \(versionWindow)\(dialect.perRowSubquery))"
         let boundReached =
             "EXISTS (SELECT 1 FROM outbox f WHERE \(earlier("f")) AND \(candidate("f")) LIMIT 1 OFFSET \(bound - 1))"
-        return "FROM outbox o WHERE \(candidate("o")) AND CASE WHEN \(farBehind) THEN FALSE WHEN \(boundReached) "
+        return "FROM outbox o WHERE \(candidate("o"))\(horizon) AND CASE WHEN \(farBehind) THEN FALSE "
+            + "WHEN \(boundReached) "
             + "THEN FALSE ELSE \(inOrder) END ORDER BY o.id LIMIT $1" + dialect.forUpdate
     }
 
@@ -163,6 +170,14 @@ enum DeliveryQueries {
     /// ``ClaimedPushes/perDeviceLimit``, so that the count decides, and small, since a row in the window reads its
     /// token's earlier rows.
     static let versionWindow = 4 * ClaimedPushes.perDeviceLimit
+
+    /// How many of a partition's oldest outbox rows a claim reads at most (see
+    /// ``dueRows(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a claim passes over a device's
+    /// backlog one index entry a row, so without a bound one device with a million queued pushes made every claim of
+    /// its partition outlast the statement timeout, and nothing of the partition was sent. Within the horizon a
+    /// backlog delays the others by one round at most (fair delivery); a device whose pushes are queued behind more
+    /// than this many rows of the partition waits until the rows ahead drain below it.
+    static let claimHorizon = 20_000
 
     /// Whether a claim's rows (with a `token` column; rows without an id, as a fenced claim returns when nothing
     /// was due, are not counted) hold ``ClaimedPushes/perDeviceLimit`` rows of one token: more of it may be due.
