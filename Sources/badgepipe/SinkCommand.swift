@@ -5,10 +5,19 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 
-/// `badgepipe sink`.
+/// `badgepipe sink`: runs the sink (`serve`, the default), or asks a running one (`wait`, `devices`).
 struct SinkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sink", abstract: "Run the mock APNs / FCM sink that records every push.")
+        commandName: "sink",
+        abstract: "Run the mock APNs / FCM sink that records every push, or ask a running one.",
+        subcommands: [SinkServeCommand.self, SinkWaitCommand.self, SinkDevicesCommand.self],
+        defaultSubcommand: SinkServeCommand.self)
+}
+
+/// `badgepipe sink [serve]`.
+struct SinkServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the mock APNs / FCM sink that records every push (the default).")
 
     @Option(help: "Address to bind (BADGEPIPE_SINK_HOST, default 127.0.0.1).") var host: String?
     @Option(help: "Port (BADGEPIPE_SINK_PORT, default 8787).") var port: Int?
@@ -36,6 +45,13 @@ struct SinkCommand: AsyncParsableCommand {
     var fcmTokenLifetime: Int?
     @Option(help: "Deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERIES, default 1000000).")
     var maxDeliveries: Int?
+    @Option(
+        help: "Bytes of deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERY_BYTES, default 1 GiB).")
+    var maxDeliveryBytes: Int?
+    @Option(help: "Largest request body read (BADGEPIPE_SINK_MAX_REQUEST_BYTES, default 65536).")
+    var maxRequestBytes: Int?
+    @Option(help: "Requests waiting at once with ?wait= (BADGEPIPE_SINK_MAX_WAITERS, default 1024).")
+    var maxWaiters: Int?
 
     func run() async throws {
         let logger = try Settings.logger("badgepipe.sink", level: logLevel)
@@ -67,7 +83,16 @@ struct SinkCommand: AsyncParsableCommand {
                 range: 1...86_400),
             maxDeliveries: try Settings.integer(
                 maxDeliveries, "BADGEPIPE_SINK_MAX_DELIVERIES", name: "--max-deliveries", default: 1_000_000,
-                range: 1...100_000_000))
+                range: 1...100_000_000),
+            maxDeliveryBytes: try Settings.integer(
+                maxDeliveryBytes, "BADGEPIPE_SINK_MAX_DELIVERY_BYTES", name: "--max-delivery-bytes",
+                default: SinkConfiguration.defaultMaxDeliveryBytes, range: 4096...(1 << 40)),
+            maxRequestBytes: try Settings.integer(
+                maxRequestBytes, "BADGEPIPE_SINK_MAX_REQUEST_BYTES", name: "--max-request-bytes",
+                default: SinkConfiguration.defaultMaxRequestBytes, range: 4096...(64 << 20)),
+            maxWaiters: try Settings.integer(
+                maxWaiters, "BADGEPIPE_SINK_MAX_WAITERS", name: "--max-waiters",
+                default: SinkConfiguration.defaultMaxWaiters, range: 1...100_000))
         // Metrics on the sink's own port (`GET /metrics`).
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
