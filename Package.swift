@@ -104,7 +104,9 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The OpenAPI document and the web view, embedded in Swift by scripts/sink-assets.
+            exclude: ["Assets"]
         ),
         // Operations: the Prometheus /metrics, /healthz and /readyz listener.
         .target(
@@ -238,6 +240,7 @@ let package = Package(
                 "BadgeSink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 "ProviderAuth",
                 "TestCredentials",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -52,6 +52,8 @@ struct SinkServeCommand: AsyncParsableCommand {
     var maxRequestBytes: Int?
     @Option(help: "Requests waiting at once with ?wait= (BADGEPIPE_SINK_MAX_WAITERS, default 1024).")
     var maxWaiters: Int?
+    @Option(help: "Longest ?wait= in seconds; longer ones are cut (BADGEPIPE_SINK_MAX_WAIT, default 300).")
+    var maxWait: Double?
 
     func run() async throws {
         let logger = try Settings.logger("badgepipe.sink", level: logLevel)
@@ -92,7 +94,8 @@ struct SinkServeCommand: AsyncParsableCommand {
                 default: SinkConfiguration.defaultMaxRequestBytes, range: 4096...(64 << 20)),
             maxWaiters: try Settings.integer(
                 maxWaiters, "BADGEPIPE_SINK_MAX_WAITERS", name: "--max-waiters",
-                default: SinkConfiguration.defaultMaxWaiters, range: 1...100_000))
+                default: SinkConfiguration.defaultMaxWaiters, range: 1...100_000),
+            maxWaitSeconds: try Self.maxWaitSeconds(maxWait))
         // Metrics on the sink's own port (`GET /metrics`).
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -105,5 +108,17 @@ struct SinkServeCommand: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
+    }
+
+    /// `--max-wait` / `BADGEPIPE_SINK_MAX_WAIT`: 0 to 300 seconds, 300 by default.
+    private static func maxWaitSeconds(_ flag: Double?) throws -> Double {
+        let text = flag.map { String($0) } ?? Settings.optional(nil, "BADGEPIPE_SINK_MAX_WAIT")
+        guard let text else { return 300 }
+        guard let seconds = Double(text), seconds >= 0, seconds <= 300 else {
+            throw CommandError(
+                code: "invalid_setting", message: "--max-wait (BADGEPIPE_SINK_MAX_WAIT) must be 0 to 300 s, not \(text)"
+            )
+        }
+        return seconds
     }
 }

@@ -37,6 +37,9 @@ public struct SinkConfiguration: Sendable, Equatable {
     /// The most requests waiting at once (`?wait=`); more are answered 503 `too_many_waiters`.
     /// ``defaultMaxWaiters`` by default.
     public var maxWaiters: Int
+    /// The longest a request waits, in seconds: a longer `?wait=` (up to 300) is cut to it. 300 by default; a
+    /// fuzzer's sink sets less, so that no request hangs.
+    public var maxWaitSeconds: Double
 
     /// 1 GiB: a million deliveries of a typical 600-byte push and its headers fit.
     public static let defaultMaxDeliveryBytes = 1 << 30
@@ -58,7 +61,8 @@ public struct SinkConfiguration: Sendable, Equatable {
         fcmPublicKeyFile: String? = nil, fcmTokenLifetime: Int = 3600, maxDeliveries: Int = 1_000_000,
         maxDeliveryBytes: Int = SinkConfiguration.defaultMaxDeliveryBytes,
         maxRequestBytes: Int = SinkConfiguration.defaultMaxRequestBytes,
-        maxWaiters: Int = SinkConfiguration.defaultMaxWaiters
+        maxWaiters: Int = SinkConfiguration.defaultMaxWaiters,
+        maxWaitSeconds: Double = 300
     ) {
         self.host = host
         self.port = port
@@ -74,5 +78,6 @@ public struct SinkConfiguration: Sendable, Equatable {
         self.maxDeliveryBytes = maxDeliveryBytes
         self.maxRequestBytes = maxRequestBytes
         self.maxWaiters = maxWaiters
+        self.maxWaitSeconds = maxWaitSeconds
     }
 }

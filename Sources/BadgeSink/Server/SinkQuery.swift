@@ -46,14 +46,15 @@ struct SinkQuery {
         return value
     }
 
-    /// `wait=SECONDS` (0 to ``maximumWaitSeconds``, fractions allowed) as a deadline from now; nil when absent.
-    func wait() throws(SinkError) -> ContinuousClock.Instant? {
+    /// `wait=SECONDS` (0 to ``maximumWaitSeconds``, fractions allowed) as a deadline from now, at most `limit`
+    /// seconds away; nil when absent.
+    func wait(limit: Double = SinkQuery.maximumWaitSeconds) throws(SinkError) -> ContinuousClock.Instant? {
         guard let value = self.parameters.get("wait") else { return nil }
         guard let seconds = Double(value), seconds >= 0, seconds <= Self.maximumWaitSeconds else {
             throw .invalidQuery(
                 "`wait` must be a number of seconds from 0 to \(Int(Self.maximumWaitSeconds)), got \"\(value)\"")
         }
-        return .now + .milliseconds(Int64(seconds * 1000))
+        return .now + .milliseconds(Int64(min(seconds, limit) * 1000))
     }
 
     /// The filters of `GET /deliveries`: `token`, `after`, `limit`, `provider`, `status`, `type`, `kind`, `text`.

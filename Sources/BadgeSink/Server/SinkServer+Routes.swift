@@ -10,6 +10,7 @@ extension SinkServer {
         let credentials = self.credentials
         let logDeliveries = self.configuration.logDeliveries
         let maxBody = self.configuration.maxRequestBytes
+        let maxWait = self.configuration.maxWaitSeconds
 
         for (path, sandbox) in [("/3/device/{token}", false), ("/sandbox/3/device/{token}", true)] {
             router.post(RouterPath(path)) { request, context -> Response in
@@ -54,7 +55,7 @@ extension SinkServer {
             let query = try SinkQuery(request.uri.queryParameters)
             let filter = try query.deliveryFilter()
             let minimum = try query.integer("min", range: 0...Int.max) ?? 1
-            guard let wait = try query.wait() else {
+            guard let wait = try query.wait(limit: maxWait) else {
                 return Self.json(state.receivedPushesJSON(filter))
             }
             let (snapshot, held) = try await state.wait(tokens: filter.tokens.map(Set.init), until: wait) {
@@ -88,7 +89,7 @@ extension SinkServer {
             var device = state.device(token)
             var held = holds(device)
             var headers = HTTPFields()
-            let wait = try query.wait()
+            let wait = try query.wait(limit: maxWait)
             if let wait {
                 (device, held) = try await state.wait(tokens: [token], until: wait) {
                     let device = state.device(token)

@@ -69,6 +69,7 @@ public struct SinkServer: Service {
             }
         }
         self.addRoutes(to: router)
+        SinkAssets.addRoutes(to: router)
         return router
     }
 
