@@ -41,7 +41,7 @@ struct OpenAPITests {
             })
         #expect(routes.subtracting(document.operations).isEmpty, "not in the document")
         #expect(document.operations.subtracting(routes).isEmpty, "in the document, not served")
-        #expect(routes.count >= 14)
+        #expect(routes.count >= 18)
     }
 
     @Test("the schema checker finds what does not conform")

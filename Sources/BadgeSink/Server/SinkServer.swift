@@ -69,6 +69,7 @@ public struct SinkServer: Service {
             }
         }
         self.addRoutes(to: router)
+        self.addEventRoutes(to: router)
         SinkAssets.addRoutes(to: router)
         return router
     }

@@ -20,7 +20,10 @@ enum SinkAssets {
     static let all: [Asset] = [
         Asset(
             path: "/openapi.json", file: "openapi.json", contentType: "application/json; charset=UTF-8",
-            text: Self.openapiJson)
+            text: Self.openapiJson),
+        Asset(path: "/", file: "index.html", contentType: "text/html; charset=UTF-8", text: Self.indexHtml),
+        Asset(path: "/app.js", file: "app.js", contentType: "text/javascript; charset=UTF-8", text: Self.appJs),
+        Asset(path: "/style.css", file: "style.css", contentType: "text/css; charset=UTF-8", text: Self.styleCss),
     ]
 
     /// Adds a `GET` route for each file to `router`.
