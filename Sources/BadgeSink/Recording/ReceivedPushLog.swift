@@ -192,14 +192,31 @@ struct ReceivedPushLog {
         return self.snapshot(of: first == 0 ? self.records : Array(self.records[first...]))
     }
 
+    /// The most records a snapshot copies the bytes of, rather than sharing the arena's chunks.
+    static let copiedSnapshotLimit = 1024
+
+    /// A snapshot of `records`. A small one (the event stream's batches, a wait's checks) copies their bytes
+    /// into a chunk of its own: sharing the arena's last chunk would make the next push copy that whole chunk
+    /// (copy on write) while the snapshot lives.
     private func snapshot(of records: [ReceivedPushRecord]) -> ReceivedPushSnapshot {
-        ReceivedPushSnapshot(
-            records: records,
-            chunks: self.arena.chunks,
-            tokens: self.tokens,
-            reasons: self.reasons,
-            authorizations: self.authorizations
-        )
+        guard records.count <= Self.copiedSnapshotLimit else {
+            return ReceivedPushSnapshot(
+                records: records, chunks: self.arena.chunks, tokens: self.tokens, reasons: self.reasons,
+                authorizations: self.authorizations)
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(records.reduce(0) { $0 + Int($1.headersLength) + Int($1.bodyLength) })
+        var moved = records
+        for index in moved.indices {
+            let record = moved[index]
+            let chunk = self.arena.chunks[Int(record.location.chunk)]
+            let start = Int(record.location.offset)
+            moved[index].location = ByteArena.Location(chunk: 0, offset: UInt32(bytes.count))
+            bytes.append(contentsOf: chunk[start..<start + Int(record.headersLength) + Int(record.bodyLength)])
+        }
+        return ReceivedPushSnapshot(
+            records: moved, chunks: [bytes], tokens: self.tokens, reasons: self.reasons,
+            authorizations: self.authorizations)
     }
 
     /// The first index in `0..<count` for which `isAfter` holds, given that it holds for a suffix.
