@@ -84,7 +84,7 @@ extension SinkServer {
             let after = try query.integer("after", range: 0...Int.max)
             func holds(_ device: DeviceSummary?) -> Bool {
                 guard let device else { return false }
-                return (badge == nil || device.badge == badge) && (after == nil || device.lastSeq > after!)
+                return (badge == nil || device.badge == badge) && after.map { device.lastSeq > $0 } ?? true
             }
             var device = state.device(token)
             var held = holds(device)
