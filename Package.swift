@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.0.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.45.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
     ],
     targets: [
@@ -98,11 +99,14 @@ let package = Package(
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // The OpenAPI document and the web view, embedded in Swift by scripts/sink-assets.
+            exclude: ["Assets"]
         ),
         // Operations: the Prometheus /metrics, /healthz and /readyz listener.
         .target(
@@ -236,6 +240,7 @@ let package = Package(
                 "BadgeSink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 "ProviderAuth",
                 "TestCredentials",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

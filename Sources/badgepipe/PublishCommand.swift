@@ -14,13 +14,15 @@ struct PublishCommand: AsyncParsableCommand {
         discussion: """
             Examples:
               badgepipe publish --type follow --recipient u-alice --actor-id u-bob --actor-name Bob
-              badgepipe publish --file event.json          (one event object, or an array of them)
+              badgepipe publish --file event.json          (one event object, an array of them, or one a line)
+              jq -c '.[]' events.json | badgepipe publish --file -   (standard input)
               badgepipe publish --scenario scenario.json   (the contract's scenario format; publish steps in order)
               badgepipe publish --count 20000 --rate 5000 --users 500
             """)
 
     @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
-    @Option(help: "A JSON file with one event or an array of events.") var file: String?
+    @Option(help: "A JSON file with one event, an array of events, or one event a line (NDJSON); - for stdin.")
+    var file: String?
     @Option(help: "A scenario file (contract format).") var scenario: String?
 
     @Option(help: "Event type, for one event from flags.") var type: String?
@@ -106,15 +108,14 @@ struct PublishCommand: AsyncParsableCommand {
     private func collectEvents() throws -> [OutgoingEvent] {
         if count != nil { return [] }
         if let scenario {
-            let json = try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: scenario))))
+            let json = try Self.parseJSON(try Self.readInput(scenario), name: scenario)
             guard let steps = json["steps"]?.arrayValue else {
                 throw CommandError(code: "bad_scenario", message: "\(scenario): no \"steps\" array")
             }
             return warningAboutInvalid(steps.compactMap { $0["publish"] }.map(OutgoingEvent.init(json:)))
         }
         if let file {
-            let json = try JSONValue.parse(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
-            return warningAboutInvalid((json.arrayValue ?? [json]).map(OutgoingEvent.init(json:)))
+            return warningAboutInvalid(try Self.events(in: try Self.readInput(file), name: file))
         }
         return [OutgoingEvent(event: try eventFromFlags())]
     }
@@ -193,5 +194,73 @@ struct PublishCommand: AsyncParsableCommand {
             throw CommandError(code: invalid.code, message: "the event would be invalid: \(invalid.message)")
         }
         return event
+    }
+}
+
+extension PublishCommand {
+    /// The largest input read: 1 GiB.
+    static let maximumInputBytes = 1 << 30
+
+    /// The bytes of `path`, or of standard input for `-`, read from the file descriptor so that pipes
+    /// (`--file -`, `--file <(…)`) work as well as files.
+    /// - Throws: a one-line ``CommandError`` when it cannot be opened or read.
+    static func readInput(_ path: String) throws -> [UInt8] {
+        let descriptor = path == "-" ? 0 : open(path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw CommandError(code: "unreadable_file", message: "cannot open \(path): \(Self.errorText(errno))")
+        }
+        defer { if descriptor != 0 { close(descriptor) } }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { break }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw CommandError(code: "unreadable_file", message: "cannot read \(path): \(Self.errorText(errno))")
+            }
+            bytes.append(contentsOf: chunk[0..<count])
+            guard bytes.count <= Self.maximumInputBytes else {
+                throw CommandError(code: "unreadable_file", message: "\(path) is over 1 GiB")
+            }
+        }
+        return bytes
+    }
+
+    /// The events of an input: one JSON object, a JSON array of them, or one object a line (NDJSON).
+    /// - Throws: a one-line ``CommandError`` naming the input (and the line, for NDJSON) when it is neither.
+    static func events(in bytes: [UInt8], name: String) throws -> [OutgoingEvent] {
+        if let json = try? JSONValue.parse(bytes) {
+            return (json.arrayValue ?? [json]).map(OutgoingEvent.init(json:))
+        }
+        var events: [OutgoingEvent] = []
+        for (index, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
+            guard trimmed.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) else { continue }
+            do {
+                events.append(OutgoingEvent(json: try JSONValue.parse(Array(trimmed))))
+            } catch {
+                throw CommandError(
+                    code: "bad_file",
+                    message: "\(name) is neither JSON nor one JSON event a line: line \(index + 1): \(error)")
+            }
+        }
+        guard !events.isEmpty else {
+            throw CommandError(code: "bad_file", message: "\(name) holds no event")
+        }
+        return events
+    }
+
+    /// A whole input parsed as one JSON text.
+    static func parseJSON(_ bytes: [UInt8], name: String) throws -> JSONValue {
+        do {
+            return try JSONValue.parse(bytes)
+        } catch {
+            throw CommandError(code: "bad_file", message: "\(name) is not JSON: \(error)")
+        }
+    }
+
+    private static func errorText(_ code: Int32) -> String {
+        String(cString: strerror(code))
     }
 }

@@ -5,10 +5,19 @@ import Metrics
 import Prometheus
 import ServiceLifecycle
 
-/// `badgepipe sink`.
+/// `badgepipe sink`: runs the sink (`serve`, the default), or asks a running one (`wait`, `devices`).
 struct SinkCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "sink", abstract: "Run the mock APNs / FCM sink that records every push.")
+        commandName: "sink",
+        abstract: "Run the mock APNs / FCM sink that records every push, or ask a running one.",
+        subcommands: [SinkServeCommand.self, SinkWaitCommand.self, SinkDevicesCommand.self],
+        defaultSubcommand: SinkServeCommand.self)
+}
+
+/// `badgepipe sink [serve]`.
+struct SinkServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the mock APNs / FCM sink that records every push (the default).")
 
     @Option(help: "Address to bind (BADGEPIPE_SINK_HOST, default 127.0.0.1).") var host: String?
     @Option(help: "Port (BADGEPIPE_SINK_PORT, default 8787).") var port: Int?
@@ -36,6 +45,15 @@ struct SinkCommand: AsyncParsableCommand {
     var fcmTokenLifetime: Int?
     @Option(help: "Deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERIES, default 1000000).")
     var maxDeliveries: Int?
+    @Option(
+        help: "Bytes of deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERY_BYTES, default 1 GiB).")
+    var maxDeliveryBytes: Int?
+    @Option(help: "Largest request body read (BADGEPIPE_SINK_MAX_REQUEST_BYTES, default 65536).")
+    var maxRequestBytes: Int?
+    @Option(help: "Requests waiting at once with ?wait= (BADGEPIPE_SINK_MAX_WAITERS, default 1024).")
+    var maxWaiters: Int?
+    @Option(help: "Longest ?wait= in seconds; longer ones are cut (BADGEPIPE_SINK_MAX_WAIT, default 300).")
+    var maxWait: Double?
 
     func run() async throws {
         let logger = try Settings.logger("badgepipe.sink", level: logLevel)
@@ -67,7 +85,17 @@ struct SinkCommand: AsyncParsableCommand {
                 range: 1...86_400),
             maxDeliveries: try Settings.integer(
                 maxDeliveries, "BADGEPIPE_SINK_MAX_DELIVERIES", name: "--max-deliveries", default: 1_000_000,
-                range: 1...100_000_000))
+                range: 1...100_000_000),
+            maxDeliveryBytes: try Settings.integer(
+                maxDeliveryBytes, "BADGEPIPE_SINK_MAX_DELIVERY_BYTES", name: "--max-delivery-bytes",
+                default: SinkConfiguration.defaultMaxDeliveryBytes, range: 4096...(1 << 40)),
+            maxRequestBytes: try Settings.integer(
+                maxRequestBytes, "BADGEPIPE_SINK_MAX_REQUEST_BYTES", name: "--max-request-bytes",
+                default: SinkConfiguration.defaultMaxRequestBytes, range: 4096...(64 << 20)),
+            maxWaiters: try Settings.integer(
+                maxWaiters, "BADGEPIPE_SINK_MAX_WAITERS", name: "--max-waiters",
+                default: SinkConfiguration.defaultMaxWaiters, range: 1...100_000),
+            maxWaitSeconds: try Self.maxWaitSeconds(maxWait))
         // Metrics on the sink's own port (`GET /metrics`).
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -80,5 +108,17 @@ struct SinkCommand: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
+    }
+
+    /// `--max-wait` / `BADGEPIPE_SINK_MAX_WAIT`: 0 to 300 seconds, 300 by default.
+    private static func maxWaitSeconds(_ flag: Double?) throws -> Double {
+        let text = flag.map { String($0) } ?? Settings.optional(nil, "BADGEPIPE_SINK_MAX_WAIT")
+        guard let text else { return 300 }
+        guard let seconds = Double(text), seconds >= 0, seconds <= 300 else {
+            throw CommandError(
+                code: "invalid_setting", message: "--max-wait (BADGEPIPE_SINK_MAX_WAIT) must be 0 to 300 s, not \(text)"
+            )
+        }
+        return seconds
     }
 }

@@ -18,7 +18,7 @@ struct SinkHarness: SinkClient {
     ) async throws -> Result {
         var logger = Logger(label: "badgesink-tests")
         logger.logLevel = .warning
-        let state = SinkState(randomSeed: seed, maxDeliveries: configuration.maxDeliveries)
+        let state = SinkState(configuration: configuration, randomSeed: seed)
         let server = try SinkServer(configuration: configuration, state: state, logger: logger)
         let application = Application(router: server.makeRouter(), logger: logger)
         return try await application.test(.router) { client in

@@ -79,7 +79,8 @@ struct SinkStateTests {
         for _ in 0..<3 {
             _ = state.record(provider: .apns, token: "t", headers: [], body: Self.payload)
         }
-        #expect(state.stats() == SinkStats(received: 3, byStatus: [200: 3]))
+        let perPush = Self.payload.count + 2 + ReceivedPushLog.recordOverhead
+        #expect(state.stats() == SinkStats(received: 3, byStatus: [200: 3], keptBytes: 3 * perPush))
         #expect(state.clear() == 3)
         #expect(state.stats() == SinkStats(received: 0, byStatus: [:]))
         #expect(state.receivedPushes(token: "t").isEmpty)

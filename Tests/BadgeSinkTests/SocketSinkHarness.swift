@@ -17,9 +17,9 @@ struct SocketSinkHarness: SinkClient {
     let client: HTTPClient
 
     /// Runs `body` against a sink that is shut down gracefully afterwards.
-    /// With `configuration`, which must have a TLS certificate and key (its host and port are replaced by
-    /// 127.0.0.1 and an ephemeral port). The client trusts the sink's certificate and speaks HTTP/2, or HTTP/1.1
-    /// when `http1Only`.
+    /// With `configuration` (its host and port are replaced by 127.0.0.1 and an ephemeral port). With a TLS
+    /// certificate and key, the client trusts the sink's certificate and speaks HTTP/2, or HTTP/1.1 when
+    /// `http1Only`; without, plain HTTP/1.1.
     static func withSink<Result>(
         seed: UInt64 = 20_240_601,
         configuration: SinkConfiguration = SinkConfiguration(),
@@ -31,7 +31,7 @@ struct SocketSinkHarness: SinkClient {
         var configuration = configuration
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        let state = SinkState(randomSeed: seed, maxDeliveries: configuration.maxDeliveries)
+        let state = SinkState(configuration: configuration, randomSeed: seed)
         let (ports, continuation) = AsyncStream<Int>.makeStream()
         let server = try SinkServer(
             configuration: configuration,
@@ -39,17 +39,18 @@ struct SocketSinkHarness: SinkClient {
             logger: logger,
             onRunning: { port in continuation.yield(port) }
         )
-        guard let certificate = configuration.tlsCertificateFile else {
-            throw SinkAnswer.Failure(description: "a socket-level test needs a TLS certificate")
+        var http = HTTPClient.Configuration()
+        if let certificate = configuration.tlsCertificateFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(certificate)]
+            http = HTTPClient.Configuration(tlsConfiguration: tls)
         }
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.additionalTrustRoots = [.file(certificate)]
-        var http = HTTPClient.Configuration(tlsConfiguration: tls)
         if http1Only { http.httpVersion = .http1Only }
+        let scheme = configuration.tlsCertificateFile == nil ? "http" : "https"
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
         let group = ServiceGroup(configuration: .init(services: [server], logger: logger))
         do {
-            let result = try await Self.serve(group, ports, continuation, state, "https", client, body)
+            let result = try await Self.serve(group, ports, continuation, state, scheme, client, body)
             try? await client.shutdown()
             return result
         } catch {

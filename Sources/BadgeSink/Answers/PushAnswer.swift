@@ -13,14 +13,23 @@ public struct PushAnswer: Sendable, Equatable {
     public let reason: String?
     /// When the push was received, to the millisecond.
     public let receivedAt: Date
+    /// How long to wait before answering (a fault's `delay_ms`), in milliseconds.
+    public let delayMilliseconds: Int
+    /// When set, break the connection instead of answering (a connection fault); ``status`` is then 0.
+    public let connection: Fault.Connection?
 
     /// Creates an answer.
-    public init(seq: Int, provider: PushProvider, status: Int, reason: String?, receivedAt: Date) {
+    public init(
+        seq: Int, provider: PushProvider, status: Int, reason: String?, receivedAt: Date, delayMilliseconds: Int = 0,
+        connection: Fault.Connection? = nil
+    ) {
         self.seq = seq
         self.provider = provider
         self.status = status
         self.reason = reason
         self.receivedAt = receivedAt
+        self.delayMilliseconds = delayMilliseconds
+        self.connection = connection
     }
 
     /// Whether the push was accepted.

@@ -1,6 +1,8 @@
 extension Fault: Encodable {
     private enum CodingKeys: String, CodingKey {
         case token, status, reason, times, rate
+        case delayMilliseconds = "delay_ms"
+        case connection
     }
 
     /// The fault as listed by `GET /faults`: every member present, `null` when unset; `times` is the count
@@ -12,5 +14,7 @@ extension Fault: Encodable {
         try container.encode(self.reason, forKey: .reason)
         try container.encode(self.times, forKey: .times)
         try container.encode(self.rate, forKey: .rate)
+        try container.encode(self.delayMilliseconds, forKey: .delayMilliseconds)
+        try container.encode(self.connection?.rawValue, forKey: .connection)
     }
 }

@@ -26,11 +26,11 @@ struct FaultTable {
         return count
     }
 
-    /// The error for a push to `token`: the first fault in insertion order that matches and fires.
+    /// The fault for a push to `token`: the first in insertion order that matches and fires.
     ///
     /// A fault with a rate that does not fire this time lets the next one be considered. A fault with a count
     /// uses one up when it fires and expires when none is left.
-    mutating func fire(token: String) -> (status: Int, reason: String)? {
+    mutating func fire(token: String) -> Fault? {
         var index = 0
         while index < self.faults.count {
             let fault = self.faults[index]
@@ -48,7 +48,7 @@ struct FaultTable {
                     self.faults[index] = fault.with(remaining: times - 1)
                 }
             }
-            return (fault.status, fault.reason)
+            return fault
         }
         return nil
     }

@@ -13,10 +13,30 @@ struct ReceivedPushRecord: Sendable {
     var reason: UInt32
     /// Index into the interned authorization records; 0 for none.
     var authorization: UInt32
+    /// The delay a fault added before the answer, in milliseconds; 0 for none.
+    var delayMilliseconds: UInt32
+    /// The HTTP status answered; 0 when a connection fault broke the connection instead.
     var status: UInt16
     var provider: PushProvider
     var bodyIsJSON: Bool
     var httpVersion: HTTPVersion
+    var environment: Environment
+
+    /// The APNs environment a push was sent to, by its path; `none` for FCM.
+    enum Environment: UInt8, Sendable {
+        case none
+        case production
+        case sandbox
+
+        /// As `GET /devices` shows it.
+        var name: String? {
+            switch self {
+            case .none: nil
+            case .production: "production"
+            case .sandbox: "sandbox"
+            }
+        }
+    }
 
     /// The HTTP version a push came over.
     enum HTTPVersion: UInt8, Sendable {

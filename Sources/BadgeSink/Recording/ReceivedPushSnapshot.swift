@@ -85,6 +85,10 @@ struct ReceivedPushSnapshot: Sendable {
         } else {
             writer.string(self.reasons[Int(record.reason)])
         }
+        if record.delayMilliseconds > 0 {
+            writer.raw(",\"delay_ms\":")
+            writer.int(Int(record.delayMilliseconds))
+        }
         writer.raw(",\"received_at\":\"")
         Timestamp(millisecondsSinceEpoch: record.receivedAtMilliseconds).writeRFC3339Milliseconds(into: &writer.bytes)
         writer.raw(record.httpVersion == .http2 ? "\",\"http_version\":\"2\"}" : "\",\"http_version\":\"1.1\"}")

@@ -14,20 +14,46 @@ public final class SinkState: Sendable {
     private struct State {
         var log: ReceivedPushLog
         var faults: FaultTable
+        var waiters = PushWaiters()
         var nextSeq = 1
         /// `badgepipe_sink_pushes_total` by provider and status, made once each.
         var counters: [String: Counter] = [:]
     }
 
     private let state: Mutex<State>
+    /// The device summaries, folded when read. Lock order: `devices`, then `state`.
+    private let deviceTable = Mutex(DeviceTable())
+    /// The most requests waiting at once.
+    private let maxWaiters: Int
+    /// `badgepipe_sink_dropped_total`: deliveries dropped to stay within the caps.
+    private let droppedCounter = Counter(label: "badgepipe_sink_dropped_total")
+    /// `badgepipe_sink_kept_bytes`: the bytes the kept deliveries take, updated when `/stats` or `/metrics` is read.
+    private let keptBytesGauge = Gauge(label: "badgepipe_sink_kept_bytes")
 
     /// Creates an empty store.
     /// - Parameters:
     ///   - randomSeed: The seed of the draws for faults with a `rate`; nil for a random seed.
     ///   - maxDeliveries: The most deliveries kept; the oldest are dropped beyond it.
-    public init(randomSeed: UInt64? = nil, maxDeliveries: Int = 1_000_000) {
+    ///   - maxDeliveryBytes: The most bytes of deliveries kept; the oldest are dropped beyond it.
+    ///   - maxWaiters: The most requests waiting at once (``wait(for:tokens:until:)``).
+    public init(
+        randomSeed: UInt64? = nil, maxDeliveries: Int = 1_000_000,
+        maxDeliveryBytes: Int = SinkConfiguration.defaultMaxDeliveryBytes,
+        maxWaiters: Int = SinkConfiguration.defaultMaxWaiters
+    ) {
         let seed = randomSeed ?? UInt64.random(in: .min ... .max)
-        self.state = Mutex(State(log: ReceivedPushLog(capacity: maxDeliveries), faults: FaultTable(seed: seed)))
+        self.state = Mutex(
+            State(
+                log: ReceivedPushLog(capacity: maxDeliveries, byteCapacity: maxDeliveryBytes),
+                faults: FaultTable(seed: seed)))
+        self.maxWaiters = maxWaiters
+    }
+
+    /// Creates an empty store with the caps of `configuration`.
+    public convenience init(configuration: SinkConfiguration, randomSeed: UInt64? = nil) {
+        self.init(
+            randomSeed: randomSeed, maxDeliveries: configuration.maxDeliveries,
+            maxDeliveryBytes: configuration.maxDeliveryBytes, maxWaiters: configuration.maxWaiters)
     }
 
     /// Records a push and decides its answer.
@@ -47,6 +73,7 @@ public final class SinkState: Sendable {
     ///   - receivedAt: When it was received.
     ///   - http2: Whether it came over HTTP/2 (else HTTP/1.1).
     ///   - refusal: The status and reason to answer with instead of looking further.
+    ///   - sandbox: For APNs, whether the push came to the sandbox path (`/sandbox/3/device/…`).
     /// - Returns: The answer to send, with the `seq` it was recorded under.
     public func record<Body: Collection<UInt8>>(
         provider: PushProvider,
@@ -56,7 +83,8 @@ public final class SinkState: Sendable {
         body: Body,
         receivedAt: Date = Date(),
         http2: Bool = false,
-        refusal: (status: Int, reason: String)? = nil
+        refusal: (status: Int, reason: String)? = nil,
+        sandbox: Bool = false
     ) -> PushAnswer {
         let authorization =
             authorization
@@ -69,23 +97,31 @@ public final class SinkState: Sendable {
         let rejection =
             refusal.map { ($0.status, Optional($0.reason)) }
             ?? Self.rejection(provider: provider, token: token, bodySize: body.count)
-        let (seq, status, reason, counter) = self.state.withLock { state -> (Int, Int, String?, Counter) in
+        let environment: ReceivedPushRecord.Environment =
+            provider == .fcm ? .none : sandbox ? .sandbox : .production
+        let recorded = self.state.withLock { state -> Recorded in
             var status = 200
             var reason: String?
+            var fault: Fault?
             if let rejection {
                 (status, reason) = rejection
-            } else if let fault = state.faults.fire(token: token) {
-                switch provider {
-                case .apns:
-                    (status, reason) = fault
-                case .fcm:
-                    let error = FCMError(fault: fault.status, reason: fault.reason)
-                    (status, reason) = (error.status, error.errorCode)
+            } else if let fired = state.faults.fire(token: token) {
+                fault = fired
+                if let connection = fired.connection {
+                    (status, reason) = (0, connection == .close ? "ConnectionClosed" : "GoAway")
+                } else if let faultStatus = fired.status {
+                    switch provider {
+                    case .apns:
+                        (status, reason) = (faultStatus, fired.reason)
+                    case .fcm:
+                        let error = FCMError(fault: faultStatus, reason: fired.reason ?? "")
+                        (status, reason) = (error.status, error.errorCode)
+                    }
                 }
             }
             let seq = state.nextSeq
             state.nextSeq += 1
-            state.log.append(
+            let dropped = state.log.append(
                 seq: seq,
                 provider: provider,
                 token: token,
@@ -96,7 +132,9 @@ public final class SinkState: Sendable {
                 reason: reason,
                 authorization: authorization,
                 receivedAtMilliseconds: milliseconds,
-                httpVersion: http2 ? .http2 : .http1
+                httpVersion: http2 ? .http2 : .http1,
+                environment: environment,
+                delayMilliseconds: fault?.delayMilliseconds ?? 0
             )
             let key = "\(provider.rawValue) \(status)"
             let counter: Counter
@@ -108,16 +146,39 @@ public final class SinkState: Sendable {
                     dimensions: [("provider", provider.rawValue), ("status", "\(status)")])
                 state.counters[key] = counter
             }
-            return (seq, status, reason, counter)
+            let woken = state.waiters.isEmpty ? [] : state.waiters.wake(token: token)
+            return Recorded(
+                seq: seq, status: status, reason: reason, counter: counter, fault: fault, dropped: dropped,
+                woken: woken)
         }
-        counter.increment()
+        recorded.counter.increment()
+        if recorded.dropped > 0 {
+            self.droppedCounter.increment(by: recorded.dropped)
+        }
+        for continuation in recorded.woken {
+            continuation.resume(returning: true)
+        }
         return PushAnswer(
-            seq: seq,
+            seq: recorded.seq,
             provider: provider,
-            status: status,
-            reason: reason,
-            receivedAt: Timestamp(millisecondsSinceEpoch: milliseconds).date
+            status: recorded.status,
+            reason: recorded.reason,
+            receivedAt: Timestamp(millisecondsSinceEpoch: milliseconds).date,
+            delayMilliseconds: recorded.fault?.delayMilliseconds ?? 0,
+            connection: recorded.fault?.connection
         )
+    }
+
+    /// What ``record(provider:token:headers:authorization:body:receivedAt:http2:refusal:sandbox:)`` decided under
+    /// the lock.
+    private struct Recorded: Sendable {
+        var seq: Int
+        var status: Int
+        var reason: String?
+        var counter: Counter
+        var fault: Fault?
+        var dropped: Int
+        var woken: [CheckedContinuation<Bool, Never>]
     }
 
     /// The recorded pushes, oldest first.
@@ -126,13 +187,23 @@ public final class SinkState: Sendable {
     ///   - after: Only those with a greater `seq`; nil for all.
     ///   - limit: At most this many (the oldest that match); nil for all.
     public func receivedPushes(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [ReceivedPush] {
-        self.snapshot(token: token, after: after, limit: limit).receivedPushes
+        self.snapshot(DeliveryFilter(tokens: token.map { [$0] }, after: after, limit: limit)).receivedPushes
+    }
+
+    /// The recorded pushes that `filter` keeps, oldest first.
+    public func receivedPushes(_ filter: DeliveryFilter) -> [ReceivedPush] {
+        self.snapshot(filter).receivedPushes
     }
 
     /// The body of `GET /deliveries`: `{"deliveries": [...]}` with the same filters as
     /// ``receivedPushes(token:after:limit:)``.
+    public func receivedPushesJSON(_ filter: DeliveryFilter) -> [UInt8] {
+        self.snapshot(filter).json
+    }
+
+    /// The body of `GET /deliveries` with the filters `token`, `after` and `limit`.
     public func receivedPushesJSON(token: String? = nil, after: Int? = nil, limit: Int? = nil) -> [UInt8] {
-        self.snapshot(token: token, after: after, limit: limit).json
+        self.snapshot(DeliveryFilter(tokens: token.map { [$0] }, after: after, limit: limit)).json
     }
 
     /// How many pushes are recorded.
@@ -149,13 +220,27 @@ public final class SinkState: Sendable {
     /// - Returns: How many deliveries were forgotten.
     @discardableResult
     public func clear() -> Int {
-        let old = self.state.withLock { state -> ReceivedPushLog in
-            let old = state.log
-            state.log = ReceivedPushLog(capacity: old.capacity)
-            return old
+        let old = self.deviceTable.withLock { devices -> ReceivedPushLog in
+            devices.remove(tokens: nil)
+            return self.state.withLock { state -> ReceivedPushLog in
+                let old = state.log
+                state.log = ReceivedPushLog(capacity: old.capacity, byteCapacity: old.byteCapacity)
+                return old
+            }
         }
         // The old store is freed here, outside the lock.
         return old.count
+    }
+
+    /// Forgets the deliveries and the device summaries of `tokens` only, and takes those deliveries out of the
+    /// counters.
+    /// - Returns: How many deliveries were forgotten.
+    @discardableResult
+    public func clear(tokens: Set<String>) -> Int {
+        self.deviceTable.withLock { devices in
+            devices.remove(tokens: tokens)
+            return self.state.withLock { $0.log.remove(tokens: tokens) }
+        }
     }
 
     /// Adds a fault after the active ones.
@@ -177,11 +262,103 @@ public final class SinkState: Sendable {
 
     /// The counters of the recorded pushes.
     public func stats() -> SinkStats {
-        self.state.withLock { $0.log.stats }
+        let stats = self.state.withLock { $0.log.stats }
+        self.keptBytesGauge.record(stats.keptBytes)
+        return stats
     }
 
-    private func snapshot(token: String?, after: Int?, limit: Int?) -> ReceivedPushSnapshot {
-        self.state.withLock { $0.log.snapshot(token: token, after: after, limit: limit) }
+    /// The devices that have had a push, in the order of their first.
+    public func devices() -> [DeviceSummary] {
+        self.foldedDevices { $0.devices }
+    }
+
+    /// The summary of `token`; nil when it has had no push.
+    public func device(_ token: String) -> DeviceSummary? {
+        self.foldedDevices { $0.device(token) }
+    }
+
+    /// Waits until a push to one of `tokens` (any token when nil) is recorded after `seq`, or until `deadline`.
+    ///
+    /// The request is parked, not polled: recording a push wakes it. Returns at once when such a push came
+    /// already (any push after `seq` counts, whatever its token: the caller checks again).
+    /// - Returns: Whether a push came; false at the deadline or on cancellation.
+    /// - Throws: ``SinkError`` `too_many_waiters` (503) when `maxWaiters` requests wait already.
+    public func wait(
+        for seq: Int, tokens: Set<String>?, until deadline: ContinuousClock.Instant
+    ) async throws(SinkError) -> Bool {
+        guard let id = self.state.withLock({ $0.waiters.reserve(limit: self.maxWaiters) }) else {
+            throw SinkError(
+                code: "too_many_waiters", message: "\(self.maxWaiters) requests are waiting already", httpStatus: 503)
+        }
+        let came = await withTaskGroup(of: Void.self) { timer -> Bool in
+            timer.addTask {
+                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+                self.expire(id)
+            }
+            let came = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                    let now: Bool? = self.state.withLock { state in
+                        if state.nextSeq - 1 > seq {
+                            return true
+                        }
+                        return state.waiters.park(id, tokens: tokens, continuation) ? nil : false
+                    }
+                    if let now {
+                        continuation.resume(returning: now)
+                    }
+                }
+            } onCancel: {
+                self.expire(id)
+            }
+            timer.cancelAll()
+            return came
+        }
+        self.state.withLock { $0.waiters.finish(id) }
+        return came
+    }
+
+    /// Waits (see ``wait(for:tokens:until:)``) until `check` holds or `deadline` passes, checking it once at
+    /// first and again after each push to `tokens`.
+    /// - Returns: The last value `check` returned, and whether it held.
+    public func wait<Value: Sendable>(
+        tokens: Set<String>?, until deadline: ContinuousClock.Instant,
+        _ check: () -> (value: Value, holds: Bool)
+    ) async throws(SinkError) -> (value: Value, held: Bool) {
+        while true {
+            let seen = self.nextSeq - 1
+            let result = check()
+            if result.holds || ContinuousClock.now >= deadline || Task.isCancelled {
+                return (result.value, result.holds)
+            }
+            _ = try await self.wait(for: seen, tokens: tokens, until: deadline)
+        }
+    }
+
+    /// How many requests are waiting.
+    public var waiting: Int {
+        self.state.withLock { $0.waiters.active }
+    }
+
+    private func expire(_ id: UInt64) {
+        self.state.withLock { $0.waiters.expire(id) }?.resume(returning: false)
+    }
+
+    /// `read` of the device table, once every recorded push is folded in. The pushes are folded outside the
+    /// store's lock (the device table has its own), so recording goes on meanwhile.
+    private func foldedDevices<Value>(_ read: (DeviceTable) -> Value) -> Value {
+        self.deviceTable.withLock { devices in
+            let snapshot = self.state.withLock { $0.log.snapshotIncludingDropped(after: devices.foldedThrough) }
+            devices.fold(snapshot)
+            return read(devices)
+        }
+    }
+
+    func snapshot(_ filter: DeliveryFilter) -> ReceivedPushSnapshot {
+        let indexed = self.state.withLock { state in
+            state.log.snapshot(
+                tokens: filter.tokens, after: filter.after, limit: filter.isNarrowerThanIndexes ? nil : filter.limit)
+        }
+        return indexed.filtered(by: filter)
     }
 
     private static func rejection(provider: PushProvider, token: String, bodySize: Int) -> (Int, String?)? {

@@ -5,9 +5,12 @@ extension SinkStats: ResponseEncodable {
         case received
         case byStatus = "by_status"
         case dropped
+        case keptBytes = "kept_bytes"
+        case droppedBytes = "dropped_bytes"
     }
 
-    /// `{"received": N, "by_status": {"200": N, …}, "dropped": N}`, the answer of `GET /stats`.
+    /// `{"received": N, "by_status": {"200": N, …}, "dropped": N, "kept_bytes": N, "dropped_bytes": N}`, the
+    /// answer of `GET /stats`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(self.received, forKey: .received)
@@ -17,5 +20,7 @@ extension SinkStats: ResponseEncodable {
         }
         try container.encode(byStatus, forKey: .byStatus)
         try container.encode(self.dropped, forKey: .dropped)
+        try container.encode(self.keptBytes, forKey: .keptBytes)
+        try container.encode(self.droppedBytes, forKey: .droppedBytes)
     }
 }

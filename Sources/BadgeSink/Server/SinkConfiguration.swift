@@ -28,6 +28,26 @@ public struct SinkConfiguration: Sendable, Equatable {
     public var fcmTokenLifetime: Int
     /// The most deliveries kept; the oldest are dropped beyond it (counted in `/stats` as `dropped`).
     public var maxDeliveries: Int
+    /// The most bytes of deliveries kept (headers and bodies as stored, plus a fixed-size record each); the oldest
+    /// are dropped beyond it, as beyond ``maxDeliveries``. ``defaultMaxDeliveryBytes`` by default.
+    public var maxDeliveryBytes: Int
+    /// The largest request body read, on every route; a bigger one is answered 413 and not recorded.
+    /// ``defaultMaxRequestBytes`` by default.
+    public var maxRequestBytes: Int
+    /// The most requests waiting at once (`?wait=`); more are answered 503 `too_many_waiters`.
+    /// ``defaultMaxWaiters`` by default.
+    public var maxWaiters: Int
+    /// The longest a request waits, in seconds: a longer `?wait=` (up to 300) is cut to it. 300 by default; a
+    /// fuzzer's sink sets less, so that no request hangs.
+    public var maxWaitSeconds: Double
+
+    /// 1 GiB: a million deliveries of a typical 600-byte push and its headers fit.
+    public static let defaultMaxDeliveryBytes = 1 << 30
+    /// 64 KiB: sixteen times the largest APNs payload, so a too-large push is still recorded and answered 413
+    /// `PayloadTooLarge` as APNs does.
+    public static let defaultMaxRequestBytes = 64 * 1024
+    /// 1024 waiting requests.
+    public static let defaultMaxWaiters = 1024
 
     /// Creates a configuration.
     /// - Parameters:
@@ -38,7 +58,11 @@ public struct SinkConfiguration: Sendable, Equatable {
         host: String = "127.0.0.1", port: Int = 8787, logDeliveries: Bool = false, tlsCertificateFile: String? = nil,
         tlsKeyFile: String? = nil, tlsClientCAFile: String? = nil, apnsKeyFiles: [String: String] = [:],
         apnsTeamID: String? = nil,
-        fcmPublicKeyFile: String? = nil, fcmTokenLifetime: Int = 3600, maxDeliveries: Int = 1_000_000
+        fcmPublicKeyFile: String? = nil, fcmTokenLifetime: Int = 3600, maxDeliveries: Int = 1_000_000,
+        maxDeliveryBytes: Int = SinkConfiguration.defaultMaxDeliveryBytes,
+        maxRequestBytes: Int = SinkConfiguration.defaultMaxRequestBytes,
+        maxWaiters: Int = SinkConfiguration.defaultMaxWaiters,
+        maxWaitSeconds: Double = 300
     ) {
         self.host = host
         self.port = port
@@ -51,5 +75,9 @@ public struct SinkConfiguration: Sendable, Equatable {
         self.fcmPublicKeyFile = fcmPublicKeyFile
         self.fcmTokenLifetime = fcmTokenLifetime
         self.maxDeliveries = maxDeliveries
+        self.maxDeliveryBytes = maxDeliveryBytes
+        self.maxRequestBytes = maxRequestBytes
+        self.maxWaiters = maxWaiters
+        self.maxWaitSeconds = maxWaitSeconds
     }
 }

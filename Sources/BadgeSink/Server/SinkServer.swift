@@ -43,7 +43,7 @@ public struct SinkServer: Service {
     ) throws {
         self.metrics = metrics
         self.configuration = configuration
-        self.state = state ?? SinkState(maxDeliveries: configuration.maxDeliveries)
+        self.state = state ?? SinkState(configuration: configuration)
         self.credentials = try SinkCredentials(configuration: configuration)
         self.tls = try Self.tlsConfiguration(configuration)
         self.logger = logger
@@ -61,9 +61,16 @@ public struct SinkServer: Service {
         let router = Router(context: SinkRequestContext.self)
         if let metrics {
             router.add(middleware: MetricsMiddleware())
-            router.get("/metrics") { _, _ -> Response in OperationsServer.metrics(metrics) }
+            let state = self.state
+            router.get("/metrics") { _, _ -> Response in
+                // Brings badgepipe_sink_kept_bytes up to date.
+                _ = state.stats()
+                return OperationsServer.metrics(metrics)
+            }
         }
         self.addRoutes(to: router)
+        self.addEventRoutes(to: router)
+        SinkAssets.addRoutes(to: router)
         return router
     }
 
