@@ -4,6 +4,7 @@ import BadgeCore
 import BadgeDelivery
 import BadgeOperations
 import BadgeStore
+import BadgeWire
 import BadgeWorker
 import Foundation
 import Logging
@@ -235,7 +236,12 @@ struct WorkerCommand: AsyncParsableCommand {
     }
 
     /// Provider URLs and credentials from the flags and variables; throws with the setting to fix when they do not
-    /// make a working whole (a provider over https:// without credentials, half a key, a file that cannot be read).
+    /// make a working whole (no provider at all, a provider over https:// without credentials, half a key, a file
+    /// that cannot be read).
+    ///
+    /// A provider is configured when it has credentials or a URL: APNs with a key, a certificate, `--apns-url` or
+    /// `--apns-sandbox-url`; FCM with a service account or `--fcm-url`. A provider given neither is not used: an
+    /// iOS-only deployment gives APNs settings only, and pushes to FCM devices are refused unsent.
     private func deliveryConfiguration() throws -> DeliveryConfiguration {
         let apnsURL = Settings.optional(self.apnsURL, "BADGEPIPE_APNS_URL")
         let sandboxURL = Settings.optional(apnsSandboxURL, "BADGEPIPE_APNS_SANDBOX_URL")
@@ -285,11 +291,15 @@ struct WorkerCommand: AsyncParsableCommand {
                 throw fail("--fcm-credentials-file: \(error)")
             }
         }
+        let fcmURL = Settings.optional(self.fcmURL, "BADGEPIPE_FCM_URL")
+        var providers: Set<PushProvider> = []
+        if credentials != nil || apnsURL != nil || sandboxURL != nil { providers.insert(.apns) }
+        if account != nil || fcmURL != nil { providers.insert(.fcm) }
         let configuration = DeliveryConfiguration(
             apnsBaseURL: apnsURL ?? DeliveryConfiguration.appleAPNsURL,
             apnsSandboxBaseURL: sandboxURL ?? DeliveryConfiguration.defaultSandboxURL(apnsURL: apnsURL),
-            fcmBaseURL: Settings.optional(fcmURL, "BADGEPIPE_FCM_URL") ?? "https://fcm.googleapis.com",
-            apnsCredentials: credentials, fcmCredentials: account,
+            fcmBaseURL: fcmURL ?? "https://fcm.googleapis.com",
+            apnsCredentials: credentials, fcmCredentials: account, providers: providers,
             trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections,
             requestTimeout: .milliseconds(timeout))
         if let problem = configuration.problems.first { throw fail(problem) }

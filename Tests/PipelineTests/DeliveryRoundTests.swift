@@ -137,6 +137,20 @@ struct DeliveryRoundTests {
         #expect(round.record.failed == [3])
     }
 
+    @Test func aPushToAnUnconfiguredProviderIsRecordedAsFailedAndItsDeviceGoesOn() {
+        var round = round([Self.claimed(1, token: "a"), Self.claimed(2, token: "a")])
+        let first = round.next()!
+        #expect(round.next() == nil, "one device's pushes one after another")
+        round.finished(first, .notConfigured(reason: "no FCM"), now: Self.now, unit: 0)
+        let second = round.next()
+        #expect(second?.id == 2, "the device is kept: its next push is attempted too")
+        round.finished(second!, .notConfigured(reason: "no FCM"), now: Self.now, unit: 0)
+        #expect(round.isFinished)
+        #expect(round.record.failed == [1, 2])
+        #expect(round.record.deadTokens.isEmpty && round.record.retries.isEmpty)
+        #expect(round.tally.notConfigured == 2 && round.tally.rejected == 0)
+    }
+
     @Test func aStopStartsNothingMoreAndLatePushesAreKept() {
         var round = round([Self.claimed(1, token: "a"), Self.claimed(2, token: "b"), Self.claimed(3, token: "c")])
         let a = round.next()!

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BadgeWire
 import Foundation
 import NIOSSL
 
@@ -6,7 +7,7 @@ import NIOSSL
 /// certificate auth) and as many for FCM and its token endpoint, all trusting the system roots plus
 /// `trustedRootsFile`. Over `https://` they negotiate HTTP/2 by ALPN (APNs requires it) and keep one connection
 /// per host each; over `http://` (a local sink) they speak HTTP/1.1 with up to `http1ConnectionsPerHost`
-/// connections. The owner shuts them down.
+/// connections. A provider not in the configuration's `providers` gets no clients. The owner shuts them down.
 public final class ProviderClients: Sendable {
     let apns: [HTTPClient]
     let fcm: [HTTPClient]
@@ -21,7 +22,9 @@ public final class ProviderClients: Sendable {
             tls.additionalTrustRoots = [.file(file)]
         }
         var apnsTLS = tls
-        if case .certificate(let chainFile, let keyFile) = configuration.apnsCredentials {
+        if configuration.providers.contains(.apns),
+            case .certificate(let chainFile, let keyFile) = configuration.apnsCredentials
+        {
             do {
                 apnsTLS.certificateChain = try NIOSSLCertificate.fromPEMFile(chainFile).map { .certificate($0) }
                 apnsTLS.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
@@ -39,8 +42,16 @@ public final class ProviderClients: Sendable {
                 return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
             }
         }
-        apns = clients(apnsTLS)
-        fcm = clients(tls)
+        apns = configuration.providers.contains(.apns) ? clients(apnsTLS) : []
+        fcm = configuration.providers.contains(.fcm) ? clients(tls) : []
+    }
+
+    /// The clients of `provider`: empty when it is not configured.
+    func pool(_ provider: PushProvider) -> [HTTPClient] {
+        switch provider {
+        case .apns: apns
+        case .fcm: fcm
+        }
     }
 
     /// Shuts every client down.

@@ -13,4 +13,8 @@ public enum PushOutcome: Sendable, Equatable {
     /// Our credentials or configuration were refused (401, 403): the push is kept and tried again later, and the
     /// worker says so loudly; nothing about the push itself is wrong.
     case configurationError(status: Int, reason: String)
+    /// The deployment does not deliver to the push's provider (see ``DeliveryConfiguration/providers``): nothing
+    /// was sent. The push is refused (reason `provider_not_configured`); the device is kept, so that configuring
+    /// the provider later serves it.
+    case notConfigured(reason: String)
 }

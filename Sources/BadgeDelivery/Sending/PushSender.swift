@@ -46,8 +46,11 @@ public struct PushSender: Sendable {
         } else {
             apnsAuthenticator = nil
         }
-        fcmTokens = configuration.fcmCredentials.map {
-            FCMAccessTokens(account: $0, client: clients.fcm[0], timeout: TimeAmount(configuration.requestTimeout))
+        if let account = configuration.fcmCredentials, let client = clients.fcm.first {
+            fcmTokens = FCMAccessTokens(
+                account: account, client: client, timeout: TimeAmount(configuration.requestTimeout))
+        } else {
+            fcmTokens = nil
         }
     }
 
@@ -56,8 +59,12 @@ public struct PushSender: Sendable {
     /// With a `fence`, the attempt is prepared by it and checked at the last moment before the body is written
     /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`. A credential
     /// the provider calls expired (APNs `ExpiredProviderToken`, FCM 401) is renewed once and the push sent again
-    /// at once; refused again, it is a configuration error.
+    /// at once; refused again, it is a configuration error. A push to a provider the configuration does not deliver
+    /// to is not sent: ``PushOutcome/notConfigured(reason:)``.
     public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> PushOutcome {
+        guard configuration.providers.contains(push.provider), !clients.pool(push.provider).isEmpty else {
+            return .notConfigured(reason: Self.notConfiguredReason(push.provider))
+        }
         var renewed = false
         while true {
             try Task.checkCancellation()
@@ -163,6 +170,14 @@ public struct PushSender: Sendable {
         return true
     }
 
+    /// Why a push to `provider` is not sent, in a sentence.
+    static func notConfiguredReason(_ provider: PushProvider) -> String {
+        switch provider {
+        case .apns: "this deployment has no APNs configuration (--apns-key-file, --apns-cert-file or --apns-url)"
+        case .fcm: "this deployment has no FCM configuration (--fcm-credentials-file or --fcm-url)"
+        }
+    }
+
     /// The base URL a push goes to: APNs by the device's environment, or FCM.
     func baseURL(for push: PushRequest) -> String {
         switch push.provider {
@@ -212,7 +227,7 @@ public struct PushSender: Sendable {
             request.body = .bytes(ByteBuffer(bytes: push.body))
         }
         // A device's pushes share one client (one HTTP/2 connection per host): spread over devices, not requests.
-        let pool = push.provider == .apns ? clients.apns : clients.fcm
+        let pool = clients.pool(push.provider)
         let client = pool[pool.count == 1 ? 0 : Int(UInt(bitPattern: push.token.hashValue) % UInt(pool.count))]
         let response = try await client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
         DeliveryMetrics.attempts(push.provider, status: Int(response.status.code)).increment()

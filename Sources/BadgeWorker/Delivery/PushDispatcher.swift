@@ -23,12 +23,20 @@ struct PushDispatcher: Sendable {
     let roundSize: Int
     /// Hears whether the database answered (see `Retry`).
     let health: WorkerHealth?
+    /// When to log pushes refused because their provider is not configured (one line per provider, then one every
+    /// ten minutes with the count), shared by the worker's partitions.
+    let notConfiguredLog: SharedRefusalThrottle
     let logger: Logger
+
+    /// The reason of a push refused unsent because the deployment does not deliver to its provider: a label of
+    /// `badgepipe_pushes_refused_total`.
+    static let providerNotConfigured = "provider_not_configured"
 
     init(
         store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
         schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
-        maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil, logger: Logger
+        maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil,
+        notConfiguredLog: SharedRefusalThrottle = SharedRefusalThrottle(), logger: Logger
     ) {
         self.store = store
         self.sender = sender
@@ -39,6 +47,7 @@ struct PushDispatcher: Sendable {
         self.maxAge = maxAge
         self.roundSize = roundSize
         self.health = health
+        self.notConfiguredLog = notConfiguredLog
         self.logger = logger
     }
 
@@ -214,6 +223,20 @@ struct PushDispatcher: Sendable {
                         "push.reason": "\(reason)",
                     ])
                 return (claimed, .configurationError(reason: reason), nil)
+            case .notConfigured(let reason):
+                WorkerMetrics.pushesRefused(reason: Self.providerNotConfigured).increment()
+                if let (key, count) = notConfiguredLog.note(push.provider.rawValue) {
+                    logger.warning(
+                        """
+                        pushes refused unsent: the deployment does not deliver to their provider; their devices are \
+                        kept, and served once it is configured
+                        """,
+                        metadata: [
+                            "push.provider": "\(key)", "push.reason": "\(Self.providerNotConfigured)",
+                            "push.detail": "\(reason)", "push.refused": "\(count)",
+                        ])
+                }
+                return (claimed, .notConfigured(reason: reason), nil)
             }
         } catch {
             return (claimed, .stopped, error)
