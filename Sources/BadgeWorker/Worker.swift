@@ -69,6 +69,9 @@ public struct Worker: Service {
             schedule: RetrySchedule(
                 initial: configuration.delivery.initialBackoff, maximum: configuration.delivery.maxBackoff),
             maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, health: health,
+            feedback: FeedbackPublisher(
+                store: store, exchange: configuration.topology.feedbackExchange,
+                hold: configuration.feedbackHold, logger: logger),
             logger: logger)
         do {
             // At start the database may not answer yet (a fleet starting with it): wait, saying so.

@@ -123,7 +123,7 @@ struct Pipeline: Sendable {
             let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: partitions)
             let databaseURL = try database ?? backend.freshURL()
             let store = try BadgeStoreFactory.make(url: databaseURL, logger: logger)
-            let configuration = WorkerConfiguration(
+            var configuration = WorkerConfiguration(
                 amqp: try AMQPConfiguration(url: amqpURL),
                 databaseURL: "unused",
                 delivery: try delivery?(ports)
@@ -134,6 +134,8 @@ struct Pipeline: Sendable {
                 apnsTopic: apnsTopic,
                 topology: topology,
                 deliveryIdlePoll: .milliseconds(100))
+            // Token feedback a session took and could not publish is taken again a second later.
+            configuration.feedbackHold = .seconds(1)
             let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
             let worker = Worker(configuration: configuration, store: store, logger: logger) {
                 readyContinuation.yield()
@@ -173,6 +175,7 @@ struct Pipeline: Sendable {
             _ = try? await channel.deleteQueue(topology.deadQueueName)
             _ = try? await channel.deleteExchange(topology.exchange)
             _ = try? await channel.deleteExchange(topology.deadLetterExchange)
+            _ = try? await channel.deleteExchange(topology.feedbackExchange)
         }
         await connection.close()
     }

@@ -3,7 +3,9 @@ public enum PushOutcome: Sendable, Equatable {
     /// The provider accepted the push.
     case accepted
     /// The provider says the token is unregistered or invalid: deactivate it, send nothing more to it.
-    case deadToken(status: Int, reason: String)
+    /// `timestampMilliseconds`: APNs's `timestamp` of a 410 (see
+    /// ``ProviderResponse/deadToken(reason:timestampMilliseconds:)``).
+    case deadToken(status: Int, reason: String, timestampMilliseconds: Int64? = nil)
     /// The push failed for good (the provider refused its payload or topic, or the HTTP client refused to send
     /// it): retrying would not help.
     case rejected(status: Int, reason: String)

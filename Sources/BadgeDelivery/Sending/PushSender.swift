@@ -108,8 +108,8 @@ public struct PushSender: Sendable {
                 sent.increment()
                 health.accepted(push.provider)
                 return .accepted
-            case .deadToken(let reason):
-                return .deadToken(status: 410, reason: reason)
+            case .deadToken(let reason, let timestamp):
+                return .deadToken(status: 410, reason: reason, timestampMilliseconds: timestamp)
             case .rejected(let reason):
                 return .rejected(status: 400, reason: reason)
             case .payloadTooLarge(let reason):

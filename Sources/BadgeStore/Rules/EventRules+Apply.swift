@@ -142,6 +142,11 @@ extension EventRules {
             token: info.token, provider: provider, topic: info.topic, environment: info.environment)
         // The token is the key: registering it moves it away from any other user.
         let registeredAt = event.occurredAt.microsecondsSinceEpoch
+        // A registration from before the provider called the token dead (APNs's 410 timestamp) is stale: the token
+        // stays inactive, whoever registers it.
+        if let known = devices[device.token], !known.active, let died = known.unregisteredAt, registeredAt < died {
+            return
+        }
         var row =
             devices[device.token]
             ?? DeviceRow(user: event.recipient, device: device, active: true, registeredAt: registeredAt, stored: false)

@@ -9,7 +9,9 @@ import BadgeSupport
 /// - A device's (token's) pushes go one after another, in outbox order; different tokens go concurrently, at most
 ///   `concurrency` at a time.
 /// - Accepted: recorded as sent. Refused for good (by the provider or the HTTP client), or refused unsent because
-///   the deployment does not deliver to its provider: recorded as failed, and the token's next push goes on. A dead token: recorded for deactivation, which removes its other pushes too.
+///   the deployment does not deliver to its provider: recorded as failed, and the token's next push goes on.
+/// - A dead token: recorded for deactivation, which removes its other pushes too, with what the provider said
+///   (``DeliveryRecord/feedback``), reported back to the producers once recorded.
 /// - Try again later (429, 5xx, timeout, network, or a configuration error such as 401/403): the push gets the
 ///   delay of its next attempt (``RetrySchedule``; the store makes it due that long after it writes the record, by
 ///   the database's clock) and the token's later pushes of the round wait (they stay in the outbox, behind it);
@@ -23,7 +25,8 @@ struct DeliveryRound {
     enum Result: Equatable {
         /// Accepted; `late` when it finished after this worker's term on the partition's lease ran out.
         case accepted(late: Bool)
-        case deadToken(reason: String)
+        /// The token is dead; `timestampMilliseconds` is APNs's 410 timestamp, when it gave one.
+        case deadToken(reason: String, timestampMilliseconds: Int64? = nil)
         case rejected(reason: String)
         case retry(reason: String, retryAfter: Duration?)
         case configurationError(reason: String)
@@ -110,8 +113,12 @@ struct DeliveryRound {
         case .notConfigured:
             record.failed.append(push.id)
             tally.notConfigured += 1
-        case .deadToken:
+        case .deadToken(let reason, let timestamp):
             record.deadTokens.append(token)
+            record.feedback.append(
+                TokenFeedback(
+                    token: token, provider: push.push.provider, reason: reason,
+                    providerTimestamp: timestamp.map { $0 * 1000 }))
             tally.deadTokens += 1
             goOn = false
         case .retry(_, let retryAfter):

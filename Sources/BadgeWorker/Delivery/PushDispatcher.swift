@@ -26,6 +26,8 @@ struct PushDispatcher: Sendable {
     /// When to log pushes refused because their provider is not configured (one line per provider, then one every
     /// ten minutes with the count), shared by the worker's partitions.
     let notConfiguredLog: SharedRefusalThrottle
+    /// Rung once a record with dead tokens is written: their feedback is in the database, to publish.
+    let feedback: FeedbackPublisher?
     let logger: Logger
 
     /// The reason of a push refused unsent because the deployment does not deliver to its provider: a label of
@@ -36,7 +38,8 @@ struct PushDispatcher: Sendable {
         store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
         schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
         maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil,
-        notConfiguredLog: SharedRefusalThrottle = SharedRefusalThrottle(), logger: Logger
+        notConfiguredLog: SharedRefusalThrottle = SharedRefusalThrottle(), feedback: FeedbackPublisher? = nil,
+        logger: Logger
     ) {
         self.store = store
         self.sender = sender
@@ -48,6 +51,7 @@ struct PushDispatcher: Sendable {
         self.roundSize = roundSize
         self.health = health
         self.notConfiguredLog = notConfiguredLog
+        self.feedback = feedback
         self.logger = logger
     }
 
@@ -105,6 +109,7 @@ struct PushDispatcher: Sendable {
             try await record(pending)
             throw error
         }
+        if !pending.feedback.isEmpty { feedback?.ring() }
         report(claim.refused)
         let claimed = claim.pushes
         let claimedAt = ContinuousClock.now
@@ -174,6 +179,7 @@ struct PushDispatcher: Sendable {
         try await Retry.transient("record deliveries", health: health, logger: logger) { [store] in
             try await store.recordDeliveries(record)
         }
+        if !record.feedback.isEmpty { feedback?.ring() }
     }
 
     /// One attempt at one push, with its result for the round (and the error that stopped it, if any).
@@ -199,12 +205,12 @@ struct PushDispatcher: Sendable {
             switch try await sender.send(builder.build(push), fence: fence) {
             case .accepted:
                 return (claimed, .accepted(late: term.map { !$0.isValid } ?? false), nil)
-            case .deadToken(_, let reason):
+            case .deadToken(_, let reason, let timestamp):
                 WorkerMetrics.deadTokens.increment()
                 logger.info(
                     "token unregistered, deactivating",
                     metadata: ["push.token": "\(push.token.prefix(8))", "push.reason": "\(reason)"])
-                return (claimed, .deadToken(reason: reason), nil)
+                return (claimed, .deadToken(reason: reason, timestampMilliseconds: timestamp), nil)
             case .rejected(let status, let reason):
                 logger.warning(
                     "push refused for good, dropped",

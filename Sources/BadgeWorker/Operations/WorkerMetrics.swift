@@ -41,6 +41,8 @@ enum WorkerMetrics {
     static func pushesRefused(reason: String) -> Counter {
         Counter(label: "badgepipe_pushes_refused_total", dimensions: [("reason", reason)])
     }
+    /// Dead tokens reported to the feedback exchange (confirmed by the broker).
+    static let feedbackPublished = Counter(label: "badgepipe_token_feedback_published_total")
     /// Pushes claimed by delivery rounds.
     static let pushesClaimed = Counter(label: "badgepipe_pushes_claimed_total")
 
