@@ -15,6 +15,11 @@ extension EventDecoder {
         }
     }
 
+    /// A byte of an app name (`device.app`): `[A-Za-z0-9._-]`.
+    static func isAppByte(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "_") || isTopicByte(byte)
+    }
+
     static func isIDByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),

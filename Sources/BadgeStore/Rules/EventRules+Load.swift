@@ -351,7 +351,7 @@ extension EventRules {
     /// The columns of a devices part.
     private static let deviceColumns: [(name: String, type: SQLRowSet.ColumnType)] = [
         ("token", .text), ("user_id", .text), ("provider", .text), ("topic", .text), ("environment", .text),
-        ("active", .bool), ("registered_at", .int), ("unregistered_at", .int),
+        ("active", .bool), ("registered_at", .int), ("unregistered_at", .int), ("app", .text),
     ]
 
     /// The part reading the rows of the tokens the batch's device events name, locked for update.

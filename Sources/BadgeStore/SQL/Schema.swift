@@ -253,7 +253,8 @@ enum Schema {
         // Token feedback (see `TokenFeedback`): each token a provider called dead, written with its deactivation and
         // deleted once published to the feedback exchange (`taken_until`: a publisher's hold on it, by the database's
         // clock). `devices.unregistered_at`: the provider's time of the token's death (APNs's 410 timestamp, in
-        // microseconds), before which a registration does not reactivate it.
+        // microseconds), before which a registration does not reactivate it. `app` of devices and outbox rows: the
+        // device's `device.app` (contract v1.1), NULL when it named none.
         Migration(version: 8) { dialect, _ in
             [
                 .ddl(
@@ -270,6 +271,8 @@ enum Schema {
                     )
                     """),
                 .ddl("ALTER TABLE devices \(dialect.addColumn) unregistered_at BIGINT"),
+                .ddl("ALTER TABLE devices \(dialect.addColumn) app TEXT"),
+                .ddl("ALTER TABLE outbox \(dialect.addColumn) app TEXT"),
             ]
         },
     ]
