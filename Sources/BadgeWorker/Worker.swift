@@ -53,7 +53,11 @@ public struct Worker: Service {
                 + "(provider_not_configured) and their devices kept"
         logger.info(
             "push providers: \(configuration.delivery.providersDescription)\(refused)",
-            metadata: ["worker.providers": "\(PushProvider.allCases.filter { !missing.contains($0) }.map(\.rawValue))"])
+            metadata: [
+                "worker.providers": "\(PushProvider.allCases.filter { !missing.contains($0) }.map(\.rawValue))",
+                "worker.apps": "\(configuration.delivery.apps.map(\.name))",
+                "worker.default_app": "\(configuration.delivery.registry.defaultApp ?? "none")",
+            ])
         // Every partition sends concurrently: over HTTP/1.1 (a local sink) allow as many connections as pushes in
         // flight.
         let http = try ProviderClients(

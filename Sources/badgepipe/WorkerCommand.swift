@@ -40,6 +40,13 @@ struct WorkerCommand: AsyncParsableCommand {
     var apnsCertKeyFile: String?
     @Option(help: "FCM v1 base URL (BADGEPIPE_FCM_URL, default https://fcm.googleapis.com).") var fcmURL: String?
     @Option(help: "FCM service-account JSON file (BADGEPIPE_FCM_CREDENTIALS_FILE).") var fcmCredentialsFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "The apps this deployment serves, a YAML file (BADGEPIPE_APPS_FILE), instead of the single-app settings.",
+            discussion:
+                "Each app with its APNs key or certificate, team and topics, and/or its FCM service account; see the "
+                + "README's Several apps. The provider URLs still apply to every app."))
+    var appsFile: String?
     @Option(help: "Extra trusted root certificates, PEM (BADGEPIPE_CA_FILE), e.g. a test sink's.") var caFile: String?
     @Option(help: "HTTP/2 connections per provider host (BADGEPIPE_PROVIDER_CONNECTIONS, default 1).")
     var providerConnections: Int?
@@ -295,13 +302,28 @@ struct WorkerCommand: AsyncParsableCommand {
         var providers: Set<PushProvider> = []
         if credentials != nil || apnsURL != nil || sandboxURL != nil { providers.insert(.apns) }
         if account != nil || fcmURL != nil { providers.insert(.fcm) }
-        let configuration = DeliveryConfiguration(
+        var configuration = DeliveryConfiguration(
             apnsBaseURL: apnsURL ?? DeliveryConfiguration.appleAPNsURL,
             apnsSandboxBaseURL: sandboxURL ?? DeliveryConfiguration.defaultSandboxURL(apnsURL: apnsURL),
             fcmBaseURL: fcmURL ?? "https://fcm.googleapis.com",
             apnsCredentials: credentials, fcmCredentials: account, providers: providers,
             trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections,
             requestTimeout: .milliseconds(timeout))
+        if let file = Settings.optional(appsFile, "BADGEPIPE_APPS_FILE") {
+            // One way or the other: an app's credentials are in the file.
+            guard credentials == nil, account == nil else {
+                throw fail(
+                    "give the apps' credentials in --apps-file, not also --apns-key-file, --apns-cert-file or "
+                        + "--fcm-credentials-file")
+            }
+            let apps: (apps: [AppConfiguration], defaultApp: String?)
+            do {
+                apps = try AppsFile.load(path: file)
+            } catch {
+                throw CommandError(code: "invalid_apps_file", message: "--apps-file \(error)")
+            }
+            configuration.serve(apps: apps.apps, defaultApp: apps.defaultApp)
+        }
         if let problem = configuration.problems.first { throw fail(problem) }
         return configuration
     }

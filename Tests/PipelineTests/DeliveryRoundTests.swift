@@ -130,13 +130,15 @@ struct DeliveryRoundTests {
         var round = round([Self.claimed(1, token: "a"), Self.claimed(2, token: "a"), Self.claimed(3, token: "b")])
         let a = round.next()!
         let b = round.next()!
-        round.finished(a, .deadToken(reason: "Unregistered", timestampMilliseconds: 1234), now: Self.now, unit: 0)
+        round.finished(
+            a, .deadToken(reason: "Unregistered", timestampMilliseconds: 1234, app: "amen"), now: Self.now, unit: 0)
         round.finished(b, .rejected(reason: "BadTopic"), now: Self.now, unit: 0)
         #expect(round.next() == nil)
         #expect(round.record.deadTokens == ["a"])
         #expect(
             round.record.feedback == [
-                TokenFeedback(token: "a", provider: .apns, reason: "Unregistered", providerTimestamp: 1_234_000)
+                TokenFeedback(
+                    token: "a", provider: .apns, app: "amen", reason: "Unregistered", providerTimestamp: 1_234_000)
             ], "what the provider said, to report back")
         #expect(round.record.failed == [3])
     }

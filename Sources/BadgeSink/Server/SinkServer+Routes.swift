@@ -12,7 +12,8 @@ extension SinkServer {
         router.post("/3/device/{token}") { request, context -> Response in
             let token = context.parameters.get("token") ?? ""
             let body = try await request.body.collect(upTo: context.maxUploadSize)
-            let check = credentials.checkAPNs(authorization: request.headers[.authorization])
+            let check = credentials.checkAPNs(
+                authorization: request.headers[.authorization], topic: request.headers[.init("apns-topic")!])
             let answer = Self.receive(
                 .apns, token: token, body: body, request: request, context: context, check: check, into: state,
                 log: logDeliveries)
@@ -28,7 +29,7 @@ extension SinkServer {
             let project = context.parameters.get("project") ?? ""
             let body = try await request.body.collect(upTo: context.maxUploadSize)
             let token = Self.fcmToken(in: body.readableBytesView)
-            let check = credentials.checkFCM(authorization: request.headers[.authorization])
+            let check = credentials.checkFCM(authorization: request.headers[.authorization], project: project)
             let answer = Self.receive(
                 .fcm, token: token, body: body, request: request, context: context, check: check, into: state,
                 log: logDeliveries)

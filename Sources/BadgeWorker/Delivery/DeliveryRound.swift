@@ -25,8 +25,9 @@ struct DeliveryRound {
     enum Result: Equatable {
         /// Accepted; `late` when it finished after this worker's term on the partition's lease ran out.
         case accepted(late: Bool)
-        /// The token is dead; `timestampMilliseconds` is APNs's 410 timestamp, when it gave one.
-        case deadToken(reason: String, timestampMilliseconds: Int64? = nil)
+        /// The token is dead; `timestampMilliseconds` is APNs's 410 timestamp, when it gave one; `app` the app it
+        /// was sent for, when the deployment names apps.
+        case deadToken(reason: String, timestampMilliseconds: Int64? = nil, app: String? = nil)
         case rejected(reason: String)
         case retry(reason: String, retryAfter: Duration?)
         case configurationError(reason: String)
@@ -113,11 +114,11 @@ struct DeliveryRound {
         case .notConfigured:
             record.failed.append(push.id)
             tally.notConfigured += 1
-        case .deadToken(let reason, let timestamp):
+        case .deadToken(let reason, let timestamp, let app):
             record.deadTokens.append(token)
             record.feedback.append(
                 TokenFeedback(
-                    token: token, provider: push.push.provider, reason: reason,
+                    token: token, provider: push.push.provider, app: app, reason: reason,
                     providerTimestamp: timestamp.map { $0 * 1000 }))
             tally.deadTokens += 1
             goOn = false

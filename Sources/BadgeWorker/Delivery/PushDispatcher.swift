@@ -201,8 +201,18 @@ struct PushDispatcher: Sendable {
         // `LeaseFence`). If not, the push stays in the outbox, claimed but unsent, and the partition's new owner
         // sends it.
         let fence = term.map { LeaseFence(term: $0, store: store, health: health, logger: logger) }
+        let request: PushRequest
+        switch sender.app(for: push) {
+        case .failure(let unserved):
+            return (claimed, refusedUnsent(push, reason: unserved.reason), nil)
+        case .success(let app):
+            var built = builder.build(push, defaultTopic: app.apns?.topics.first, fcmProject: app.fcm?.project)
+            built.app = app.name
+            if push.provider == .apns, push.environment == nil { built.environment = app.apns?.environment }
+            request = built
+        }
         do {
-            switch try await sender.send(builder.build(push), fence: fence) {
+            switch try await sender.send(request, fence: fence) {
             case .accepted:
                 return (claimed, .accepted(late: term.map { !$0.isValid } ?? false), nil)
             case .deadToken(_, let reason, let timestamp):
@@ -210,7 +220,12 @@ struct PushDispatcher: Sendable {
                 logger.info(
                     "token unregistered, deactivating",
                     metadata: ["push.token": "\(push.token.prefix(8))", "push.reason": "\(reason)"])
-                return (claimed, .deadToken(reason: reason, timestampMilliseconds: timestamp), nil)
+                return (
+                    claimed,
+                    .deadToken(
+                        reason: reason, timestampMilliseconds: timestamp, app: sender.servesApps ? request.app : nil),
+                    nil
+                )
             case .rejected(let status, let reason):
                 logger.warning(
                     "push refused for good, dropped",
@@ -230,23 +245,30 @@ struct PushDispatcher: Sendable {
                     ])
                 return (claimed, .configurationError(reason: reason), nil)
             case .notConfigured(let reason):
-                WorkerMetrics.pushesRefused(reason: Self.providerNotConfigured).increment()
-                if let (key, count) = notConfiguredLog.note(push.provider.rawValue) {
-                    logger.warning(
-                        """
-                        pushes refused unsent: the deployment does not deliver to their provider; their devices are \
-                        kept, and served once it is configured
-                        """,
-                        metadata: [
-                            "push.provider": "\(key)", "push.reason": "\(Self.providerNotConfigured)",
-                            "push.detail": "\(reason)", "push.refused": "\(count)",
-                        ])
-                }
-                return (claimed, .notConfigured(reason: reason), nil)
+                return (claimed, refusedUnsent(push, reason: reason), nil)
             }
         } catch {
             return (claimed, .stopped, error)
         }
+    }
+
+    /// A push not sent because its provider or its app is not configured: counted, logged once per provider and
+    /// app (then every ten minutes with the count), recorded as failed; its device is kept.
+    private func refusedUnsent(_ push: PlannedPush, reason: String) -> DeliveryRound.Result {
+        WorkerMetrics.pushesRefused(reason: Self.providerNotConfigured).increment()
+        let key = push.provider.rawValue + (push.app.map { " app \($0)" } ?? "")
+        if let (key, count) = notConfiguredLog.note(key) {
+            logger.warning(
+                """
+                pushes refused unsent: the deployment does not deliver to their provider or app; their devices are \
+                kept, and served once it is configured
+                """,
+                metadata: [
+                    "push.provider": "\(key)", "push.reason": "\(Self.providerNotConfigured)",
+                    "push.detail": "\(reason)", "push.refused": "\(count)",
+                ])
+        }
+        return .notConfigured(reason: reason)
     }
 
     private func report(_ tally: DeliveryRound.Tally) {
