@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.0"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.45.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // C: the system rabbitmq-c library and a shim for its variadic functions.
@@ -84,6 +85,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                // The apps file (`--apps-file`): YAML, whose nodes carry their line for error messages.
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         // The mock APNs / FCM sink. It reads and writes the wire formats through BadgeWire and draws its faults

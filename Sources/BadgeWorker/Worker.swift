@@ -2,6 +2,7 @@ import AMQPClient
 import BadgeCore
 import BadgeDelivery
 import BadgeStore
+import BadgeWire
 import Logging
 import ServiceLifecycle
 
@@ -44,6 +45,19 @@ public struct Worker: Service {
 
     public func run() async throws {
         watchdog?.start()
+        let missing = PushProvider.allCases.filter { !configuration.delivery.providers.contains($0) }
+        let refused =
+            missing.isEmpty
+            ? ""
+            : "; pushes to \(missing.map(\.displayName).joined(separator: " and ")) devices are refused "
+                + "(provider_not_configured) and their devices kept"
+        logger.info(
+            "push providers: \(configuration.delivery.providersDescription)\(refused)",
+            metadata: [
+                "worker.providers": "\(PushProvider.allCases.filter { !missing.contains($0) }.map(\.rawValue))",
+                "worker.apps": "\(configuration.delivery.apps.map(\.name))",
+                "worker.default_app": "\(configuration.delivery.registry.defaultApp ?? "none")",
+            ])
         // Every partition sends concurrently: over HTTP/1.1 (a local sink) allow as many connections as pushes in
         // flight.
         let http = try ProviderClients(
@@ -59,6 +73,9 @@ public struct Worker: Service {
             schedule: RetrySchedule(
                 initial: configuration.delivery.initialBackoff, maximum: configuration.delivery.maxBackoff),
             maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, health: health,
+            feedback: FeedbackPublisher(
+                store: store, exchange: configuration.topology.feedbackExchange,
+                hold: configuration.feedbackHold, logger: logger),
             logger: logger)
         do {
             // At start the database may not answer yet (a fleet starting with it): wait, saying so.

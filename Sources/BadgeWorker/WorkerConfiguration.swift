@@ -71,6 +71,9 @@ public struct WorkerConfiguration: Sendable {
     /// 25 ms, the fleet suite's 12 SIGKILLs duplicated 11–75 alerts; with the outcomes recorded right after the
     /// round, 3–9).
     public var deliveryRecordDelay = Duration.zero
+    /// How long a worker's publisher of token feedback holds the entries it took (see `FeedbackPublisher`): an entry
+    /// it took and did not publish (its session ended) is published by the next session, of any worker, after this.
+    public var feedbackHold = Duration.seconds(30)
     /// Fleet mode (PostgreSQL): partitions are leased through the database and spread over the live workers.
     /// nil: a single node that consumes every partition.
     public var fleet: Fleet?

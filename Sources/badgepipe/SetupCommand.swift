@@ -5,7 +5,8 @@ import BadgeWorker
 /// `badgepipe setup`: declares the topology and exits.
 struct SetupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "setup", abstract: "Declare the exchange, partition queues and dead-letter queue, then exit.")
+        commandName: "setup",
+        abstract: "Declare the exchange, partition queues, dead-letter queue and feedback exchange, then exit.")
 
     @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
     @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
@@ -24,6 +25,8 @@ struct SetupCommand: AsyncParsableCommand {
         try await topology.checkNoMissingPartition(on: connection)
         try await topology.declare(on: channel)
         await connection.close()
-        print("declared \(topology.exchange) with \(count) partitions and \(topology.deadQueueName)")
+        print(
+            "declared \(topology.exchange) with \(count) partitions, \(topology.deadQueueName) and "
+                + "\(topology.feedbackExchange)")
     }
 }

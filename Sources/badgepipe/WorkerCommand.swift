@@ -4,6 +4,7 @@ import BadgeCore
 import BadgeDelivery
 import BadgeOperations
 import BadgeStore
+import BadgeWire
 import BadgeWorker
 import Foundation
 import Logging
@@ -39,6 +40,13 @@ struct WorkerCommand: AsyncParsableCommand {
     var apnsCertKeyFile: String?
     @Option(help: "FCM v1 base URL (BADGEPIPE_FCM_URL, default https://fcm.googleapis.com).") var fcmURL: String?
     @Option(help: "FCM service-account JSON file (BADGEPIPE_FCM_CREDENTIALS_FILE).") var fcmCredentialsFile: String?
+    @Option(
+        help: ArgumentHelp(
+            "The apps this deployment serves, a YAML file (BADGEPIPE_APPS_FILE), instead of the single-app settings.",
+            discussion:
+                "Each app with its APNs key or certificate, team and topics, and/or its FCM service account; see the "
+                + "README's Several apps. The provider URLs still apply to every app."))
+    var appsFile: String?
     @Option(help: "Extra trusted root certificates, PEM (BADGEPIPE_CA_FILE), e.g. a test sink's.") var caFile: String?
     @Option(help: "HTTP/2 connections per provider host (BADGEPIPE_PROVIDER_CONNECTIONS, default 1).")
     var providerConnections: Int?
@@ -235,7 +243,12 @@ struct WorkerCommand: AsyncParsableCommand {
     }
 
     /// Provider URLs and credentials from the flags and variables; throws with the setting to fix when they do not
-    /// make a working whole (a provider over https:// without credentials, half a key, a file that cannot be read).
+    /// make a working whole (no provider at all, a provider over https:// without credentials, half a key, a file
+    /// that cannot be read).
+    ///
+    /// A provider is configured when it has credentials or a URL: APNs with a key, a certificate, `--apns-url` or
+    /// `--apns-sandbox-url`; FCM with a service account or `--fcm-url`. A provider given neither is not used: an
+    /// iOS-only deployment gives APNs settings only, and pushes to FCM devices are refused unsent.
     private func deliveryConfiguration() throws -> DeliveryConfiguration {
         let apnsURL = Settings.optional(self.apnsURL, "BADGEPIPE_APNS_URL")
         let sandboxURL = Settings.optional(apnsSandboxURL, "BADGEPIPE_APNS_SANDBOX_URL")
@@ -285,13 +298,32 @@ struct WorkerCommand: AsyncParsableCommand {
                 throw fail("--fcm-credentials-file: \(error)")
             }
         }
-        let configuration = DeliveryConfiguration(
+        let fcmURL = Settings.optional(self.fcmURL, "BADGEPIPE_FCM_URL")
+        var providers: Set<PushProvider> = []
+        if credentials != nil || apnsURL != nil || sandboxURL != nil { providers.insert(.apns) }
+        if account != nil || fcmURL != nil { providers.insert(.fcm) }
+        var configuration = DeliveryConfiguration(
             apnsBaseURL: apnsURL ?? DeliveryConfiguration.appleAPNsURL,
             apnsSandboxBaseURL: sandboxURL ?? DeliveryConfiguration.defaultSandboxURL(apnsURL: apnsURL),
-            fcmBaseURL: Settings.optional(fcmURL, "BADGEPIPE_FCM_URL") ?? "https://fcm.googleapis.com",
-            apnsCredentials: credentials, fcmCredentials: account,
+            fcmBaseURL: fcmURL ?? "https://fcm.googleapis.com",
+            apnsCredentials: credentials, fcmCredentials: account, providers: providers,
             trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections,
             requestTimeout: .milliseconds(timeout))
+        if let file = Settings.optional(appsFile, "BADGEPIPE_APPS_FILE") {
+            // One way or the other: an app's credentials are in the file.
+            guard credentials == nil, account == nil else {
+                throw fail(
+                    "give the apps' credentials in --apps-file, not also --apns-key-file, --apns-cert-file or "
+                        + "--fcm-credentials-file")
+            }
+            let apps: (apps: [AppConfiguration], defaultApp: String?)
+            do {
+                apps = try AppsFile.load(path: file)
+            } catch {
+                throw CommandError(code: "invalid_apps_file", message: "--apps-file \(error)")
+            }
+            configuration.serve(apps: apps.apps, defaultApp: apps.defaultApp)
+        }
         if let problem = configuration.problems.first { throw fail(problem) }
         return configuration
     }

@@ -293,6 +293,24 @@ private let invalidCases: [InvalidCase] = [
         eventJSON(#""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","environment":"dev"}"#),
         "invalid_field", #"field "device.environment" must be "production" or "sandbox""#),
     InvalidCase(
+        "app of 65 characters",
+        eventJSON(
+            #""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","app":""#
+                + String(repeating: "a", count: 65) + #""}"#),
+        "invalid_field", #"field "device.app" must be 1-64 chars of [A-Za-z0-9._-]"#),
+    InvalidCase(
+        "app with a slash",
+        eventJSON(#""type":"device_registered","device":{"token":"abcdefgh12","provider":"fcm","app":"a/b"}"#),
+        "invalid_field", #"field "device.app" must be 1-64 chars of [A-Za-z0-9._-]"#),
+    InvalidCase(
+        "empty app",
+        eventJSON(#""type":"device_registered","device":{"token":"abcdefgh12","provider":"fcm","app":""}"#),
+        "invalid_field", #"field "device.app" must be 1-64 chars of [A-Za-z0-9._-]"#),
+    InvalidCase(
+        "app not a string",
+        eventJSON(#""type":"device_registered","device":{"token":"abcdefgh12","provider":"fcm","app":7}"#),
+        "invalid_field"),
+    InvalidCase(
         "topic of 256 characters",
         eventJSON(
             #""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","topic":""#
@@ -353,6 +371,16 @@ struct EventDecoderTests {
                 == DeviceInfo(
                     token: "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90", provider: .apns,
                     topic: "com.example.amen", environment: .production))
+        // v1.1: the device's app, optional (the v1 example above has none).
+        let withApp = try EventDecoder.decode(
+            body: Array(
+                eventJSON(
+                    #""type":"device_registered","device":{"token":"abcdefgh12","provider":"apns","#
+                        + #""app":"Amen_iOS-2.beta"}"#
+                ).utf8),
+            contentType: nil
+        ).get()
+        #expect(withApp.device == DeviceInfo(token: "abcdefgh12", provider: .apns, app: "Amen_iOS-2.beta"))
         let preferences = try EventDecoder.decode(
             body: try Fixtures.bytes("preferences_updated", in: "examples"), contentType: nil
         ).get()

@@ -90,4 +90,32 @@ struct DeliveryConfigurationTests {
             apnsCredentials: .certificate(chainFile: "c.pem", keyFile: "k.pem"))
         #expect(certificate.problems.isEmpty)
     }
+
+    @Test func aDeploymentOfOneProviderNeedsNoSettingOfTheOther() throws {
+        let key = try APNsSigningKey(pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "K1", teamID: "T1")
+        // The other provider's URL is left at its real host without credentials, and even broken: not checked.
+        let apnsOnly = DeliveryConfiguration(
+            apnsBaseURL: "https://api.push.apple.com", fcmBaseURL: "https://fcm.googleapis.com",
+            apnsCredentials: .token(key), providers: [.apns])
+        #expect(apnsOnly.problems.isEmpty, "\(apnsOnly.problems)")
+        #expect(apnsOnly.providersDescription == "APNs only")
+        let fcmOnly = DeliveryConfiguration(
+            apnsBaseURL: "ftp://nowhere", apnsSandboxBaseURL: "https://api.sandbox.push.apple.com",
+            fcmBaseURL: "http://127.0.0.1:8787", providers: [.fcm])
+        #expect(fcmOnly.problems.isEmpty, "\(fcmOnly.problems)")
+        #expect(fcmOnly.providersDescription == "FCM only")
+        // A configured provider is still checked.
+        let fcmWithoutCredentials = DeliveryConfiguration(fcmBaseURL: "https://fcm.googleapis.com", providers: [.fcm])
+        #expect(fcmWithoutCredentials.problems.count == 1)
+        #expect(fcmWithoutCredentials.problems.first?.hasPrefix("--fcm-url is https://fcm.googleapis.com") == true)
+    }
+
+    @Test func noProviderAtAllIsAProblemNamingTheSettings() {
+        let none = DeliveryConfiguration(providers: [])
+        #expect(none.problems.count == 1)
+        #expect(none.problems.first?.hasPrefix("no push provider is configured") == true)
+        #expect(none.problems.first?.contains("--apns-key-file") == true)
+        #expect(none.problems.first?.contains("--fcm-credentials-file") == true)
+        #expect(DeliveryConfiguration().providersDescription == "APNs and FCM")
+    }
 }

@@ -28,6 +28,22 @@ struct ProviderResponseTests {
         #expect(Self.apns(status, reason) == .deadToken(reason: reason))
     }
 
+    @Test func apns410KeepsItsTimestampOnlyWhenItIsOne() {
+        let body = Array(#"{"reason":"Unregistered","timestamp":1795000000123}"#.utf8)
+        #expect(
+            ProviderResponse.classify(provider: .apns, status: 410, body: body, retryAfter: nil)
+                == .deadToken(reason: "Unregistered", timestampMilliseconds: 1_795_000_000_123))
+        let text = Array(#"{"reason":"Unregistered","timestamp":"yesterday"}"#.utf8)
+        #expect(
+            ProviderResponse.classify(provider: .apns, status: 410, body: text, retryAfter: nil)
+                == .deadToken(reason: "Unregistered"))
+        // Only a 410 carries one.
+        let bad = Array(#"{"reason":"BadDeviceToken","timestamp":1795000000123}"#.utf8)
+        #expect(
+            ProviderResponse.classify(provider: .apns, status: 400, body: bad, retryAfter: nil)
+                == .deadToken(reason: "BadDeviceToken"))
+    }
+
     @Test func apns410WithoutABodyIsATokenGoneToo() {
         #expect(Self.classify(.apns, 410, "") == .deadToken(reason: "HTTP 410"))
     }

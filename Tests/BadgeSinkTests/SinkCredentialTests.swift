@@ -41,6 +41,54 @@ struct SinkCredentialTests {
         }
     }
 
+    @Test func keysOfSeveralTeamsVerifyAndEachPushIsRecordedWithItsAppAndRefusedOnAnotherAppsTopic() async throws {
+        let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
+        defer { credentials.remove() }
+        let other = try credentials.writeAPNsKey(keyID: "PSALMSKEY1")
+        var configuration = Self.secured(credentials)
+        configuration.apnsKeyFiles["PSALMSKEY1"] = other.publicKeyFile
+        configuration.apnsKeyTeams = ["PSALMSKEY1": "PSALMSTEAM"]
+        configuration.apps = [
+            SinkApp(name: "amen", apnsKeyIDs: [credentials.apnsKeyID], apnsTopics: ["com.example.amen"]),
+            SinkApp(name: "psalms", apnsKeyIDs: ["PSALMSKEY1"], apnsTopics: ["org.psalms.app"]),
+        ]
+        let now = Int64(Date().timeIntervalSince1970)
+        let psalms = try APNsSigningKey(file: other.keyFile, keyID: "PSALMSKEY1", teamID: "PSALMSTEAM")
+        let psalmsBearer = ("authorization", "bearer " + (try psalms.token(issuedAt: now)))
+        try await SocketSinkHarness.withSink(configuration: configuration) { sink in
+            let amen = try await sink.pushAPNs(
+                "aa21", headers: [try Self.bearer(credentials), ("apns-topic", "com.example.amen")])
+            #expect(amen.status == 200)
+            let own = try await sink.pushAPNs("aa22", headers: [psalmsBearer, ("apns-topic", "org.psalms.app")])
+            #expect(own.status == 200, "the other team's key verifies against its own team")
+            let foreign = try await sink.pushAPNs("aa23", headers: [psalmsBearer, ("apns-topic", "com.example.amen")])
+            #expect(foreign.status == 400)
+            #expect(foreign.json["reason"] as? String == "TopicDisallowed")
+            // A key of one team presented as the other's is refused.
+            let forged = try APNsSigningKey(file: other.keyFile, keyID: "PSALMSKEY1", teamID: credentials.apnsTeamID)
+            let wrongTeam = try await sink.pushAPNs(
+                "aa24",
+                headers: [
+                    ("authorization", "bearer " + (try forged.token(issuedAt: now))), ("apns-topic", "org.psalms.app"),
+                ])
+            #expect(wrongTeam.status == 403)
+            let listed = try await sink.deliveries()
+            let byToken = Dictionary(
+                uniqueKeysWithValues: listed.compactMap { delivery -> (String, [String: Any])? in
+                    guard let token = delivery["token"] as? String,
+                        let headers = delivery["headers"] as? [String: Any],
+                        let authorization = headers["authorization"] as? [String: Any]
+                    else { return nil }
+                    return (token, authorization)
+                })
+            #expect(byToken["aa21"]?["app"] as? String == "amen")
+            #expect(byToken["aa22"]?["app"] as? String == "psalms")
+            #expect(byToken["aa22"]?["issuer"] as? String == "PSALMSTEAM")
+            #expect(byToken["aa22"]?["verified"] as? Bool == true)
+            #expect(byToken["aa23"]?["verified"] as? Bool == false)
+        }
+    }
+
     @Test func apnsTokensAreCheckedAsAppleChecksThem() async throws {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }

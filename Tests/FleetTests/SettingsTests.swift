@@ -82,10 +82,27 @@ struct SettingsTests {
     }
 
     @Test func theWorkerRefusesARealProviderWithoutCredentials() throws {
-        let (status, errors) = try run(["worker"])
+        let (status, errors) = try run(["worker", "--apns-url", "https://api.push.apple.com"])
         #expect(status != 0)
         #expect(
             errors.contains("--apns-url is https://api.push.apple.com but no APNs credentials are set"), "\(errors)")
+        let (fcmStatus, fcmErrors) = try run(
+            ["worker"], environment: ["BADGEPIPE_FCM_URL": "https://fcm.googleapis.com"])
+        #expect(fcmStatus != 0)
+        #expect(
+            fcmErrors.contains("--fcm-url is https://fcm.googleapis.com but no FCM credentials are set"),
+            "\(fcmErrors)")
+    }
+
+    @Test func theWorkerNeedsOneProviderAndOneIsEnough() throws {
+        let (status, errors) = try run(["worker"])
+        #expect(status != 0)
+        #expect(errors.contains("no push provider is configured: give APNs credentials"), "\(errors)")
+        // One provider alone passes: the next setting checked (a bad one on purpose) is the complaint.
+        for provider in [["--apns-url", "http://127.0.0.1:1"], ["--fcm-url", "http://127.0.0.1:1"]] {
+            let (_, alone) = try run(["worker"] + provider + ["--partitions", "0"])
+            #expect(alone.contains("--partitions (BADGEPIPE_PARTITIONS) must be within"), "\(provider): \(alone)")
+        }
     }
 
     /// Writes a new P-256 key (a stand-in for Apple's `.p8`) to `key`.

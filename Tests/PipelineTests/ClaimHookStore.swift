@@ -46,6 +46,10 @@ final class ClaimHookStore: BadgeStore {
     }
 
     func recordDeliveries(_ record: DeliveryRecord) async throws { try await base.recordDeliveries(record) }
+    func takeFeedback(limit: Int, hold: Duration) async throws -> [StoredTokenFeedback] {
+        try await base.takeFeedback(limit: limit, hold: hold)
+    }
+    func deleteFeedback(_ ids: [Int64]) async throws { try await base.deleteFeedback(ids) }
     func run() async { await base.run() }
     func migrate() async throws { try await base.migrate() }
     func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {

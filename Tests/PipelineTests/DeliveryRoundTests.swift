@@ -130,11 +130,31 @@ struct DeliveryRoundTests {
         var round = round([Self.claimed(1, token: "a"), Self.claimed(2, token: "a"), Self.claimed(3, token: "b")])
         let a = round.next()!
         let b = round.next()!
-        round.finished(a, .deadToken(reason: "Unregistered"), now: Self.now, unit: 0)
+        round.finished(
+            a, .deadToken(reason: "Unregistered", timestampMilliseconds: 1234, app: "amen"), now: Self.now, unit: 0)
         round.finished(b, .rejected(reason: "BadTopic"), now: Self.now, unit: 0)
         #expect(round.next() == nil)
         #expect(round.record.deadTokens == ["a"])
+        #expect(
+            round.record.feedback == [
+                TokenFeedback(
+                    token: "a", provider: .apns, app: "amen", reason: "Unregistered", providerTimestamp: 1_234_000)
+            ], "what the provider said, to report back")
         #expect(round.record.failed == [3])
+    }
+
+    @Test func aPushToAnUnconfiguredProviderIsRecordedAsFailedAndItsDeviceGoesOn() {
+        var round = round([Self.claimed(1, token: "a"), Self.claimed(2, token: "a")])
+        let first = round.next()!
+        #expect(round.next() == nil, "one device's pushes one after another")
+        round.finished(first, .notConfigured(reason: "no FCM"), now: Self.now, unit: 0)
+        let second = round.next()
+        #expect(second?.id == 2, "the device is kept: its next push is attempted too")
+        round.finished(second!, .notConfigured(reason: "no FCM"), now: Self.now, unit: 0)
+        #expect(round.isFinished)
+        #expect(round.record.failed == [1, 2])
+        #expect(round.record.deadTokens.isEmpty && round.record.retries.isEmpty)
+        #expect(round.tally.notConfigured == 2 && round.tally.rejected == 0)
     }
 
     @Test func aStopStartsNothingMoreAndLatePushesAreKept() {

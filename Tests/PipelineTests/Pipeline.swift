@@ -77,7 +77,8 @@ func run(_ executable: String, _ arguments: [String]) throws {
 struct Pipeline: Sendable {
     /// The first sink's records (the only sink unless the test asked for more).
     let sink: SinkState
-    /// Every sink's records, in the order of `sinks` given to ``with(backend:partitions:policy:apnsTopic:sinks:delivery:_:)``.
+    /// Every sink's records, in the order of `sinks` given to
+    /// ``with(backend:database:partitions:policy:apnsTopic:sinks:delivery:_:)``.
     let sinks: [SinkState]
     /// Each sink's base URL (`http://` or, with a TLS certificate, `https://` on 127.0.0.1).
     let sinkURLs: [String]
@@ -92,9 +93,12 @@ struct Pipeline: Sendable {
         ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
         ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
 
-    /// Starts everything, runs `body`, and shuts everything down gracefully.
+    /// Starts everything, runs `body`, and shuts everything down gracefully. With `database` (a URL from
+    /// ``Backend/freshURL()``), the worker uses that database and leaves it to the caller, who may run another
+    /// pipeline on it; otherwise a fresh one, dropped at the end.
     static func with(
         backend: Backend,
+        database: String? = nil,
         partitions: Int = 4,
         policy: BadgePolicy = .unseen,
         apnsTopic: String = "com.example.test",
@@ -117,9 +121,9 @@ struct Pipeline: Sendable {
             let port = ports[0]
 
             let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: partitions)
-            let databaseURL = try backend.freshURL()
+            let databaseURL = try database ?? backend.freshURL()
             let store = try BadgeStoreFactory.make(url: databaseURL, logger: logger)
-            let configuration = WorkerConfiguration(
+            var configuration = WorkerConfiguration(
                 amqp: try AMQPConfiguration(url: amqpURL),
                 databaseURL: "unused",
                 delivery: try delivery?(ports)
@@ -130,6 +134,8 @@ struct Pipeline: Sendable {
                 apnsTopic: apnsTopic,
                 topology: topology,
                 deliveryIdlePoll: .milliseconds(100))
+            // Token feedback a session took and could not publish is taken again a second later.
+            configuration.feedbackHold = .seconds(1)
             let (ready, readyContinuation) = AsyncStream<Void>.makeStream()
             let worker = Worker(configuration: configuration, store: store, logger: logger) {
                 readyContinuation.yield()
@@ -157,7 +163,7 @@ struct Pipeline: Sendable {
             }
             await pipeline.tearDown(workerGroup: workerGroup, sinkGroup: sinkGroup)
             try await group.waitForAll()
-            backend.drop(databaseURL)
+            if database == nil { backend.drop(databaseURL) }
         }
     }
 
@@ -169,6 +175,7 @@ struct Pipeline: Sendable {
             _ = try? await channel.deleteQueue(topology.deadQueueName)
             _ = try? await channel.deleteExchange(topology.exchange)
             _ = try? await channel.deleteExchange(topology.deadLetterExchange)
+            _ = try? await channel.deleteExchange(topology.feedbackExchange)
         }
         await connection.close()
     }

@@ -73,6 +73,16 @@ public struct TestCredentials: Sendable {
         _ = try writeServiceAccount(tokenURI: tokenURI, to: serviceAccountFile)
     }
 
+    /// Writes another APNs key (another team's, say) as `AuthKey_<keyID>.p8` and its public half; returns both paths.
+    public func writeAPNsKey(keyID: String) throws -> (keyFile: String, publicKeyFile: String) {
+        let key = P256.Signing.PrivateKey()
+        let keyFile = directory.appendingPathComponent("AuthKey_\(keyID).p8").path
+        let publicKeyFile = directory.appendingPathComponent("apns-public-\(keyID).pem").path
+        try key.pemRepresentation.write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try key.publicKey.pemRepresentation.write(toFile: publicKeyFile, atomically: true, encoding: .utf8)
+        return (keyFile, publicKeyFile)
+    }
+
     /// Writes a service-account file for the same account whose `token_uri` is `tokenURI`; returns its path.
     public func writeServiceAccount(tokenURI: String, to file: String? = nil) throws -> String {
         let file = file ?? directory.appendingPathComponent("service-account-\(UUID().uuidString).json").path

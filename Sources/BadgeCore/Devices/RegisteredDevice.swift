@@ -10,12 +10,18 @@ public struct RegisteredDevice: Sendable, Equatable, Hashable {
     public var topic: String?
     /// The APNs environment it was registered with, if given.
     public var environment: APNsEnvironment?
+    /// The app it was registered for (`device.app`), if given.
+    public var app: String?
 
     /// Creates a device.
-    public init(token: String, provider: PushProvider, topic: String? = nil, environment: APNsEnvironment? = nil) {
+    public init(
+        token: String, provider: PushProvider, topic: String? = nil, environment: APNsEnvironment? = nil,
+        app: String? = nil
+    ) {
         self.token = token
         self.provider = provider
         self.topic = topic
         self.environment = environment
+        self.app = app
     }
 }

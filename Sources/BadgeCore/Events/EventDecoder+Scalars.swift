@@ -5,7 +5,8 @@ extension EventDecoder {
     /// The longest device token accepted (see `readDevice`).
     public static let maxTokenLength = 2048
 
-    static func isTopicByte(_ byte: UInt8) -> Bool {
+    /// A byte of an APNs topic (a bundle id): `[A-Za-z0-9.-]`.
+    public static func isTopicByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"):
@@ -13,6 +14,11 @@ extension EventDecoder {
         default:
             return false
         }
+    }
+
+    /// A byte of an app name (`device.app`): `[A-Za-z0-9._-]`.
+    public static func isAppByte(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: "_") || isTopicByte(byte)
     }
 
     static func isIDByte(_ byte: UInt8) -> Bool {

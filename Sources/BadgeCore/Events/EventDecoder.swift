@@ -183,6 +183,12 @@ public enum EventDecoder {
             }
             device.environment = parsed
         }
+        if let app = try fields.optionalString("app") {
+            guard (1...64).contains(app.utf8.count), app.utf8.allSatisfy(isAppByte) else {
+                throw InvalidEvent.invalid("device.app", "must be 1-64 chars of [A-Za-z0-9._-]")
+            }
+            device.app = app
+        }
         return device
     }
 

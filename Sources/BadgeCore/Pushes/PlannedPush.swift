@@ -18,6 +18,8 @@ public struct PlannedPush: Sendable, Equatable {
     public var topic: String?
     /// The device's APNs environment, if known.
     public var environment: APNsEnvironment?
+    /// The device's app (`device.app`), if it named one: whose credentials and topics the push goes with.
+    public var app: String?
     /// Alert or badge-only.
     public var kind: PushKind
     /// The user's counts after the event's effect.
@@ -38,6 +40,7 @@ public struct PlannedPush: Sendable, Equatable {
         provider: PushProvider,
         topic: String? = nil,
         environment: APNsEnvironment? = nil,
+        app: String? = nil,
         kind: PushKind,
         counts: Counts,
         badge: Int,
@@ -51,6 +54,7 @@ public struct PlannedPush: Sendable, Equatable {
         self.provider = provider
         self.topic = topic
         self.environment = environment
+        self.app = app
         self.kind = kind
         self.counts = counts
         self.badge = badge
@@ -65,7 +69,8 @@ public struct PlannedPush: Sendable, Equatable {
     ) {
         self.init(
             recipient: event.recipient, eventID: event.id, eventType: event.type, token: device.token,
-            provider: device.provider, topic: device.topic, environment: device.environment, kind: kind,
+            provider: device.provider, topic: device.topic, environment: device.environment, app: device.app,
+            kind: kind,
             counts: counts, badge: badge, badgeVersion: badgeVersion, previews: previews)
     }
 }

@@ -29,11 +29,12 @@ public struct PushPayloadBuilder: Sendable {
         self.cuts = cuts
     }
 
-    /// The HTTP request for `push`.
-    public func build(_ push: PlannedPush) -> PushRequest {
+    /// The HTTP request for `push`; `defaultTopic` and `fcmProject`, when given, are its app's (the `apns-topic`
+    /// of a device registered without one, the project in the FCM path) instead of the builder's.
+    public func build(_ push: PlannedPush, defaultTopic: String? = nil, fcmProject: String? = nil) -> PushRequest {
         switch push.provider {
-        case .apns: return buildAPNs(push)
-        case .fcm: return buildFCM(push)
+        case .apns: return buildAPNs(push, defaultTopic: defaultTopic ?? defaultAPNsTopic)
+        case .fcm: return buildFCM(push, project: fcmProject ?? self.fcmProject)
         }
     }
 
@@ -131,10 +132,10 @@ public struct PushPayloadBuilder: Sendable {
 
     // MARK: - Requests
 
-    private func buildAPNs(_ push: PlannedPush) -> PushRequest {
+    private func buildAPNs(_ push: PlannedPush, defaultTopic: String) -> PushRequest {
         let apnsID = Self.apnsID(for: push)
         var headers: [(String, String)] = [
-            ("apns-topic", push.topic ?? defaultAPNsTopic),
+            ("apns-topic", push.topic ?? defaultTopic),
             // A badge change is a user-visible effect, so badge-only pushes are `alert` pushes too: Apple's
             // `background` type is for silent `content-available` pushes and allows no `badge`.
             ("apns-push-type", "alert"),
@@ -149,10 +150,10 @@ public struct PushPayloadBuilder: Sendable {
             apnsID: apnsID, environment: push.environment)
     }
 
-    private func buildFCM(_ push: PlannedPush) -> PushRequest {
+    private func buildFCM(_ push: PlannedPush, project: String) -> PushRequest {
         let body = fittedBody(push) { text in fcmBody(push, alert: text) }
         return PushRequest(
-            provider: .fcm, token: push.token, path: "/v1/projects/\(fcmProject)/messages:send",
+            provider: .fcm, token: push.token, path: "/v1/projects/\(project)/messages:send",
             headers: [("content-type", "application/json")], body: body, apnsID: nil, environment: nil)
     }
 

@@ -16,6 +16,8 @@ public struct PushRequest: Sendable {
     public var apnsID: String?
     /// The device's APNs environment, to choose the APNs host; `nil` when unknown (or FCM).
     public var environment: APNsEnvironment?
+    /// The app whose credentials it goes with; `nil`: the deployment's default app.
+    public var app: String?
 
     /// Creates a request.
     public init(

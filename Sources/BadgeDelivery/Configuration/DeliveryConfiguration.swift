@@ -1,3 +1,4 @@
+import BadgeWire
 import Foundation
 import NIOCore
 import ProviderAuth
@@ -22,6 +23,16 @@ public struct DeliveryConfiguration: Sendable {
     public var apnsCredentials: APNsCredentials?
     /// The FCM service account; nil sends no `authorization` (only a local sink over `http://` accepts that).
     public var fcmCredentials: ServiceAccount?
+    /// The apps the deployment serves (`--apps-file`), each with its own credentials and topics; empty: one app,
+    /// ``AppConfiguration/defaultName``, made of ``apnsCredentials`` and ``fcmCredentials`` for the providers in
+    /// ``providers`` (the single-app settings). See ``registry``.
+    public var apps: [AppConfiguration] = []
+    /// The app of devices that name none and whose topic no app owns (optional with one app).
+    public var defaultApp: String?
+    /// The providers this deployment delivers to. A push to a device of another provider is not sent: the sender
+    /// answers ``PushOutcome/notConfigured(reason:)`` and the device is kept, so that configuring the provider
+    /// later serves it. The URLs and credentials of a provider not in the set are not used (nor checked).
+    public var providers: Set<PushProvider>
     /// A PEM file of extra trusted root certificates (a test sink's self-signed certificate, say).
     public var trustedRootsFile: String?
     /// HTTP clients per provider: over HTTP/2 each keeps one connection per host, so this is the number of
@@ -50,6 +61,7 @@ public struct DeliveryConfiguration: Sendable {
         fcmBaseURL: String = "http://127.0.0.1:8787",
         apnsCredentials: APNsCredentials? = nil,
         fcmCredentials: ServiceAccount? = nil,
+        providers: Set<PushProvider> = Set(PushProvider.allCases),
         trustedRootsFile: String? = nil,
         clientsPerProvider: Int = 1,
         initialBackoff: Duration = .milliseconds(250),
@@ -63,6 +75,7 @@ public struct DeliveryConfiguration: Sendable {
         self.fcmBaseURL = fcmBaseURL
         self.apnsCredentials = apnsCredentials
         self.fcmCredentials = fcmCredentials
+        self.providers = providers
         self.trustedRootsFile = trustedRootsFile
         self.clientsPerProvider = clientsPerProvider
         self.initialBackoff = initialBackoff
@@ -72,42 +85,116 @@ public struct DeliveryConfiguration: Sendable {
         self.requestTimeout = requestTimeout
     }
 
-    /// The problems that keep a worker from starting: a provider URL that is not `http://` or `https://` with a
-    /// host (every push would be refused by the HTTP client, for good), a provider reached over `https://`
-    /// without credentials (every push would be refused), or credentials that would go over plain `http://` to a
-    /// host other than loopback (readable by anyone on the way), named with the setting to fix; empty when none.
+    /// The apps pushes go with: ``apps``, or the one app of the single-app settings.
+    public var effectiveApps: [AppConfiguration] {
+        guard apps.isEmpty else { return apps }
+        return [
+            AppConfiguration(
+                name: AppConfiguration.defaultName,
+                apns: providers.contains(.apns) ? AppConfiguration.APNs(credentials: apnsCredentials) : nil,
+                fcm: providers.contains(.fcm) ? AppConfiguration.FCM(credentials: fcmCredentials) : nil)
+        ]
+    }
+
+    /// Which app serves each push.
+    public var registry: AppRegistry {
+        AppRegistry(apps: effectiveApps, defaultApp: apps.isEmpty ? AppConfiguration.defaultName : defaultApp)
+    }
+
+    /// Sets ``apps`` and ``defaultApp`` (from an apps file), and ``providers`` to those some app configures.
+    public mutating func serve(apps: [AppConfiguration], defaultApp: String?) {
+        self.apps = apps
+        self.defaultApp = defaultApp
+        var providers: Set<PushProvider> = []
+        for app in apps {
+            if app.apns != nil { providers.insert(.apns) }
+            if app.fcm != nil { providers.insert(.fcm) }
+        }
+        self.providers = providers
+    }
+
+    /// The problems that keep a worker from starting: no provider at all, a configured provider's URL that is not
+    /// `http://` or `https://` with a host (every push would be refused by the HTTP client, for good), a configured
+    /// provider reached over `https://` without credentials (every push would be refused), or credentials that
+    /// would go over plain `http://` to a host other than loopback (readable by anyone on the way), named with the
+    /// setting to fix; empty when none. A provider not in ``providers`` is not checked.
     public var problems: [String] {
         var problems: [String] = []
-        for (name, url) in [
-            ("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL), ("--fcm-url", fcmBaseURL),
-        ] where !Self.isProviderURL(url) {
+        let apns = providers.contains(.apns)
+        let fcm = providers.contains(.fcm)
+        if !apns && !fcm {
+            problems.append(
+                "no push provider is configured: give APNs credentials (--apns-key-file with --apns-key-id and "
+                    + "--apns-team-id, or --apns-cert-file) or --apns-url, and/or FCM credentials "
+                    + "(--fcm-credentials-file) or --fcm-url")
+        }
+        let apnsURLs = apns ? [("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL)] : []
+        let fcmURLs = fcm ? [("--fcm-url", fcmBaseURL)] : []
+        for (name, url) in apnsURLs + fcmURLs where !Self.isProviderURL(url) {
             problems.append("\(name) must be an http:// or https:// URL with a host and no query, not \"\(url)\"")
         }
-        for (name, url) in [("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL)]
-        where Self.isHTTPS(url) && apnsCredentials == nil {
-            problems.append(
-                "\(name) is \(url) but no APNs credentials are set: give --apns-key-file with --apns-key-id and "
-                    + "--apns-team-id, or --apns-cert-file with --apns-cert-key-file")
+        let single = apps.isEmpty
+        let apnsApps = effectiveApps.compactMap { app in app.apns.map { (app.name, $0) } }
+        let fcmApps = effectiveApps.compactMap { app in app.fcm.map { (app.name, $0) } }
+        for (name, url) in apnsURLs where Self.isHTTPS(url) {
+            for (app, _) in apnsApps.filter({ $0.1.credentials == nil }) {
+                problems.append(
+                    single
+                        ? "\(name) is \(url) but no APNs credentials are set: give --apns-key-file with --apns-key-id "
+                            + "and --apns-team-id, or --apns-cert-file with --apns-cert-key-file"
+                        : "\(name) is \(url) but app \(app) has no APNs credentials: give it key_file, key_id and "
+                            + "team_id, or cert_file and cert_key_file")
+            }
         }
-        if Self.isHTTPS(fcmBaseURL), fcmCredentials == nil {
-            problems.append(
-                "--fcm-url is \(fcmBaseURL) but no FCM credentials are set: give --fcm-credentials-file "
-                    + "(a service-account JSON file)")
+        if fcm, Self.isHTTPS(fcmBaseURL) {
+            for (app, _) in fcmApps.filter({ $0.1.credentials == nil }) {
+                problems.append(
+                    single
+                        ? "--fcm-url is \(fcmBaseURL) but no FCM credentials are set: give --fcm-credentials-file "
+                            + "(a service-account JSON file)"
+                        : "--fcm-url is \(fcmBaseURL) but app \(app) has no FCM credentials: give it credentials_file "
+                            + "(a service-account JSON file)")
+            }
         }
-        for (name, url) in [("--apns-url", apnsBaseURL), ("--apns-sandbox-url", apnsSandboxBaseURL)]
-        where apnsCredentials != nil && Self.isProviderURL(url) && Self.isCleartextToAnotherHost(url) {
+        for (name, url) in apnsURLs
+        where apnsApps.contains(where: { $0.1.credentials != nil }) && Self.isProviderURL(url)
+            && Self.isCleartextToAnotherHost(url)
+        {
             problems.append(Self.cleartextProblem(name: name, url: url, what: "the APNs credentials"))
         }
-        if fcmCredentials != nil, Self.isProviderURL(fcmBaseURL), Self.isCleartextToAnotherHost(fcmBaseURL) {
+        if fcm, fcmApps.contains(where: { $0.1.credentials != nil }), Self.isProviderURL(fcmBaseURL),
+            Self.isCleartextToAnotherHost(fcmBaseURL)
+        {
             problems.append(Self.cleartextProblem(name: "--fcm-url", url: fcmBaseURL, what: "the FCM access token"))
         }
-        if let tokenURI = fcmCredentials?.tokenURI, Self.isCleartextToAnotherHost(tokenURI) {
+        for (app, side) in fcmApps {
+            guard let tokenURI = side.credentials?.tokenURI, Self.isCleartextToAnotherHost(tokenURI) else { continue }
             problems.append(
-                "--fcm-credentials-file names the token_uri \(tokenURI): the worker will not send its signed assertion "
+                (single ? "--fcm-credentials-file" : "app \(app)'s credentials_file")
+                    + " names the token_uri \(tokenURI): the worker will not send its signed assertion "
                     + "over plain http:// to a host other than loopback (127.0.0.0/8, ::1, localhost); use https://")
+        }
+        if !single {
+            if let defaultApp, !apps.contains(where: { $0.name == defaultApp }) {
+                problems.append("the default app \(defaultApp) is not one of the apps")
+            }
+            var names: Set<String> = []
+            for app in apps where !names.insert(app.name).inserted {
+                problems.append("the app \(app.name) is declared twice")
+            }
         }
         if clientsPerProvider < 1 { problems.append("--provider-connections must be at least 1") }
         return problems
+    }
+
+    /// The configured providers in a sentence for the log: "APNs and FCM", "APNs only", "FCM only" or "none".
+    public var providersDescription: String {
+        switch (providers.contains(.apns), providers.contains(.fcm)) {
+        case (true, true): "APNs and FCM"
+        case (true, false): "APNs only"
+        case (false, true): "FCM only"
+        case (false, false): "none"
+        }
     }
 
     static func isHTTPS(_ url: String) -> Bool { url.lowercased().hasPrefix("https:") }

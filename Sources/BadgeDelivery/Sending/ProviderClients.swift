@@ -1,15 +1,20 @@
 import AsyncHTTPClient
+import BadgeWire
 import Foundation
 import NIOSSL
 
-/// The HTTP clients pushes go out on: `clientsPerProvider` for APNs (presenting the client certificate with
-/// certificate auth) and as many for FCM and its token endpoint, all trusting the system roots plus
-/// `trustedRootsFile`. Over `https://` they negotiate HTTP/2 by ALPN (APNs requires it) and keep one connection
-/// per host each; over `http://` (a local sink) they speak HTTP/1.1 with up to `http1ConnectionsPerHost`
-/// connections. The owner shuts them down.
+/// The HTTP clients pushes go out on: one pool per provider account (an APNs team's key, an APNs certificate, a
+/// Google service account, or no credentials), shared by the apps of that account and never by two accounts, so
+/// that no connection carries two teams' provider tokens (Apple asks for this). Each pool has `clientsPerProvider`
+/// clients (an APNs certificate account's present the certificate), all trusting the system roots plus
+/// `trustedRootsFile`. Over `https://` they negotiate HTTP/2 by ALPN (APNs requires it) and keep one connection per
+/// host each; over `http://` (a local sink) they speak HTTP/1.1 with up to `http1ConnectionsPerHost` connections.
+/// A provider not in the configuration's `providers` gets no clients. The owner shuts them down.
 public final class ProviderClients: Sendable {
-    let apns: [HTTPClient]
-    let fcm: [HTTPClient]
+    /// The clients of each account.
+    let pools: [ProviderAccount: [HTTPClient]]
+    /// The account of each app's side: app name, then provider.
+    let accounts: [String: [PushProvider: ProviderAccount]]
 
     /// Creates the clients; throws when a certificate or key file cannot be loaded.
     public init(configuration: DeliveryConfiguration, http1ConnectionsPerHost: Int = 8) throws {
@@ -20,17 +25,6 @@ public final class ProviderClients: Sendable {
             }
             tls.additionalTrustRoots = [.file(file)]
         }
-        var apnsTLS = tls
-        if case .certificate(let chainFile, let keyFile) = configuration.apnsCredentials {
-            do {
-                apnsTLS.certificateChain = try NIOSSLCertificate.fromPEMFile(chainFile).map { .certificate($0) }
-                apnsTLS.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
-            } catch {
-                throw CredentialError(
-                    message: "cannot load the APNs client certificate \(chainFile) and key \(keyFile): \(error)",
-                    retryable: false)
-            }
-        }
         func clients(_ tls: TLSConfiguration) -> [HTTPClient] {
             (0..<max(1, configuration.clientsPerProvider)).map { _ in
                 var http = HTTPClient.Configuration(tlsConfiguration: tls)
@@ -39,12 +33,51 @@ public final class ProviderClients: Sendable {
                 return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
             }
         }
-        apns = clients(apnsTLS)
-        fcm = clients(tls)
+        var pools: [ProviderAccount: [HTTPClient]] = [:]
+        var accounts: [String: [PushProvider: ProviderAccount]] = [:]
+        do {
+            for app in configuration.effectiveApps {
+                for provider in PushProvider.allCases where configuration.providers.contains(provider) {
+                    guard let account = app.account(provider) else { continue }
+                    accounts[app.name, default: [:]][provider] = account
+                    guard pools[account] == nil else { continue }
+                    var accountTLS = tls
+                    if provider == .apns, case .certificate(let chainFile, let keyFile) = app.apns?.credentials {
+                        do {
+                            accountTLS.certificateChain = try NIOSSLCertificate.fromPEMFile(chainFile).map {
+                                .certificate($0)
+                            }
+                            accountTLS.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
+                        } catch {
+                            throw CredentialError(
+                                message: "cannot load the APNs client certificate \(chainFile) and key \(keyFile): "
+                                    + "\(error)",
+                                retryable: false)
+                        }
+                    }
+                    pools[account] = clients(accountTLS)
+                }
+            }
+        } catch {
+            for client in pools.values.joined() { try? client.syncShutdown() }
+            throw error
+        }
+        self.pools = pools
+        self.accounts = accounts
+    }
+
+    /// The clients `app`'s pushes to `provider` go out on: empty when that side is not configured.
+    func pool(_ provider: PushProvider, app: String) -> [HTTPClient] {
+        accounts[app]?[provider].flatMap { pools[$0] } ?? []
+    }
+
+    /// The number of accounts (and so of separate connection pools) of `provider`.
+    public func accountCount(_ provider: PushProvider) -> Int {
+        pools.keys.filter { $0.provider == provider }.count
     }
 
     /// Shuts every client down.
     public func shutdown() async throws {
-        for client in apns + fcm { try await client.shutdown() }
+        for client in pools.values.joined() { try await client.shutdown() }
     }
 }

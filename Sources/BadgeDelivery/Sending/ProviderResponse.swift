@@ -11,7 +11,7 @@ import Foundation
 /// | answer | class | what happens |
 /// | --- | --- | --- |
 /// | 200 | accepted | recorded as sent |
-/// | 410 `Unregistered`, 410 `ExpiredToken`, 400 `BadDeviceToken` | token gone | the device is deactivated |
+/// | 410 `Unregistered`, 410 `ExpiredToken`, 400 `BadDeviceToken` | token gone | the device is deactivated; a 410's `timestamp` (ms) is kept: a registration before it does not reactivate the token |
 /// | 400 `DeviceTokenNotForTopic` | token gone | the device is deactivated: its token belongs to another app |
 /// | 429 `TooManyRequests`, 500, 503 (`ServiceUnavailable`, `Shutdown`), any 5xx, 400 `IdleTimeout` | retry | next attempt with backoff, `Retry-After` honoured |
 /// | 403 `ExpiredProviderToken` | credential expired | re-sign the token once and retry at once |
@@ -32,7 +32,9 @@ import Foundation
 public enum ProviderResponse: Sendable, Equatable {
     case accepted
     /// The device token will never work again (unregistered, invalid, or another app's): deactivate the device.
-    case deadToken(reason: String)
+    /// `timestampMilliseconds`: APNs's `timestamp` of a 410, the last time it confirmed the token was no longer
+    /// valid (milliseconds since the epoch, by Apple's clock).
+    case deadToken(reason: String, timestampMilliseconds: Int64? = nil)
     /// The request was refused for good and the same request would be refused again: dropped, with its reason.
     case rejected(reason: String)
     /// The payload was too large: cannot happen with bodies this worker builds, so counted apart when seen.
@@ -57,9 +59,15 @@ public enum ProviderResponse: Sendable, Equatable {
         let retryAfterSeconds = retryAfter.flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         switch provider {
         case .apns:
-            return classifyAPNs(
+            let response = classifyAPNs(
                 status: status, reason: json?["reason"]?.stringValue ?? "HTTP \(status)",
                 retryAfterSeconds: retryAfterSeconds)
+            if status == 410, case .deadToken(let reason, _) = response,
+                let timestamp = json?["timestamp"]?.int64Value, timestamp > 0
+            {
+                return .deadToken(reason: reason, timestampMilliseconds: timestamp)
+            }
+            return response
         case .fcm:
             return classifyFCM(status: status, error: json?["error"], retryAfterSeconds: retryAfterSeconds)
         }

@@ -15,8 +15,13 @@ import NIOHTTP1
 public struct PushSender: Sendable {
     private let configuration: DeliveryConfiguration
     private let clients: ProviderClients
-    private let apnsAuthenticator: APNsAuthenticator?
-    private let fcmTokens: FCMAccessTokens?
+    /// Which app serves each push.
+    public let registry: AppRegistry
+    /// The provider-token signer of each APNs key account: one schedule per team's key (renewed every 50 minutes,
+    /// never more often than every 20, see `APNsTokenSchedule`).
+    private let apnsAuthenticators: [ProviderAccount: APNsAuthenticator]
+    /// The access tokens of each FCM service account.
+    private let fcmTokens: [ProviderAccount: FCMAccessTokens]
     private let logger: Logger
     private let sent = Counter(label: "badgepipe_pushes_sent_total")
     private let failedAttempts = Counter(label: "badgepipe_push_attempts_failed_total")
@@ -41,14 +46,36 @@ public struct PushSender: Sendable {
         self.clients = clients
         self.health = health
         self.logger = logger
-        if case .token(let key) = configuration.apnsCredentials {
-            apnsAuthenticator = APNsAuthenticator(key: key)
-        } else {
-            apnsAuthenticator = nil
+        registry = configuration.registry
+        var authenticators: [ProviderAccount: APNsAuthenticator] = [:]
+        var tokens: [ProviderAccount: FCMAccessTokens] = [:]
+        for app in configuration.effectiveApps {
+            if case .token(let key) = app.apns?.credentials, let account = app.account(.apns),
+                authenticators[account] == nil
+            {
+                authenticators[account] = APNsAuthenticator(key: key)
+            }
+            if let serviceAccount = app.fcm?.credentials, let account = app.account(.fcm), tokens[account] == nil,
+                let client = clients.pools[account]?.first
+            {
+                tokens[account] = FCMAccessTokens(
+                    account: serviceAccount, client: client, timeout: TimeAmount(configuration.requestTimeout))
+            }
         }
-        fcmTokens = configuration.fcmCredentials.map {
-            FCMAccessTokens(account: $0, client: clients.fcm[0], timeout: TimeAmount(configuration.requestTimeout))
+        apnsAuthenticators = authenticators
+        fcmTokens = tokens
+    }
+
+    /// Whether the deployment names its apps (`--apps-file`): only then do reports name a push's app.
+    public var servesApps: Bool { !configuration.apps.isEmpty }
+
+    /// The app `push` goes with (``AppRegistry/resolve(app:provider:topic:)``), or why it is not sent: its provider
+    /// or its app is not configured.
+    public func app(for push: PlannedPush) -> Result<AppConfiguration, AppRegistry.Unserved> {
+        guard configuration.providers.contains(push.provider) else {
+            return .failure(AppRegistry.Unserved(reason: Self.notConfiguredReason(push.provider)))
         }
+        return registry.resolve(app: push.app, provider: push.provider, topic: push.topic)
     }
 
     /// Makes one attempt to send `push`; throws only `CancellationError`, or what `fence.prepare()` throws.
@@ -56,15 +83,25 @@ public struct PushSender: Sendable {
     /// With a `fence`, the attempt is prepared by it and checked at the last moment before the body is written
     /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`. A credential
     /// the provider calls expired (APNs `ExpiredProviderToken`, FCM 401) is renewed once and the push sent again
-    /// at once; refused again, it is a configuration error.
+    /// at once; refused again, it is a configuration error. A push to a provider the configuration does not deliver
+    /// to is not sent: ``PushOutcome/notConfigured(reason:)``.
     public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> PushOutcome {
+        let appName = push.app ?? registry.defaultApp ?? AppConfiguration.defaultName
+        guard configuration.providers.contains(push.provider),
+            let account = clients.accounts[appName]?[push.provider], let pool = clients.pools[account], !pool.isEmpty
+        else {
+            return .notConfigured(
+                reason: configuration.providers.contains(push.provider)
+                    ? "app \(appName) has no \(push.provider.displayName) configuration"
+                    : Self.notConfiguredReason(push.provider))
+        }
         var renewed = false
         while true {
             try Task.checkCancellation()
             try await fence?.prepare()
             let credential: String?
             do {
-                credential = try await self.credential(for: push.provider)
+                credential = try await self.credential(for: account)
             } catch let error as CredentialError {
                 failedAttempts.increment()
                 if !error.retryable {
@@ -78,7 +115,7 @@ public struct PushSender: Sendable {
             let body = fence.map { FencedBody(bytes: push.body, fence: $0) }
             let response: ProviderResponse
             do {
-                response = try await sendOnce(push, body: body, credential: credential)
+                response = try await sendOnce(push, body: body, credential: credential, pool: pool)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -101,8 +138,8 @@ public struct PushSender: Sendable {
                 sent.increment()
                 health.accepted(push.provider)
                 return .accepted
-            case .deadToken(let reason):
-                return .deadToken(status: 410, reason: reason)
+            case .deadToken(let reason, let timestamp):
+                return .deadToken(status: 410, reason: reason, timestampMilliseconds: timestamp)
             case .rejected(let reason):
                 return .rejected(status: 400, reason: reason)
             case .payloadTooLarge(let reason):
@@ -110,7 +147,7 @@ public struct PushSender: Sendable {
                 return .rejected(status: 413, reason: reason)
             case .credentialExpired(let reason):
                 failedAttempts.increment()
-                if !renewed, let credential, try await renew(push.provider, refused: credential) {
+                if !renewed, let credential, try await renew(account, refused: credential) {
                     renewed = true
                     continue
                 }
@@ -130,37 +167,48 @@ public struct PushSender: Sendable {
         }
     }
 
-    /// The bearer token for `provider`'s next request, or nil when it is sent without one.
-    private func credential(for provider: PushProvider) async throws -> String? {
-        switch provider {
+    /// The bearer token for `account`'s next request, or nil when it is sent without one.
+    private func credential(for account: ProviderAccount) async throws -> String? {
+        switch account.provider {
         case .apns:
-            guard let apnsAuthenticator else { return nil }
+            guard let apnsAuthenticator = apnsAuthenticators[account] else { return nil }
             do {
                 return try apnsAuthenticator.token()
             } catch {
                 throw CredentialError(message: "cannot sign an APNs provider token: \(error)", retryable: false)
             }
         case .fcm:
-            return try await fcmTokens?.token()
+            return try await fcmTokens[account]?.token()
         }
     }
 
     /// Renews a credential the provider called expired; returns whether the push should be sent again now.
-    private func renew(_ provider: PushProvider, refused: String) async throws -> Bool {
+    private func renew(_ account: ProviderAccount, refused: String) async throws -> Bool {
+        let provider = account.provider
         switch provider {
         case .apns:
-            guard let apnsAuthenticator, (try? apnsAuthenticator.renew(afterExpired: refused)) != nil else {
+            guard let apnsAuthenticator = apnsAuthenticators[account],
+                (try? apnsAuthenticator.renew(afterExpired: refused)) != nil
+            else {
                 return false
             }
         case .fcm:
-            guard let fcmTokens else { return false }
-            await fcmTokens.invalidate(refused)
+            guard let tokens = fcmTokens[account] else { return false }
+            await tokens.invalidate(refused)
         }
         credentialRenewals.increment()
         logger.warning(
             "the provider called our credential expired; renewed it and sending again",
-            metadata: ["push.provider": "\(provider.rawValue)"])
+            metadata: ["push.provider": "\(provider.rawValue)", "push.account": "\(account.id)"])
         return true
+    }
+
+    /// Why a push to `provider` is not sent, in a sentence.
+    static func notConfiguredReason(_ provider: PushProvider) -> String {
+        switch provider {
+        case .apns: "this deployment has no APNs configuration (--apns-key-file, --apns-cert-file or --apns-url)"
+        case .fcm: "this deployment has no FCM configuration (--fcm-credentials-file or --fcm-url)"
+        }
     }
 
     /// The base URL a push goes to: APNs by the device's environment, or FCM.
@@ -188,7 +236,7 @@ public struct PushSender: Sendable {
     }
 
     private func sendOnce(
-        _ push: PushRequest, body: FencedBody?, credential: String?
+        _ push: PushRequest, body: FencedBody?, credential: String?, pool: [HTTPClient]
     ) async throws
         -> ProviderResponse
     {
@@ -212,7 +260,6 @@ public struct PushSender: Sendable {
             request.body = .bytes(ByteBuffer(bytes: push.body))
         }
         // A device's pushes share one client (one HTTP/2 connection per host): spread over devices, not requests.
-        let pool = push.provider == .apns ? clients.apns : clients.fcm
         let client = pool[pool.count == 1 ? 0 : Int(UInt(bitPattern: push.token.hashValue) % UInt(pool.count))]
         let response = try await client.execute(request, timeout: TimeAmount(configuration.requestTimeout))
         DeliveryMetrics.attempts(push.provider, status: Int(response.status.code)).increment()

@@ -18,6 +18,9 @@ public struct RecordedAuthorization: Sendable, Hashable {
     public var issuer: String?
     /// APNs: the provider token's `iat`. FCM: when the sink issued the access token.
     public var issuedAt: Date?
+    /// The app of the sink's configuration the push was for (by its key id, or its FCM project); nil when the sink
+    /// plays no apps or none matched.
+    public var app: String?
 
     /// Creates a record of a checked credential.
     public init(
@@ -74,6 +77,10 @@ public struct RecordedAuthorization: Sendable, Hashable {
             Timestamp(millisecondsSinceEpoch: Timestamp.milliseconds(of: issuedAt))
                 .writeRFC3339Milliseconds(into: &writer.bytes)
             writer.raw("\"")
+        }
+        if let app {
+            writer.raw(",\"app\":")
+            writer.string(app)
         }
         writer.raw("}")
     }

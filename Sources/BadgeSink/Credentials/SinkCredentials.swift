@@ -9,6 +9,8 @@ final class SinkCredentials: Sendable {
     private let apns: APNsTokenVerifier?
     private let assertions: AssertionVerifier?
     private let tokenLifetime: Int
+    /// The apps the sink plays.
+    private let apps: [SinkApp]
     /// Issued access tokens and what is known of each.
     private let issued = Mutex<[String: Grant]>([:])
 
@@ -20,7 +22,7 @@ final class SinkCredentials: Sendable {
             for (keyID, file) in configuration.apnsKeyFiles {
                 keys[keyID] = try APNsTokenVerifier.Key(
                     publicKeyPEM: try Self.read(file, what: "APNs public key for \(keyID)"),
-                    teamID: configuration.apnsTeamID)
+                    teamID: configuration.apnsKeyTeams[keyID] ?? configuration.apnsTeamID)
             }
             apns = APNsTokenVerifier(keys: keys)
         }
@@ -28,6 +30,7 @@ final class SinkCredentials: Sendable {
             try AssertionVerifier(publicKeyPEM: try Self.read($0, what: "FCM public key"))
         }
         tokenLifetime = max(1, configuration.fcmTokenLifetime)
+        apps = configuration.apps
     }
 
     /// The outcome of checking one push's credentials.
@@ -41,7 +44,7 @@ final class SinkCredentials: Sendable {
     /// Checks the `authorization` header of an APNs push: refused with 403 and Apple's reason when keys are
     /// configured and its provider token is not valid for them. What is recorded is the token's `kid`, `iss` and
     /// `iat` and whether it verified; without keys they are read unverified.
-    func checkAPNs(authorization: String?, now: Date = Date()) -> Check {
+    func checkAPNs(authorization: String?, topic: String? = nil, now: Date = Date()) -> Check {
         var check = Check(refusal: nil, recorded: authorization.map(RecordedAuthorization.unverified))
         let reading: APNsTokenVerifier.Reading?
         if let apns {
@@ -61,6 +64,14 @@ final class SinkCredentials: Sendable {
             check.recorded?.issuer = reading.issuer
             check.recorded?.issuedAt = RecordedAuthorization.date(seconds: reading.issuedAt)
         }
+        // The app whose key signed the token; its key pushes only to its own topics.
+        if let keyID = reading?.keyID, let app = apps.first(where: { $0.apnsKeyIDs.contains(keyID) }) {
+            check.recorded?.app = app.name
+            if check.refusal == nil, !app.apnsTopics.isEmpty, !app.apnsTopics.contains(topic ?? "") {
+                check.refusal = (400, "TopicDisallowed")
+                check.recorded?.verified = false
+            }
+        }
         return check
     }
 
@@ -68,8 +79,10 @@ final class SinkCredentials: Sendable {
     /// account's key is configured and it does not carry an access token the sink issued that is still valid. What
     /// is recorded of a token the sink issued is the service account and key id of its assertion and when it was
     /// issued, and whether it is still valid; nothing is read of any other token.
-    func checkFCM(authorization: String?, now: Date = Date()) -> Check {
+    func checkFCM(authorization: String?, project: String? = nil, now: Date = Date()) -> Check {
         var recorded = authorization.map(RecordedAuthorization.unverified)
+        let app = project.flatMap { project in apps.first { $0.fcmProjects.contains(project) } }
+        recorded?.app = app?.name
         guard assertions != nil else { return Check(refusal: nil, recorded: recorded) }
         guard let token = authorization.flatMap(RecordedAuthorization.bearerCredential(of:)),
             let grant = issued.withLock({ $0[String(token)] })
@@ -79,7 +92,13 @@ final class SinkCredentials: Sendable {
         recorded?.keyID = grant.keyID
         recorded?.issuer = grant.issuer
         recorded?.issuedAt = grant.issuedAt
-        return Check(refusal: valid ? nil : (401, "UNAUTHENTICATED"), recorded: recorded)
+        guard valid else { return Check(refusal: (401, "UNAUTHENTICATED"), recorded: recorded) }
+        // Google refuses a service account that is not the project's.
+        if let app, !app.fcmServiceAccounts.isEmpty, !app.fcmServiceAccounts.contains(grant.issuer) {
+            recorded?.verified = false
+            return Check(refusal: (403, "PERMISSION_DENIED"), recorded: recorded)
+        }
+        return Check(refusal: nil, recorded: recorded)
     }
 
     /// What the sink knows of an access token it issued.

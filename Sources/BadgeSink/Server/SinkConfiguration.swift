@@ -1,3 +1,34 @@
+/// One app the sink plays: the APNs keys and topics, and the FCM projects and service accounts, that are its.
+///
+/// An APNs push signed with one of ``apnsKeyIDs`` is the app's, and must carry one of its ``apnsTopics`` (400
+/// `TopicDisallowed` otherwise, as Apple answers a key pushing to another team's app); an FCM push to one of its
+/// ``fcmProjects`` must carry an access token issued to one of its ``fcmServiceAccounts`` (403
+/// `PERMISSION_DENIED` otherwise). Empty sets check nothing.
+public struct SinkApp: Sendable, Equatable {
+    /// The app's name, recorded as `app` in a delivery's `headers.authorization`.
+    public var name: String
+    /// Its APNs key ids.
+    public var apnsKeyIDs: Set<String>
+    /// Its APNs topics (bundle ids).
+    public var apnsTopics: Set<String>
+    /// Its Firebase projects.
+    public var fcmProjects: Set<String>
+    /// The service accounts (`client_email`) that may send to its projects.
+    public var fcmServiceAccounts: Set<String>
+
+    /// Creates an app.
+    public init(
+        name: String, apnsKeyIDs: Set<String> = [], apnsTopics: Set<String> = [], fcmProjects: Set<String> = [],
+        fcmServiceAccounts: Set<String> = []
+    ) {
+        self.name = name
+        self.apnsKeyIDs = apnsKeyIDs
+        self.apnsTopics = apnsTopics
+        self.fcmProjects = fcmProjects
+        self.fcmServiceAccounts = fcmServiceAccounts
+    }
+}
+
 /// Settings of the mock delivery sink (`badgepipe sink`).
 public struct SinkConfiguration: Sendable, Equatable {
     /// The address to bind, `127.0.0.1` by default.
@@ -21,6 +52,11 @@ public struct SinkConfiguration: Sendable, Equatable {
     public var apnsKeyFiles: [String: String]
     /// The team id APNs tokens must name as `iss`; nil accepts any issuer.
     public var apnsTeamID: String?
+    /// The team of each key id, where it is not ``apnsTeamID`` (a sink standing in for several Apple teams).
+    public var apnsKeyTeams: [String: String] = [:]
+    /// The apps the sink plays (a deployment's `--apps-file`): which app a push was for is recorded with its
+    /// credential, and a push sent with another app's credential is refused as Apple and Google refuse it.
+    public var apps: [SinkApp] = []
     /// The PEM public key of the FCM service account. When set, `POST /token` issues access tokens for assertions
     /// it signed, and FCM pushes need one (401 otherwise); when nil, FCM pushes are not checked.
     public var fcmPublicKeyFile: String?

@@ -20,7 +20,8 @@ extension SinkServer {
                 guard let body = try await Self.body(of: request, upTo: maxBody) else {
                     return Self.json(Array("{\"reason\":\"PayloadTooLarge\"}".utf8), status: 413, headers: headers)
                 }
-                let check = credentials.checkAPNs(authorization: request.headers[.authorization])
+                let check = credentials.checkAPNs(
+                    authorization: request.headers[.authorization], topic: request.headers[.init("apns-topic")!])
                 let answer = Self.receive(
                     .apns, token: token, body: body, request: request, context: context, check: check, into: state,
                     log: logDeliveries, sandbox: sandbox)
@@ -41,7 +42,7 @@ extension SinkServer {
                     code: "body_too_large", message: "the body is over \(maxBody) bytes", httpStatus: 413)
             }
             let token = Self.fcmToken(in: body.readableBytesView)
-            let check = credentials.checkFCM(authorization: request.headers[.authorization])
+            let check = credentials.checkFCM(authorization: request.headers[.authorization], project: project)
             let answer = Self.receive(
                 .fcm, token: token, body: body, request: request, context: context, check: check, into: state,
                 log: logDeliveries)

@@ -345,6 +345,7 @@ enum DeliveryQueries {
             try await sql.execute("UPDATE devices SET active = FALSE WHERE \(tokens)", [set.bind])
             try await sql.execute("DELETE FROM outbox WHERE \(tokens)", [set.bind])
         }
+        try await FeedbackQueries.insert(record.feedback, sql: sql)
     }
 
     /// Sets the `pushed_version` of devices (only while the token belongs to that user), in one statement; with

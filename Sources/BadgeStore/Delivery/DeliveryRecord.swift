@@ -34,20 +34,29 @@ public struct DeliveryRecord: Sendable, Equatable {
     public var retries: [Retry]
     /// Tokens the provider reported dead: deactivated, and their outbox rows removed.
     public var deadTokens: [String]
+    /// What the providers said of the dead tokens, to report back to the producers: written into
+    /// `token_feedback` in the same transaction as the deactivation (see ``TokenFeedback``).
+    public var feedback: [TokenFeedback]
 
     /// Creates a record.
-    public init(sent: [Int64] = [], failed: [Int64] = [], retries: [Retry] = [], deadTokens: [String] = []) {
+    public init(
+        sent: [Int64] = [], failed: [Int64] = [], retries: [Retry] = [], deadTokens: [String] = [],
+        feedback: [TokenFeedback] = []
+    ) {
         self.sent = sent
         self.failed = failed
         self.retries = retries
         self.deadTokens = deadTokens
+        self.feedback = feedback
     }
 
     /// Whether there is nothing to record.
-    public var isEmpty: Bool { sent.isEmpty && failed.isEmpty && retries.isEmpty && deadTokens.isEmpty }
+    public var isEmpty: Bool {
+        sent.isEmpty && failed.isEmpty && retries.isEmpty && deadTokens.isEmpty && feedback.isEmpty
+    }
 
-    /// How many outcomes it holds.
-    public var count: Int { sent.count + failed.count + retries.count + deadTokens.count }
+    /// How many outcomes it holds (a dead token and its feedback count once).
+    public var count: Int { sent.count + failed.count + retries.count + max(deadTokens.count, feedback.count) }
 
     /// The shortest delay of its retries: how long after the record is written the first of them is due; nil
     /// without retries.
@@ -59,13 +68,14 @@ public struct DeliveryRecord: Sendable, Equatable {
         failed += other.failed
         retries += other.retries
         deadTokens += other.deadTokens
+        feedback += other.feedback
     }
 }
 
 extension DeliveryRecord {
     /// The outbox rows a record that only removes rows removes (its sent and failed pushes), or nil when it also
-    /// schedules retries or deactivates tokens: such a record is one `DELETE` (see `DeliveryQueries.record`).
+    /// schedules retries, deactivates tokens or reports them: such a record is one `DELETE` (see `DeliveryQueries.record`).
     var onlyRemovedRows: [Int64]? {
-        retries.isEmpty && deadTokens.isEmpty ? sent + failed : nil
+        retries.isEmpty && deadTokens.isEmpty && feedback.isEmpty ? sent + failed : nil
     }
 }

@@ -8,7 +8,8 @@ enum OutboxRow {
     /// once per event in `outbox_events` (see ``OutboxEvents``), and the row's own `event_json` stays NULL.
     static let valueColumns =
         "user_id, event_id, event_type, token, provider, topic, environment, kind, "
-        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id"
+        + "unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews, partition_id, "
+        + "app"
 
     /// The columns an insert names: ``valueColumns`` and `created_at`, whose value is the database's now
     /// (``FleetQueries/statementNow(_:)``) after the push's values.
@@ -39,7 +40,7 @@ enum OutboxRow {
                 ("user_id", .text), ("event_id", .text), ("event_type", .text), ("token", .text), ("provider", .text),
                 ("topic", .text), ("environment", .text), ("kind", .text),
                 ("unread_notifications", .int), ("unseen_notifications", .int), ("unread_messages", .int),
-                ("badge", .int), ("badge_version", .int), ("previews", .bool), ("partition_id", .int),
+                ("badge", .int), ("badge_version", .int), ("previews", .bool), ("partition_id", .int), ("app", .text),
             ])
     }
 
@@ -51,7 +52,7 @@ enum OutboxRow {
             .text(push.kind.isAlert ? "alert" : "badge"),
             .int(Int64(push.counts.unreadNotifications)), .int(Int64(push.counts.unseenNotifications)),
             .int(Int64(push.counts.unreadMessages)), .int(Int64(push.badge)), .int(push.badgeVersion),
-            .bool(push.previews), .int(partition.map(Int64.init)),
+            .bool(push.previews), .int(partition.map(Int64.init)), .text(push.app),
         ]
     }
 
@@ -117,7 +118,7 @@ enum OutboxRow {
         let push = PlannedPush(
             recipient: try value(row, "user_id", \.string), eventID: try value(row, "event_id", \.string),
             eventType: eventType, token: try value(row, "token", \.string), provider: provider,
-            topic: try row["topic"].string, environment: environment, kind: kind,
+            topic: try row["topic"].string, environment: environment, app: try row["app"].string, kind: kind,
             counts: Counts(
                 unreadNotifications: Int(try value(row, "unread_notifications", \.int64)),
                 unseenNotifications: Int(try value(row, "unseen_notifications", \.int64)),

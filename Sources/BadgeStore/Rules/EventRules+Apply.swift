@@ -139,9 +139,14 @@ extension EventRules {
     private mutating func applyDeviceRegistered(_ event: Event, user: UserRow) {
         guard let info = event.device, let provider = info.provider else { return }
         let device = RegisteredDevice(
-            token: info.token, provider: provider, topic: info.topic, environment: info.environment)
+            token: info.token, provider: provider, topic: info.topic, environment: info.environment, app: info.app)
         // The token is the key: registering it moves it away from any other user.
         let registeredAt = event.occurredAt.microsecondsSinceEpoch
+        // A registration from before the provider called the token dead (APNs's 410 timestamp) is stale: the token
+        // stays inactive, whoever registers it.
+        if let known = devices[device.token], !known.active, let died = known.unregisteredAt, registeredAt < died {
+            return
+        }
         var row =
             devices[device.token]
             ?? DeviceRow(user: event.recipient, device: device, active: true, registeredAt: registeredAt, stored: false)

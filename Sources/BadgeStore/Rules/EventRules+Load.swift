@@ -351,7 +351,7 @@ extension EventRules {
     /// The columns of a devices part.
     private static let deviceColumns: [(name: String, type: SQLRowSet.ColumnType)] = [
         ("token", .text), ("user_id", .text), ("provider", .text), ("topic", .text), ("environment", .text),
-        ("active", .bool), ("registered_at", .int),
+        ("active", .bool), ("registered_at", .int), ("unregistered_at", .int), ("app", .text),
     ]
 
     /// The part reading the rows of the tokens the batch's device events name, locked for update.
@@ -396,7 +396,8 @@ extension EventRules {
             let token = device.token
             guard devices[token] == nil else { continue }
             devices[token] = DeviceRow(
-                user: user, device: device, active: active, registeredAt: registeredAt, stored: true)
+                user: user, device: device, active: active, registeredAt: registeredAt, stored: true,
+                unregisteredAt: try row["unregistered_at"].int64)
             if active { tokensByUser[user, default: []].insert(token) }
         }
     }

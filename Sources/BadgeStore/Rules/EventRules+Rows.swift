@@ -82,6 +82,9 @@ extension EventRules {
         var registeredAt: Int64
         /// The row exists in the database (loaded, and locked on PostgreSQL).
         var stored: Bool
+        /// When the provider says the token died (APNs's 410 timestamp, microseconds), if it said: a registration
+        /// that occurred before it does not reactivate the token.
+        var unregisteredAt: Int64? = nil
         /// The token moved from one user to another in this batch: its `pushed_version` starts again.
         var moved = false
         /// Changed by this batch: written at the end.

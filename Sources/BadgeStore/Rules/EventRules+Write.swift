@@ -116,22 +116,22 @@ extension EventRules {
         var set = SQLRowSet(
             [
                 ("token", .text), ("user_id", .text), ("provider", .text), ("topic", .text), ("environment", .text),
-                ("active", .bool), ("pushed_version", .int), ("registered_at", .int),
+                ("active", .bool), ("pushed_version", .int), ("registered_at", .int), ("app", .text),
             ])
         for (token, row) in devices.sorted(by: { $0.key < $1.key }) where row.touched {
             set.append([
                 .text(token), .text(row.user), .text(row.device.provider.rawValue), .text(row.device.topic),
                 .text(row.device.environment?.rawValue), .bool(row.active), .int(row.stored && !row.moved ? -2 : -1),
-                .int(row.registeredAt),
+                .int(row.registeredAt), .text(row.device.app),
             ])
         }
         batch.add(set) {
             "INSERT INTO devices (token, user_id, provider, topic, environment, active, pushed_version, "
-                + "registered_at) SELECT token, user_id, provider, topic, environment, active, pushed_version, "
-                + "registered_at FROM \($0) "
+                + "registered_at, app) SELECT token, user_id, provider, topic, environment, active, pushed_version, "
+                + "registered_at, app FROM \($0) "
                 + "WHERE true ORDER BY token ON CONFLICT (token) DO UPDATE SET user_id = excluded.user_id, "
                 + "provider = excluded.provider, topic = excluded.topic, environment = excluded.environment, "
-                + "active = excluded.active, registered_at = excluded.registered_at, "
+                + "active = excluded.active, registered_at = excluded.registered_at, app = excluded.app, "
                 + "pushed_version = CASE WHEN excluded.pushed_version = -2 "
                 + "THEN devices.pushed_version ELSE -1 END"
         }

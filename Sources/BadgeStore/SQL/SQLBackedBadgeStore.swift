@@ -69,6 +69,14 @@ extension SQLBackedBadgeStore {
         try await DeliveryQueries.record(record, database: sqlBackend.database)
     }
 
+    public func takeFeedback(limit: Int, hold: Duration) async throws -> [StoredTokenFeedback] {
+        try await FeedbackQueries.take(limit: limit, hold: hold, database: sqlBackend.database)
+    }
+
+    public func deleteFeedback(_ ids: [Int64]) async throws {
+        try await FeedbackQueries.delete(ids, database: sqlBackend.database)
+    }
+
     public func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
         try await DeliveryQueries.refreshBadge(
             after: push, partition: partition, policy: policy, database: sqlBackend.database)

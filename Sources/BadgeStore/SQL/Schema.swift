@@ -250,6 +250,31 @@ enum Schema {
                 .index("outbox_alert_event", on: "outbox (event_id) WHERE kind = 'alert'"),
             ] + OutboxEvents.releaseTrigger(dialect).map(Step.ddl)
         },
+        // Token feedback (see `TokenFeedback`): each token a provider called dead, written with its deactivation and
+        // deleted once published to the feedback exchange (`taken_until`: a publisher's hold on it, by the database's
+        // clock). `devices.unregistered_at`: the provider's time of the token's death (APNs's 410 timestamp, in
+        // microseconds), before which a registration does not reactivate it. `app` of devices and outbox rows: the
+        // device's `device.app` (contract v1.1), NULL when it named none.
+        Migration(version: 8) { dialect, _ in
+            [
+                .ddl(
+                    """
+                    CREATE TABLE IF NOT EXISTS token_feedback (
+                        id \(dialect.autoIncrementPrimaryKey),
+                        token TEXT NOT NULL,
+                        provider TEXT NOT NULL,
+                        app TEXT,
+                        reason TEXT NOT NULL,
+                        provider_timestamp BIGINT,
+                        recorded_at BIGINT NOT NULL,
+                        taken_until BIGINT NOT NULL DEFAULT 0
+                    )
+                    """),
+                .ddl("ALTER TABLE devices \(dialect.addColumn) unregistered_at BIGINT"),
+                .ddl("ALTER TABLE devices \(dialect.addColumn) app TEXT"),
+                .ddl("ALTER TABLE outbox \(dialect.addColumn) app TEXT"),
+            ]
+        },
     ]
 
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas

@@ -103,6 +103,14 @@ public protocol BadgeStore: Sendable {
     /// Records a delivery round's outcomes in one transaction (see ``DeliveryRecord``).
     func recordDeliveries(_ record: DeliveryRecord) async throws
 
+    /// Takes up to `limit` entries of token feedback to publish (see ``TokenFeedback``), oldest first: those no
+    /// publisher holds, each held for `hold` from the database's now (another publisher takes what is left of them
+    /// after that). One statement.
+    func takeFeedback(limit: Int, hold: Duration) async throws -> [StoredTokenFeedback]
+
+    /// Deletes entries of token feedback the broker confirmed. One statement.
+    func deleteFeedback(_ ids: [Int64]) async throws
+
     /// Plans a badge-only push of the user's current badge, at a fresh `badge_version` (the user's version is
     /// bumped), to the device `push` went to, in the outbox of `partition`; returns false (and plans nothing) when
     /// the token no longer belongs to that user or is inactive.

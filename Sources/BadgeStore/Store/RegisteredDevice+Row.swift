@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeWire
 
 extension RegisteredDevice {
-    /// Reads a device from the `devices` columns `token`, `provider`, `topic` and `environment`.
+    /// Reads a device from the `devices` columns `token`, `provider`, `topic`, `environment` and `app`.
     init(row: SQLRow) throws {
         guard let token = try row["token"].string,
             let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:))
@@ -12,6 +12,8 @@ extension RegisteredDevice {
             guard let value = APNsEnvironment(rawValue: name) else { throw StoreError.corrupt("bad environment") }
             environment = value
         }
-        self.init(token: token, provider: provider, topic: try row["topic"].string, environment: environment)
+        self.init(
+            token: token, provider: provider, topic: try row["topic"].string, environment: environment,
+            app: try row["app"].string)
     }
 }

@@ -12,7 +12,7 @@ enum StoreQueries {
         -> [RegisteredDevice]
     {
         let rows = try await sql.query(
-            "SELECT token, provider, topic, environment FROM devices WHERE user_id = $1 AND active"
+            "SELECT token, provider, topic, environment, app FROM devices WHERE user_id = $1 AND active"
                 + (lock ? sql.dialect.forKeyShare : ""),
             [.text(user)])
         return try rows.map(RegisteredDevice.init(row:))

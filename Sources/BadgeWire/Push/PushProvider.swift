@@ -5,3 +5,13 @@ public enum PushProvider: String, CaseIterable, Sendable {
     /// Firebase Cloud Messaging (HTTP v1).
     case fcm
 }
+
+extension PushProvider {
+    /// The service's name as people write it: `APNs`, `FCM`.
+    public var displayName: String {
+        switch self {
+        case .apns: "APNs"
+        case .fcm: "FCM"
+        }
+    }
+}

@@ -8,8 +8,10 @@ import BadgeSupport
 /// Rules:
 /// - A device's (token's) pushes go one after another, in outbox order; different tokens go concurrently, at most
 ///   `concurrency` at a time.
-/// - Accepted: recorded as sent. Refused for good (by the provider or the HTTP client): recorded as failed, and
-///   the token's next push goes on. A dead token: recorded for deactivation, which removes its other pushes too.
+/// - Accepted: recorded as sent. Refused for good (by the provider or the HTTP client), or refused unsent because
+///   the deployment does not deliver to its provider: recorded as failed, and the token's next push goes on.
+/// - A dead token: recorded for deactivation, which removes its other pushes too, with what the provider said
+///   (``DeliveryRecord/feedback``), reported back to the producers once recorded.
 /// - Try again later (429, 5xx, timeout, network, or a configuration error such as 401/403): the push gets the
 ///   delay of its next attempt (``RetrySchedule``; the store makes it due that long after it writes the record, by
 ///   the database's clock) and the token's later pushes of the round wait (they stay in the outbox, behind it);
@@ -23,10 +25,14 @@ struct DeliveryRound {
     enum Result: Equatable {
         /// Accepted; `late` when it finished after this worker's term on the partition's lease ran out.
         case accepted(late: Bool)
-        case deadToken(reason: String)
+        /// The token is dead; `timestampMilliseconds` is APNs's 410 timestamp, when it gave one; `app` the app it
+        /// was sent for, when the deployment names apps.
+        case deadToken(reason: String, timestampMilliseconds: Int64? = nil, app: String? = nil)
         case rejected(reason: String)
         case retry(reason: String, retryAfter: Duration?)
         case configurationError(reason: String)
+        /// Not sent: the deployment does not deliver to the push's provider (`provider_not_configured`).
+        case notConfigured(reason: String)
         /// Nothing was sent and the round must stop.
         case stopped
     }
@@ -39,6 +45,7 @@ struct DeliveryRound {
         var retries = 0
         var givenUp = 0
         var configurationErrors = 0
+        var notConfigured = 0
         var heldBack = 0
     }
 
@@ -104,8 +111,15 @@ struct DeliveryRound {
         case .rejected:
             record.failed.append(push.id)
             tally.rejected += 1
-        case .deadToken:
+        case .notConfigured:
+            record.failed.append(push.id)
+            tally.notConfigured += 1
+        case .deadToken(let reason, let timestamp, let app):
             record.deadTokens.append(token)
+            record.feedback.append(
+                TokenFeedback(
+                    token: token, provider: push.push.provider, app: app, reason: reason,
+                    providerTimestamp: timestamp.map { $0 * 1000 }))
             tally.deadTokens += 1
             goOn = false
         case .retry(_, let retryAfter):

@@ -23,12 +23,23 @@ struct PushDispatcher: Sendable {
     let roundSize: Int
     /// Hears whether the database answered (see `Retry`).
     let health: WorkerHealth?
+    /// When to log pushes refused because their provider is not configured (one line per provider, then one every
+    /// ten minutes with the count), shared by the worker's partitions.
+    let notConfiguredLog: SharedRefusalThrottle
+    /// Rung once a record with dead tokens is written: their feedback is in the database, to publish.
+    let feedback: FeedbackPublisher?
     let logger: Logger
+
+    /// The reason of a push refused unsent because the deployment does not deliver to its provider: a label of
+    /// `badgepipe_pushes_refused_total`.
+    static let providerNotConfigured = "provider_not_configured"
 
     init(
         store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
         schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
-        maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil, logger: Logger
+        maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil,
+        notConfiguredLog: SharedRefusalThrottle = SharedRefusalThrottle(), feedback: FeedbackPublisher? = nil,
+        logger: Logger
     ) {
         self.store = store
         self.sender = sender
@@ -39,6 +50,8 @@ struct PushDispatcher: Sendable {
         self.maxAge = maxAge
         self.roundSize = roundSize
         self.health = health
+        self.notConfiguredLog = notConfiguredLog
+        self.feedback = feedback
         self.logger = logger
     }
 
@@ -96,6 +109,7 @@ struct PushDispatcher: Sendable {
             try await record(pending)
             throw error
         }
+        if !pending.feedback.isEmpty { feedback?.ring() }
         report(claim.refused)
         let claimed = claim.pushes
         let claimedAt = ContinuousClock.now
@@ -165,6 +179,7 @@ struct PushDispatcher: Sendable {
         try await Retry.transient("record deliveries", health: health, logger: logger) { [store] in
             try await store.recordDeliveries(record)
         }
+        if !record.feedback.isEmpty { feedback?.ring() }
     }
 
     /// One attempt at one push, with its result for the round (and the error that stopped it, if any).
@@ -186,16 +201,31 @@ struct PushDispatcher: Sendable {
         // `LeaseFence`). If not, the push stays in the outbox, claimed but unsent, and the partition's new owner
         // sends it.
         let fence = term.map { LeaseFence(term: $0, store: store, health: health, logger: logger) }
+        let request: PushRequest
+        switch sender.app(for: push) {
+        case .failure(let unserved):
+            return (claimed, refusedUnsent(push, reason: unserved.reason), nil)
+        case .success(let app):
+            var built = builder.build(push, defaultTopic: app.apns?.topics.first, fcmProject: app.fcm?.project)
+            built.app = app.name
+            if push.provider == .apns, push.environment == nil { built.environment = app.apns?.environment }
+            request = built
+        }
         do {
-            switch try await sender.send(builder.build(push), fence: fence) {
+            switch try await sender.send(request, fence: fence) {
             case .accepted:
                 return (claimed, .accepted(late: term.map { !$0.isValid } ?? false), nil)
-            case .deadToken(_, let reason):
+            case .deadToken(_, let reason, let timestamp):
                 WorkerMetrics.deadTokens.increment()
                 logger.info(
                     "token unregistered, deactivating",
                     metadata: ["push.token": "\(push.token.prefix(8))", "push.reason": "\(reason)"])
-                return (claimed, .deadToken(reason: reason), nil)
+                return (
+                    claimed,
+                    .deadToken(
+                        reason: reason, timestampMilliseconds: timestamp, app: sender.servesApps ? request.app : nil),
+                    nil
+                )
             case .rejected(let status, let reason):
                 logger.warning(
                     "push refused for good, dropped",
@@ -214,10 +244,31 @@ struct PushDispatcher: Sendable {
                         "push.reason": "\(reason)",
                     ])
                 return (claimed, .configurationError(reason: reason), nil)
+            case .notConfigured(let reason):
+                return (claimed, refusedUnsent(push, reason: reason), nil)
             }
         } catch {
             return (claimed, .stopped, error)
         }
+    }
+
+    /// A push not sent because its provider or its app is not configured: counted, logged once per provider and
+    /// app (then every ten minutes with the count), recorded as failed; its device is kept.
+    private func refusedUnsent(_ push: PlannedPush, reason: String) -> DeliveryRound.Result {
+        WorkerMetrics.pushesRefused(reason: Self.providerNotConfigured).increment()
+        let key = push.provider.rawValue + (push.app.map { " app \($0)" } ?? "")
+        if let (key, count) = notConfiguredLog.note(key) {
+            logger.warning(
+                """
+                pushes refused unsent: the deployment does not deliver to their provider or app; their devices are \
+                kept, and served once it is configured
+                """,
+                metadata: [
+                    "push.provider": "\(key)", "push.reason": "\(Self.providerNotConfigured)",
+                    "push.detail": "\(reason)", "push.refused": "\(count)",
+                ])
+        }
+        return .notConfigured(reason: reason)
     }
 
     private func report(_ tally: DeliveryRound.Tally) {

@@ -34,11 +34,15 @@ enum WorkerMetrics {
     static let deadTokens = Counter(label: "badgepipe_dead_tokens_total")
     /// From the commit that planned a push (its outbox row) to the provider accepting it.
     static let pushLatency = Timer(label: "badgepipe_push_latency_seconds")
-    /// Outbox rows a claim could not read and moved to `refused_pushes`, by reason (`unknown_provider`,
-    /// `unknown_event_type`, `bad_event`, `missing_value`, …; see `RefusedPush.Reason`).
+    /// Pushes refused unsent, by reason: outbox rows a claim could not read and moved to `refused_pushes`
+    /// (`unknown_provider`, `unknown_event_type`, `bad_event`, `missing_value`, …; see `RefusedPush.Reason`), and
+    /// pushes to a provider the deployment does not deliver to (`provider_not_configured`, removed from the outbox
+    /// like a push refused for good, their device kept).
     static func pushesRefused(reason: String) -> Counter {
         Counter(label: "badgepipe_pushes_refused_total", dimensions: [("reason", reason)])
     }
+    /// Dead tokens reported to the feedback exchange (confirmed by the broker).
+    static let feedbackPublished = Counter(label: "badgepipe_token_feedback_published_total")
     /// Pushes claimed by delivery rounds.
     static let pushesClaimed = Counter(label: "badgepipe_pushes_claimed_total")
 

@@ -12,7 +12,8 @@ import AMQPClient
 /// Each partition queue has single active consumer (one worker at a time consumes it, another takes over when that
 /// one dies), a delivery limit (a message that keeps killing workers is dead-lettered instead of looping) and
 /// dead-letters into `badgepipe.dlx`, a fanout exchange bound to the durable queue `badgepipe.dead`. Invalid events
-/// are parked in `badgepipe.dead` directly by the worker, with the header `x-badgepipe-error`.
+/// are parked in `badgepipe.dead` directly by the worker, with the header `x-badgepipe-error`. Dead tokens are
+/// reported to `badgepipe.feedback`, a durable topic exchange (see `FeedbackPublisher`).
 public struct Topology: Sendable, Hashable {
     /// The contract's exchange name.
     public static let eventsExchange = "badgepipe.events"
@@ -30,6 +31,9 @@ public struct Topology: Sendable, Hashable {
     public var deadLetterExchange: String { "\(namespace).dlx" }
     /// The durable queue of parked messages.
     public var deadQueueName: String { "\(namespace).dead" }
+    /// The durable topic exchange dead tokens are reported to (contract v1.1, token feedback), with the routing key
+    /// `<provider>.<reason>`: producers bind a queue of their own to it.
+    public var feedbackExchange: String { "\(namespace).feedback" }
 
     /// Number of partition queues. Every process of one deployment must use the same number.
     public var partitions: Int
@@ -103,6 +107,7 @@ public struct Topology: Sendable, Hashable {
         try await channel.declareQueue(deadQueueName, durable: true, arguments: ["x-queue-type": "quorum"])
         try await channel.bindQueue(deadQueueName, exchange: deadLetterExchange, routingKey: "")
         try await channel.declareExchange(exchange, type: .modulusHash, durable: true)
+        try await channel.declareExchange(feedbackExchange, type: .topic, durable: true)
         for index in (0..<partitions).reversed() {
             let queue = queueName(index)
             try await channel.declareQueue(

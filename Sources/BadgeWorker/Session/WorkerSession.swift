@@ -27,6 +27,23 @@ struct WorkerSession {
         try await configuration.topology.checkNoMissingPartition(on: connection)
         let control = try await connection.openChannel()
         try await configuration.topology.declare(on: control)
+        // Dead tokens reported back, on a channel of their own, for the session's life.
+        let publishing = dispatcher.feedback.map { feedback in
+            Task { [connection] in await feedback.run(on: connection) }
+        }
+        do {
+            try await consume()
+        } catch {
+            publishing?.cancel()
+            await publishing?.value
+            throw error
+        }
+        publishing?.cancel()
+        await publishing?.value
+    }
+
+    /// Consumes the partitions this worker should hold until shutdown or until the connection is lost.
+    private func consume() async throws {
         let deadLetters = try await connection.openChannel()
         try await deadLetters.confirmSelect()
         let registry = PartitionRegistry()

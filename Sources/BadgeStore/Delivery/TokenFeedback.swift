@@ -1,0 +1,121 @@
+import BadgeWire
+
+/// A device token a provider called dead, to be reported back to the producers (contract v1.1, token feedback):
+/// written into `token_feedback` in the transaction that deactivates the device (``DeliveryRecord/feedback``), and
+/// published from there to the feedback exchange, then deleted (see `FeedbackPublisher` in `BadgeWorker`).
+public struct TokenFeedback: Sendable, Equatable {
+    /// The dead token.
+    public var token: String
+    /// The provider that called it dead.
+    public var provider: PushProvider
+    /// The app of the deployment's configuration that served the device, when it names one.
+    public var app: String?
+    /// The provider's reason (`Unregistered`, `BadDeviceToken`, `UNREGISTERED`, …).
+    public var reason: String
+    /// When the provider says the token stopped being valid (APNs's 410 `timestamp`), in microseconds since the
+    /// epoch by the provider's clock: a registration that occurred before it does not make the token active again.
+    public var providerTimestamp: Int64?
+
+    /// Creates a feedback entry.
+    public init(token: String, provider: PushProvider, app: String? = nil, reason: String, providerTimestamp: Int64?) {
+        self.token = token
+        self.provider = provider
+        self.app = app
+        self.reason = reason
+        self.providerTimestamp = providerTimestamp
+    }
+}
+
+/// A ``TokenFeedback`` waiting in `token_feedback` to be published.
+public struct StoredTokenFeedback: Sendable, Equatable {
+    /// Its row id, for ``BadgeStore/deleteFeedback(_:)``.
+    public var id: Int64
+    /// What is reported.
+    public var feedback: TokenFeedback
+    /// When the deactivation was recorded, by the database's clock, in microseconds since the epoch.
+    public var recordedAt: Int64
+
+    /// Creates a stored entry.
+    public init(id: Int64, feedback: TokenFeedback, recordedAt: Int64) {
+        self.id = id
+        self.feedback = feedback
+        self.recordedAt = recordedAt
+    }
+}
+
+/// The queries of `token_feedback`.
+enum FeedbackQueries {
+    /// Inserts `feedback`, recorded at the statement's now, and moves each token's `devices.unregistered_at` up to
+    /// its provider's timestamp; inside the caller's transaction (the one that deactivates the tokens).
+    static func insert(_ feedback: [TokenFeedback], sql: any SQLExecutor) async throws {
+        guard !feedback.isEmpty else { return }
+        var set = SQLRowSet(
+            [
+                ("token", .text), ("provider", .text), ("app", .text), ("reason", .text),
+                ("provider_timestamp", .int),
+            ])
+        for entry in feedback {
+            set.append([
+                .text(entry.token), .text(entry.provider.rawValue), .text(entry.app), .text(entry.reason),
+                .int(entry.providerTimestamp),
+            ])
+        }
+        let source = set.table("s", bind: 1, dialect: sql.dialect)
+        try await sql.execute(
+            "INSERT INTO token_feedback (token, provider, app, reason, provider_timestamp, recorded_at) "
+                + "SELECT s.token, s.provider, s.app, s.reason, s.provider_timestamp, "
+                + "\(FleetQueries.statementNow(sql.dialect)) FROM \(source) ORDER BY s.ord",
+            [set.bind])
+        let stamped = feedback.filter { $0.providerTimestamp != nil }
+        guard !stamped.isEmpty else { return }
+        var stamps = SQLRowSet([("token", .text), ("at", .int)])
+        var latest: [String: Int64] = [:]
+        for entry in stamped {
+            guard let at = entry.providerTimestamp else { continue }
+            latest[entry.token] = max(latest[entry.token] ?? at, at)
+        }
+        for (token, at) in latest.sorted(by: { $0.key < $1.key }) { stamps.append([.text(token), .int(at)]) }
+        try await sql.execute(
+            "UPDATE devices SET unregistered_at = s.at FROM \(stamps.table("s", bind: 1, dialect: sql.dialect)) "
+                + "WHERE devices.token = s.token "
+                + "AND (devices.unregistered_at IS NULL OR devices.unregistered_at < s.at)",
+            [stamps.bind])
+    }
+
+    /// Takes up to `limit` entries to publish, oldest first: those nobody took within `hold` (a publisher that
+    /// took some and died leaves them to another after that), marked taken until the database's now plus `hold`.
+    static func take(limit: Int, hold: Duration, database: any SQLTransactor) async throws -> [StoredTokenFeedback] {
+        let dialect = database.dialect
+        let now = FleetQueries.statementNow(dialect)
+        let rows = try await database.statement(
+            "UPDATE token_feedback SET taken_until = \(now) + $1 WHERE id IN (SELECT id FROM token_feedback "
+                + "WHERE taken_until <= \(now) ORDER BY id LIMIT $2\(dialect.forUpdateSkipLocked)) "
+                + "RETURNING id, token, provider, app, reason, provider_timestamp, recorded_at",
+            [.int(max(0, hold.wholeMicroseconds)), .int(Int64(limit))])
+        var taken: [StoredTokenFeedback] = []
+        for row in rows {
+            guard let id = try row["id"].int64, let token = try row["token"].string,
+                let provider = try row["provider"].string.flatMap(PushProvider.init(rawValue:)),
+                let reason = try row["reason"].string, let recordedAt = try row["recorded_at"].int64
+            else { throw StoreError.corrupt("a token_feedback row without its token, provider, reason or time") }
+            taken.append(
+                StoredTokenFeedback(
+                    id: id,
+                    feedback: TokenFeedback(
+                        token: token, provider: provider, app: try row["app"].string, reason: reason,
+                        providerTimestamp: try row["provider_timestamp"].int64),
+                    recordedAt: recordedAt))
+        }
+        return taken.sorted { $0.id < $1.id }
+    }
+
+    /// Deletes published entries.
+    static func delete(_ ids: [Int64], database: any SQLTransactor) async throws {
+        guard !ids.isEmpty else { return }
+        var set = SQLRowSet([("id", .int)])
+        for id in ids.sorted() { set.append([.int(id)]) }
+        let source = "SELECT id FROM \(set.table("s", bind: 1, dialect: database.dialect))"
+        _ = try await database.statement(
+            "DELETE FROM token_feedback WHERE \(database.dialect.among("id", source))", [set.bind])
+    }
+}

@@ -1,0 +1,134 @@
+import AMQPClient
+import BadgeStore
+import BadgeWire
+import Foundation
+import Logging
+
+/// Reports dead tokens back to the producers (contract v1.1, token feedback): publishes each entry of the store's
+/// `token_feedback` to the feedback exchange as one persistent JSON message, with confirms, and deletes it only
+/// once the broker confirmed it.
+///
+/// An entry is written in the transaction that deactivates the token (``DeliveryRecord/feedback``), so a
+/// deactivation is never without its report: when the broker is away (or the worker dies) the entry waits in the
+/// table and is published once a session runs again, by this worker or another. Delivery is at least once: an
+/// entry published but not deleted (the worker died between the confirm and the delete, or its hold ran out while
+/// it was publishing) is published again; each message carries the entry's `message_id`, and a consumer that
+/// must not see one twice drops repeats by it (its content is a fact about a token, harmless to read twice).
+///
+/// The delivery stage rings it after each record with dead tokens; it also looks every ``poll`` for entries left
+/// by a worker that died or a broker that was away. Each broker session runs it on a channel of its own
+/// (`WorkerSession`).
+final class FeedbackPublisher: Sendable {
+    /// The most entries taken and published at once.
+    static let batchLimit = 100
+    /// How long taken entries are this publisher's by default: after that, another publisher (of this worker's
+    /// next session, or of another worker) takes what is left of them.
+    static let defaultHold = Duration.seconds(30)
+    /// How often it looks for entries without being rung, by default.
+    static let defaultPoll = Duration.seconds(5)
+
+    private let store: any BadgeStore
+    private let exchange: String
+    let hold: Duration
+    let poll: Duration
+    private let logger: Logger
+    private let doorbell = Doorbell()
+
+    /// A publisher of `store`'s feedback to `exchange` (``Topology/feedbackExchange``).
+    init(
+        store: any BadgeStore, exchange: String, hold: Duration = FeedbackPublisher.defaultHold,
+        poll: Duration = FeedbackPublisher.defaultPoll, logger: Logger
+    ) {
+        self.store = store
+        self.exchange = exchange
+        self.hold = hold
+        self.poll = poll
+        self.logger = logger
+    }
+
+    /// Dead tokens were recorded: publish them now.
+    func ring() { doorbell.ring() }
+
+    /// Publishes on channels of `connection` (in confirm mode) until the task is cancelled or the connection ends:
+    /// what is waiting at once, then whenever rung, and every ``poll``. A failure (the channel closed, the database
+    /// did not answer) is logged and tried again a second later on a new channel; entries taken and not confirmed
+    /// wait for their hold and are taken again.
+    func run(on connection: AMQPConnection) async {
+        while !Task.isCancelled, !connection.isClosed {
+            do {
+                let channel = try await connection.openChannel()
+                try await channel.confirmSelect()
+                try await publish(on: channel)
+            } catch is CancellationError {
+                return
+            } catch {
+                guard !Task.isCancelled, !connection.isClosed else { return }
+                logger.warning(
+                    "token feedback not published; it waits in the database", metadata: ["feedback.error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+
+    /// Publishes on `channel` (in confirm mode) until the task is cancelled; throws what stopped it otherwise.
+    func publish(on channel: AMQPChannel) async throws {
+        while !Task.isCancelled {
+            while try await publishOnce(channel: channel) == Self.batchLimit {}
+            await doorbell.wait(upTo: poll)
+        }
+    }
+
+    /// Takes one batch, publishes it with confirms and deletes what the broker confirmed; returns how many it took.
+    func publishOnce(channel: AMQPChannel) async throws -> Int {
+        let taken = try await store.takeFeedback(limit: Self.batchLimit, hold: hold)
+        guard !taken.isEmpty else { return 0 }
+        let confirmations = taken.map { entry in
+            channel.publishInOrder(
+                Self.body(entry), exchange: exchange, routingKey: Self.routingKey(entry.feedback),
+                properties: AMQPProperties(
+                    contentType: "application/json", deliveryMode: .persistent,
+                    messageID: "token-feedback-\(entry.id)-\(entry.recordedAt)", type: "token_feedback"))
+        }
+        var confirmed: [Int64] = []
+        var failure: (any Error)?
+        for (entry, confirmation) in zip(taken, confirmations) {
+            do {
+                try await confirmation.wait()
+                confirmed.append(entry.id)
+            } catch {
+                if failure == nil { failure = error }
+            }
+        }
+        try await store.deleteFeedback(confirmed)
+        WorkerMetrics.feedbackPublished.increment(by: confirmed.count)
+        if let failure { throw failure }
+        return taken.count
+    }
+
+    /// `<provider>.<reason>`, the reason's dots and spaces made underscores (a topic key's words are dot-separated).
+    static func routingKey(_ feedback: TokenFeedback) -> String {
+        let reason = String(feedback.reason.map { $0 == "." || $0 == " " ? "_" : $0 })
+        return "\(feedback.provider.rawValue).\(reason)"
+    }
+
+    /// The message: `{"token", "provider", "app"?, "reason", "provider_timestamp"?, "at"}`, times in RFC 3339 UTC
+    /// to the millisecond (`at`: when the deactivation was recorded, by the database's clock).
+    static func body(_ entry: StoredTokenFeedback) -> [UInt8] {
+        let feedback = entry.feedback
+        var members: [(key: String, value: JSONValue)] = [
+            (key: "token", value: .string(feedback.token)),
+            (key: "provider", value: .string(feedback.provider.rawValue)),
+        ]
+        if let app = feedback.app { members.append((key: "app", value: .string(app))) }
+        members.append((key: "reason", value: .string(feedback.reason)))
+        if let stamp = feedback.providerTimestamp {
+            members.append((key: "provider_timestamp", value: .string(Self.rfc3339(microseconds: stamp))))
+        }
+        members.append((key: "at", value: .string(Self.rfc3339(microseconds: entry.recordedAt))))
+        return JSONValue.object(members).serialized()
+    }
+
+    static func rfc3339(microseconds: Int64) -> String {
+        Timestamp(microsecondsSinceEpoch: microseconds).rfc3339Milliseconds
+    }
+}
