@@ -49,31 +49,53 @@ final class FeedbackPublisher: Sendable {
     /// Dead tokens were recorded: publish them now.
     func ring() { doorbell.ring() }
 
-    /// Publishes on channels of `connection` (in confirm mode) until the task is cancelled or the connection ends:
-    /// what is waiting at once, then whenever rung, and every ``poll``. A failure (the channel closed, the database
-    /// did not answer) is logged and tried again a second later on a new channel; entries taken and not confirmed
-    /// wait for their hold and are taken again.
+    /// Publishes on a channel of `connection` (in confirm mode) until the task is cancelled or the connection ends:
+    /// what is waiting at once, then whenever rung, and every ``poll``. The channel is kept while the database
+    /// fails (a database that cannot write now is waited for, with a backoff up to ``poll``, and opens no channel:
+    /// channels opened in a loop are what RabbitMQ counts against its queues' delivery limits); a failure of the
+    /// channel itself is tried again a second later on a new one. Entries taken and not confirmed wait for their
+    /// hold and are taken again. Each failure is logged once until a batch goes through again.
     func run(on connection: AMQPConnection) async {
+        var channel: AMQPChannel?
+        var failing = false
+        var backoff = Duration.seconds(1)
         while !Task.isCancelled, !connection.isClosed {
             do {
-                let channel = try await connection.openChannel()
-                try await channel.confirmSelect()
-                try await publish(on: channel)
+                let open: AMQPChannel
+                if let channel {
+                    open = channel
+                } else {
+                    open = try await connection.openChannel()
+                    try await open.confirmSelect()
+                    channel = open
+                }
+                try await publish(on: open) {
+                    failing = false
+                    backoff = .seconds(1)
+                }
             } catch is CancellationError {
                 return
             } catch {
                 guard !Task.isCancelled, !connection.isClosed else { return }
-                logger.warning(
-                    "token feedback not published; it waits in the database", metadata: ["feedback.error": "\(error)"])
-                try? await Task.sleep(for: .seconds(1))
+                if !(error is StoreError) { channel = nil }
+                if !failing {
+                    logger.warning(
+                        "token feedback not published; it waits in the database",
+                        metadata: ["feedback.error": "\(error)"])
+                    failing = true
+                }
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, max(poll, .seconds(1)))
             }
         }
     }
 
-    /// Publishes on `channel` (in confirm mode) until the task is cancelled; throws what stopped it otherwise.
-    func publish(on channel: AMQPChannel) async throws {
+    /// Publishes on `channel` (in confirm mode) until the task is cancelled, calling `succeeded` after each pass that
+    /// went through; throws what stopped it otherwise.
+    func publish(on channel: AMQPChannel, succeeded: () -> Void = {}) async throws {
         while !Task.isCancelled {
             while try await publishOnce(channel: channel) == Self.batchLimit {}
+            succeeded()
             await doorbell.wait(upTo: poll)
         }
     }
