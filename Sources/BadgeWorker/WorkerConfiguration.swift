@@ -72,7 +72,7 @@ public struct WorkerConfiguration: Sendable {
     /// round, 3–9).
     public var deliveryRecordDelay = Duration.zero
     /// How long a worker's publisher of token feedback holds the entries it took (see `FeedbackPublisher`): an entry
-    /// it took and did not publish (its session ended) is published by the next session, of any worker, after this.
+    /// it took and did not publish (its broker session ended) is published by the next one, of any worker, after this.
     public var feedbackHold = Duration.seconds(30)
     /// Fleet mode (PostgreSQL): partitions are leased through the database and spread over the live workers.
     /// nil: a single node that consumes every partition.

@@ -10,7 +10,7 @@ import Logging
 ///
 /// An entry is written in the transaction that deactivates the token (``DeliveryRecord/feedback``), so a
 /// deactivation is never without its report: when the broker is away (or the worker dies) the entry waits in the
-/// table and is published once a session runs again, by this worker or another. Delivery is at least once: an
+/// table and is published once a broker session runs again, by this worker or another. Delivery is at least once: an
 /// entry published but not deleted (the worker died between the confirm and the delete, or its hold ran out while
 /// it was publishing) is published again; each message carries the entry's `message_id`, and a consumer that
 /// must not see one twice drops repeats by it (its content is a fact about a token, harmless to read twice).
@@ -22,7 +22,7 @@ final class FeedbackPublisher: Sendable {
     /// The most entries taken and published at once.
     static let batchLimit = 100
     /// How long taken entries are this publisher's by default: after that, another publisher (of this worker's
-    /// next session, or of another worker) takes what is left of them.
+    /// next broker session, or of another worker) takes what is left of them.
     static let defaultHold = Duration.seconds(30)
     /// How often it looks for entries without being rung, by default.
     static let defaultPoll = Duration.seconds(5)
