@@ -21,6 +21,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// transaction may (``ApplyContext/readStateChunk``): apply the batch up to it, then it alone, chunk by chunk
         /// (``ApplyContext/chunked``). ``StoreError/subject`` names the event.
         public static let readStateTooLarge = Code("read_state_too_large")
+        /// A transaction of several events ran out of time (``ranOutOfTime``): apply its events in smaller
+        /// transactions (halves, down to one event, which is retried in place as any transient failure).
+        public static let batchTooLong = Code("batch_too_long")
         /// The batch's or claim's lease is no longer this worker's.
         public static let leaseLost = Code("lease_lost")
         /// This worker's own record of its lease ran out (see `LeaseTerm`).
@@ -96,6 +99,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// `code: message`, with the class when the failure is retried.
     public var description: String {
         "\(code): \(message)\(failure.isRetried ? " (\(failure.rawValue))" : "")"
+    }
+
+    /// Whether the work ran out of time: PostgreSQL's statement timeout (57014) or idle-in-transaction timeout
+    /// (25P03: the worker took that long between two statements of its transaction, as a starved CPU does with a
+    /// heavy batch), or the worker's own limit on an attempt. The same work may run out of time again; less work
+    /// per transaction gets through.
+    public var ranOutOfTime: Bool {
+        code == .timeout || code == .sqlState("57014") || code == .sqlState("25P03")
     }
 
     /// Whether the database refused the data itself (``DatabaseFailure/data``): retrying would fail the same way;

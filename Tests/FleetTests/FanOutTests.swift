@@ -43,7 +43,11 @@ struct FanOutTests {
 
     static func run(workers workerCount: Int, sqlitePath: String?) async throws {
         let label = sqlitePath == nil ? "\(workerCount) workers on PostgreSQL" : "1 worker on SQLite"
-        try await FleetHarness.withFleet(seed: 33, workers: workerCount, sqlitePath: sqlitePath) { run in
+        // The fleet tests' 3 s lease TTL makes takeovers quick; this test is about a fan-out, so its workers run with
+        // the deployed default.
+        try await FleetHarness.withFleet(
+            seed: 33, workers: workerCount, sqlitePath: sqlitePath, environment: ["BADGEPIPE_LEASE_TTL_MS": "5000"]
+        ) { run in
             let publisher = FleetPublisher(url: FleetHarness.amqpURL, exchange: "\(run.namespace).events", rate: 5000)
             let base = Timestamp.now().microsecondsSinceEpoch - 3_600_000_000
             let registrations = (0..<devices).map { index in
@@ -57,6 +61,7 @@ struct FanOutTests {
             try await FleetHarness.waitUntilQuiet(
                 sink: run.sink, namespace: run.namespace, databaseURL: run.databaseURL, timeout: .seconds(120))
             let before = run.sink.nextSeq
+            let epochsBefore = try await Self.leaseEpochs(run.databaseURL)
 
             let memory = PeakMemory(workers: run.workers)
             let sampler = Task {
@@ -136,13 +141,28 @@ struct FanOutTests {
                 guard push.status == 200, let event = alertEvent(push) else { continue }
                 alerts["\(event)|\(push.token)", default: 0] += 1
             }
+            // A takeover re-sends what the previous owner sent but had not recorded (contract, guarantee 2: a worker
+            // frozen past failover, as one starved of CPU for longer than the lease TTL is); otherwise every alert
+            // goes once. (An alert's apns-id is derived from its event and token: a re-send carries the same.)
             let repeated = alerts.values.filter { $0 > 1 }.count
-            #expect(repeated == 0, "every alert once")
+            let takeovers = try await Self.leaseEpochs(run.databaseURL) - epochsBefore
+            print("fan-out (\(label)): alerts repeated \(repeated), partition takeovers during the run \(takeovers)")
+            #expect(repeated == 0 || takeovers > 0, "every alert once, unless a partition changed hands")
             // Every event's stored row went with its last push.
             #expect(
                 try await FleetHarness.count("outbox_events", databaseURL: run.databaseURL, namespace: run.namespace)
                     == 0)
         }
+    }
+
+    /// The sum of the partitions' lease epochs (each takeover adds one); 0 on SQLite (one worker).
+    static func leaseEpochs(_ databaseURL: String) async throws -> Int {
+        guard !databaseURL.hasPrefix("sqlite:") else { return 0 }
+        let sum = try await FleetHarness.psql(databaseURL, "select coalesce(sum(epoch), 0) from partition_leases")
+        guard let value = Int(sum.trimmingCharacters(in: .whitespaces)) else {
+            throw FleetError("cannot read the lease epochs: \(sum)")
+        }
+        return value
     }
 
     /// The event of an alert push (APNs, or the APNs part of an FCM message), nil for a badge-only push.

@@ -8,14 +8,23 @@ typealias IngestionGroup = TransactionGroup<ApplyBatch, [AppliedEvent]>
 extension TransactionGroup where Request == ApplyBatch, Answer == [AppliedEvent] {
     /// Batches applied to `store`, several in one transaction (``BadgeStore/apply(_:policy:)``) up to `maxWeight`
     /// (``PartitionProcessor/weight(of:)`` summed), at most one transaction every `interval` unless batches are
-    /// full; transient failures retried in place.
+    /// full; transient failures retried in place, except that a transaction of several events that ran out of time
+    /// (``StoreError/ranOutOfTime``) fails with `batch_too_long`: its partitions apply their events again in
+    /// smaller transactions (``PartitionProcessor``), since the same work may run out of time again and again on
+    /// a starved machine until the watchdog ends the worker.
     static func ingestion(
         store: any BadgeStore, policy: BadgePolicy, maxWeight: Int, interval: Duration, health: WorkerHealth?,
         logger: Logger
     ) -> IngestionGroup {
         IngestionGroup("ingestion", maxWeight: maxWeight, interval: interval, logger: logger) { batches in
-            try await Retry.transient("apply", health: health, logger: logger) {
-                try await store.apply(batches, policy: policy)
+            let events = batches.reduce(0) { $0 + $1.events.count }
+            return try await Retry.transient("apply", health: health, logger: logger) {
+                do {
+                    return try await store.apply(batches, policy: policy)
+                } catch let error as StoreError where error.ranOutOfTime && events > 1 {
+                    throw StoreError(
+                        code: .batchTooLong, message: "\(events) events in one transaction: \(error)", failure: .other)
+                }
             }
         }
     }

@@ -101,10 +101,12 @@ struct PartitionProcessor: Sendable {
             do {
                 do {
                     committed.add(try await apply(slice, armed: first))
-                } catch let error as StoreError where error.code == .readStateTooLarge {
+                } catch let error as StoreError
+                    where error.code == .readStateTooLarge || error.code == .batchTooLong
+                {
                     // One of its read-state events changes too many rows for one transaction: the events before
                     // it, it in chunks (meanwhile, the messages that arrive for other users go through), the
-                    // events after it.
+                    // events after it. Or the transaction ran out of time: its events in halves.
                     committed.add(try await applyAlone(slice, heldBack: heldBack))
                 }
             } catch let error as StoreError where error.refusesInput {
@@ -183,7 +185,9 @@ struct PartitionProcessor: Sendable {
     /// Applies `events` in transactions of their own: all of them in one, unless a read-state event among them
     /// changes more rows than one transaction may (`read_state_too_large`). Then the events before it and the other
     /// users' events after it go first (each user's events keep their order; users' events are independent), then
-    /// it alone in chunks (``applyInChunks(_:)``), then its user's events after it, each step the same way. An event
+    /// it alone in chunks (``applyInChunks(_:)``), then its user's events after it, each step the same way. A
+    /// transaction of several events that ran out of time (`batch_too_long`) is applied again as two halves, in
+    /// order, each the same way; one event alone is retried in place. An event
     /// committed before a later one failed is a duplicate when the caller applies them again (bisecting a
     /// refusal): it has one effect.
     private func applyAlone(_ events: some Collection<Event>, heldBack: HeldBack? = nil) async throws -> [AppliedEvent]
@@ -194,6 +198,14 @@ struct PartitionProcessor: Sendable {
             guard !next.isEmpty else { continue }
             do {
                 applied += try await ingestion.alone(ApplyBatch(events: next, context: context))
+            } catch let error as StoreError where error.code == .batchTooLong && next.count > 1 {
+                // Last in, first out: the first half, then the second.
+                let half = next.count / 2
+                logger.info(
+                    "a transaction ran out of time: its events go in halves",
+                    metadata: ["event.count": "\(next.count)", "worker.error": "\(error.message)"])
+                pending.append(Array(next[half...]))
+                pending.append(Array(next[..<half]))
             } catch let error as StoreError where error.code == .readStateTooLarge {
                 guard let heavy = next.firstIndex(where: { $0.id == error.subject }) else { throw error }
                 if next.count == 1 {
