@@ -54,4 +54,22 @@ import Testing
         #expect(constraint.refusesInput)
         #expect(!constraint.transient)
     }
+
+    /// Running out of time (PostgreSQL's statement or idle-in-transaction timeout, or the worker's own limit on an
+    /// attempt) is told apart from the other retried failures: a batch that ran out of time is applied in halves.
+    @Test func runningOutOfTime() {
+        for state in ["57014", "25P03"] {
+            let error = StoreError(
+                code: .sqlState(state), message: "timeout", failure: DatabaseFailure.classify(sqlState: state))
+            #expect(error.ranOutOfTime)
+            #expect(error.transient)
+        }
+        #expect(StoreError(code: .timeout, message: "apply took longer than 10 s", transient: true).ranOutOfTime)
+        for state in ["40001", "40P01", "08006", "25006", "23505"] {
+            let error = StoreError(
+                code: .sqlState(state), message: "other", failure: DatabaseFailure.classify(sqlState: state))
+            #expect(!error.ranOutOfTime)
+        }
+        #expect(!StoreError(code: .connectionClosed, message: "closed", transient: true).ranOutOfTime)
+    }
 }
