@@ -8,6 +8,8 @@ let package = Package(
         .executable(name: "badgepipe", targets: ["badgepipe"]),
         .library(name: "AMQPClient", targets: ["AMQPClient"]),
         .library(name: "BadgeCore", targets: ["BadgeCore"]),
+        // A typed client of the sink's test API with its waits, for end-to-end tests written in Swift.
+        .library(name: "BadgePipeTesting", targets: ["BadgePipeTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
@@ -160,6 +162,15 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
+        // The sink's client for users' end-to-end tests (docs/testing.md): HTTP only, no BadgePipe module.
+        .target(
+            name: "BadgePipeTesting",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // Benchmark of the AMQP client alone (release build: `swift run -c release amqp-bench`).
         .executableTarget(name: "amqp-bench", dependencies: ["AMQPClient"]),
         // Pushes per second through the worker's sender to one URL (`scripts/bench --mode push`).
@@ -180,6 +191,9 @@ let package = Package(
             path: "Tests/TestCredentials"
         ),
         .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
+        // The testing guide's Swift example (docs/testing.md), run by scripts/testing-guide-check against a real sink
+        // and worker; skipped without BADGEPIPE_SINK_URL.
+        .testTarget(name: "TestingGuideExample", dependencies: ["BadgePipeTesting"], path: "docs/examples/swift"),
         .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
         .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeSupport"]),
         .testTarget(
@@ -241,6 +255,7 @@ let package = Package(
             name: "BadgeSinkTests",
             dependencies: [
                 "BadgeSink",
+                "BadgePipeTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
