@@ -141,6 +141,7 @@ struct SinkAppsFileTests {
         #expect(
             try await fcm("fcm-03", project: credentials.fcmProject, accessToken: psalmsAccess)
                 == (403, "PERMISSION_DENIED"))
+        #expect(try await fcm("fcm-05", project: "hymns-prod", accessToken: amenAccess) == (403, "PERMISSION_DENIED"))
         // A service account the file does not declare gets no access token, and its own assertion is no credential.
         let (strangerStatus, strangerToken, strangerError) = try await accessToken(stranger)
         #expect(strangerStatus == 400 && strangerToken == nil && strangerError == "invalid_grant")
@@ -164,7 +165,8 @@ struct SinkAppsFileTests {
         #expect(recorded["fcm-02"]?.app == "psalms" && recorded["fcm-02"]?.verified == true)
         #expect(recorded["fcm-03"]?.app == "amen" && recorded["fcm-03"]?.verified == false)
         #expect(recorded["fcm-04"]?.verified != true)
-        #expect(deliveries.count == 8)
+        #expect(recorded["fcm-05"]?.app == nil && recorded["fcm-05"]?.verified == false)
+        #expect(deliveries.count == 9)
     }
 
     @Test func aBadAppsFileStopsTheSinkNamingTheLine() throws {

@@ -137,8 +137,15 @@ final class SinkCredentials: Sendable {
         recorded?.issuer = grant.issuer
         recorded?.issuedAt = grant.issuedAt
         guard valid else { return Check(refusal: (401, "UNAUTHENTICATED"), recorded: recorded) }
-        // Google refuses a service account that is not the project's.
-        if let app, !app.fcmServiceAccounts.isEmpty, !app.fcmServiceAccounts.contains(grant.issuer) {
+        // Google refuses a service account that is not the project's: another app's project, or a project of no
+        // app the sink plays when the account is one of its apps'.
+        let foreign =
+            if let app {
+                !app.fcmServiceAccounts.isEmpty && !app.fcmServiceAccounts.contains(grant.issuer)
+            } else {
+                apps.contains { $0.fcmServiceAccounts.contains(grant.issuer) }
+            }
+        if foreign {
             recorded?.verified = false
             return Check(refusal: (403, "PERMISSION_DENIED"), recorded: recorded)
         }
