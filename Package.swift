@@ -247,6 +247,9 @@ let package = Package(
                 "BadgeModel",
                 "BadgeSink",
                 "BadgeWire",
+                "BadgeDelivery",
+                "ProviderAuth",
+                "TestCredentials",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

@@ -29,6 +29,10 @@ public struct APNsSigningKey: Sendable {
         try self.init(pem: try CredentialFile.text(file, what: "APNs key file"), keyID: keyID, teamID: teamID)
     }
 
+    /// The key's public half in PEM (`-----BEGIN PUBLIC KEY-----`): what verifies its provider tokens, as Apple
+    /// verifies them.
+    public var publicKeyPEM: String { key.publicKey.pemRepresentation }
+
     /// The claims of a provider token.
     struct Claims: Codable {
         var iss: String

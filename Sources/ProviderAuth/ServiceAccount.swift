@@ -56,6 +56,10 @@ public struct ServiceAccount: Sendable {
         try self.init(json: Data(try CredentialFile.text(file, what: "FCM credentials file").utf8))
     }
 
+    /// The account's public key in PEM (`-----BEGIN PUBLIC KEY-----`): what verifies its assertions, as Google's
+    /// token endpoint verifies them.
+    public var publicKeyPEM: String { key.publicKey.pemRepresentation }
+
     /// The claims of an assertion.
     public struct Claims: Codable, Sendable {
         public var iss: String

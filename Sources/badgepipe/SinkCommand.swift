@@ -1,4 +1,5 @@
 import ArgumentParser
+import BadgeDelivery
 import BadgeSink
 import Logging
 import Metrics
@@ -41,6 +42,16 @@ struct SinkServeCommand: AsyncParsableCommand {
             "FCM service account's public key, PEM (BADGEPIPE_SINK_FCM_PUBLIC_KEY).",
             discussion: "POST /token then issues access tokens for its assertions, and FCM sends need one."))
     var fcmPublicKey: String?
+    @Option(
+        help: ArgumentHelp(
+            "The worker's apps file, YAML (BADGEPIPE_SINK_APPS_FILE): play every app it declares.",
+            discussion:
+                "APNs tokens are checked per key id and team with the public half of each app's .p8 key, and must "
+                + "carry one of the app's topics (400 TopicDisallowed otherwise); POST /token issues access tokens "
+                + "to each app's service account (its key from the service-account file), and an FCM send to an "
+                + "app's project with another app's account is 403 PERMISSION_DENIED. Adds to --apns-key-id and "
+                + "--fcm-public-key."))
+    var appsFile: String?
     @Option(help: "Seconds a /token access token lives (BADGEPIPE_SINK_FCM_TOKEN_LIFETIME, default 3600).")
     var fcmTokenLifetime: Int?
     @Option(help: "Deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERIES, default 1000000).")
@@ -70,7 +81,7 @@ struct SinkServeCommand: AsyncParsableCommand {
             }
             keys[parts[0]] = parts[1]
         }
-        let configuration = SinkConfiguration(
+        var configuration = SinkConfiguration(
             host: Settings.value(host, "BADGEPIPE_SINK_HOST", default: "127.0.0.1"),
             port: try Settings.integer(port, "BADGEPIPE_SINK_PORT", name: "--port", default: 8787, range: 0...65535),
             logDeliveries: logDeliveries || Settings.value(nil, "BADGEPIPE_SINK_LOG_DELIVERIES", default: "0") == "1",
@@ -96,6 +107,15 @@ struct SinkServeCommand: AsyncParsableCommand {
                 maxWaiters, "BADGEPIPE_SINK_MAX_WAITERS", name: "--max-waiters",
                 default: SinkConfiguration.defaultMaxWaiters, range: 1...100_000),
             maxWaitSeconds: try Self.maxWaitSeconds(maxWait))
+        if let file = Settings.optional(appsFile, "BADGEPIPE_SINK_APPS_FILE") {
+            configuration.apps = try Self.apps(file: file)
+            logger.info(
+                "sink plays the apps of the apps file",
+                metadata: [
+                    "sink.apps_file": "\(file)",
+                    "sink.apps": "\(configuration.apps.map(\.name).joined(separator: ","))",
+                ])
+        }
         // Metrics on the sink's own port (`GET /metrics`).
         let registry = PrometheusCollectorRegistry()
         MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
@@ -108,6 +128,31 @@ struct SinkServeCommand: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         try await group.run()
+    }
+
+    /// The apps of the worker's apps file, as the sink plays them: each APNs key's public half (from its `.p8`) with
+    /// its team and the app's topics, each service account's public key (from its JSON file) with the app's project.
+    /// An app with an APNs certificate gets its topics only: the sink checks certificates with `--tls-client-ca`.
+    static func apps(file: String) throws -> [SinkApp] {
+        let declared: [AppConfiguration]
+        do {
+            declared = try AppsFile.load(path: file).apps
+        } catch {
+            throw CommandError(code: "invalid_apps_file", message: "--apps-file \(error)")
+        }
+        return declared.map { app in
+            var sinkApp = SinkApp(name: app.name, apnsTopics: Set(app.apns?.topics ?? []))
+            if case .token(let key) = app.apns?.credentials {
+                sinkApp.apnsKeys = [
+                    SinkApp.APNsKey(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: key.publicKeyPEM)
+                ]
+            }
+            if let project = app.fcm?.project { sinkApp.fcmProjects = [project] }
+            if let account = app.fcm?.credentials {
+                sinkApp.fcmAccountKeys = [account.clientEmail: account.publicKeyPEM]
+            }
+            return sinkApp
+        }
     }
 
     /// `--max-wait` / `BADGEPIPE_SINK_MAX_WAIT`: 0 to 300 seconds, 300 by default.

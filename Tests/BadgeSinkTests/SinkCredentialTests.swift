@@ -89,6 +89,42 @@ struct SinkCredentialTests {
         }
     }
 
+    @Test func appsBringingTheirOwnKeysShareATeamsKeyAndRefuseAConflictingOne() async throws {
+        let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
+        defer { credentials.remove() }
+        let key = try APNsSigningKey(
+            file: credentials.apnsKeyFile, keyID: credentials.apnsKeyID, teamID: credentials.apnsTeamID)
+        let own = SinkApp.APNsKey(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: key.publicKeyPEM)
+        // Two apps of one team, one key: it pushes to either app's topic, recorded as the app owning the topic.
+        var configuration = SinkConfiguration()
+        configuration.apps = [
+            SinkApp(name: "amen", apnsTopics: ["com.example.amen"]),
+            SinkApp(name: "amen-lite", apnsTopics: ["com.example.amen.lite"]),
+        ]
+        configuration.apps[0].apnsKeys = [own]
+        configuration.apps[1].apnsKeys = [own]
+        try await SocketSinkHarness.withSink(configuration: configuration) { sink in
+            let authorization = try Self.bearer(credentials)
+            let anonymous = try await sink.pushAPNs("ab01", headers: [("apns-topic", "com.example.amen")])
+            #expect(anonymous.json["reason"] as? String == "MissingProviderToken", "the apps' keys are checked")
+            for (token, topic) in [("ab02", "com.example.amen"), ("ab03", "com.example.amen.lite")] {
+                #expect(try await sink.pushAPNs(token, headers: [authorization, ("apns-topic", topic)]).status == 200)
+            }
+            let other = try await sink.pushAPNs("ab04", headers: [authorization, ("apns-topic", "org.psalms.app")])
+            #expect(other.json["reason"] as? String == "TopicDisallowed")
+            #expect(sink.state.receivedPushes().map { $0.authorization?.app } == [nil, "amen", "amen-lite", "amen"])
+        }
+        // One key id with two different keys is a configuration error, not a silent choice.
+        let stranger = try credentials.writeAPNsKey(keyID: "STRANGER01")
+        let strangerKey = try APNsSigningKey(file: stranger.keyFile, keyID: key.keyID, teamID: key.teamID)
+        configuration.apps[1].apnsKeys = [
+            SinkApp.APNsKey(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: strangerKey.publicKeyPEM)
+        ]
+        await #expect(throws: SinkError.self) {
+            try await SocketSinkHarness.withSink(configuration: configuration) { _ in }
+        }
+    }
+
     @Test func apnsTokensAreCheckedAsAppleChecksThem() async throws {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }

@@ -133,6 +133,46 @@ struct ProviderAuthTests {
         }
     }
 
+    @Test func severalAccountsVerifyEachWithItsOwnKeyAndAnUnknownAccountIsRefused() throws {
+        func account(_ name: String) throws -> ServiceAccount {
+            try ServiceAccount(
+                json: try JSONSerialization.data(withJSONObject: [
+                    "type": "service_account", "project_id": name,
+                    "private_key": try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation,
+                    "client_email": "pusher@\(name).iam.gserviceaccount.com",
+                    "token_uri": "https://oauth2.example/token",
+                ]))
+        }
+        let (amen, psalms, stranger) = (try account("amen"), try account("psalms"), try account("hymns"))
+        // The public keys are derived from the service-account files themselves.
+        let verifier = try AssertionVerifier(
+            anyIssuerPEM: nil,
+            accounts: [amen.clientEmail: amen.publicKeyPEM, psalms.clientEmail: psalms.publicKeyPEM])
+        let now: Int64 = 1_800_000_000
+        #expect(try verifier.verify(try amen.assertion(issuedAt: now), audience: nil, now: now).iss == amen.clientEmail)
+        #expect(
+            try verifier.verify(try psalms.assertion(issuedAt: now), audience: nil, now: now).iss == psalms.clientEmail)
+        #expect(throws: AuthError(.wrongClaims, "no service account \(stranger.clientEmail) is known")) {
+            try verifier.verify(try stranger.assertion(issuedAt: now), audience: nil, now: now)
+        }
+        // An assertion naming one account but signed by another's key does not verify.
+        let amenAssertion = try amen.assertion(issuedAt: now)
+        let psalmsAssertion = try psalms.assertion(issuedAt: now)
+        let forged = try CompactJWT(psalmsAssertion)
+        let impostor =
+            amenAssertion.split(separator: ".").prefix(2).joined(separator: ".") + "."
+            + Base64URL.encode(forged.signature)
+        #expect(throws: AuthError(.badSignature, "the assertion's signature does not verify")) {
+            try verifier.verify(impostor, audience: nil, now: now)
+        }
+        // An APNs key's public half, derived from its .p8, verifies its tokens.
+        let apns = try APNsSigningKey(
+            pem: P256.Signing.PrivateKey().pemRepresentation, keyID: "KEY0000001", teamID: "TEAM000001")
+        let tokens = APNsTokenVerifier(
+            keys: ["KEY0000001": try APNsTokenVerifier.Key(publicKeyPEM: apns.publicKeyPEM, teamID: "TEAM000001")])
+        #expect(tokens.verify(authorization: "bearer " + (try apns.token(issuedAt: now)), now: now) == .valid)
+    }
+
     @Test func serviceAccountFilesMissingAFieldSayWhich() throws {
         func load(_ object: [String: String]) throws -> ServiceAccount {
             try ServiceAccount(json: try JSONSerialization.data(withJSONObject: object))

@@ -95,6 +95,19 @@ public struct TestCredentials: Sendable {
         return file
     }
 
+    /// Writes the file of another service account, with a key of its own, for `project` (the account
+    /// `pusher@<project>.iam.gserviceaccount.com`); returns its path.
+    public func writeOtherServiceAccount(project: String, tokenURI: String) throws -> String {
+        let file = directory.appendingPathComponent("service-account-\(project).json").path
+        let account: [String: String] = [
+            "type": "service_account", "project_id": project, "private_key_id": "k1",
+            "private_key": try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation,
+            "client_email": "pusher@\(project).iam.gserviceaccount.com", "token_uri": tokenURI,
+        ]
+        try JSONSerialization.data(withJSONObject: account).write(to: URL(fileURLWithPath: file))
+        return file
+    }
+
     /// Removes the directory.
     public func remove() {
         try? FileManager.default.removeItem(at: directory)

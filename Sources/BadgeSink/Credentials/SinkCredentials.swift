@@ -15,22 +15,59 @@ final class SinkCredentials: Sendable {
     private let issued = Mutex<[String: Grant]>([:])
 
     init(configuration: SinkConfiguration) throws {
-        if configuration.apnsKeyFiles.isEmpty {
-            apns = nil
-        } else {
-            var keys: [String: APNsTokenVerifier.Key] = [:]
-            for (keyID, file) in configuration.apnsKeyFiles {
-                keys[keyID] = try APNsTokenVerifier.Key(
-                    publicKeyPEM: try Self.read(file, what: "APNs public key for \(keyID)"),
-                    teamID: configuration.apnsKeyTeams[keyID] ?? configuration.apnsTeamID)
-            }
-            apns = APNsTokenVerifier(keys: keys)
+        var keys: [String: APNsTokenVerifier.Key] = [:]
+        for (keyID, file) in configuration.apnsKeyFiles {
+            keys[keyID] = try Self.key(
+                try Self.read(file, what: "APNs public key for \(keyID)"),
+                teamID: configuration.apnsKeyTeams[keyID] ?? configuration.apnsTeamID, keyID: keyID)
         }
-        assertions = try configuration.fcmPublicKeyFile.map {
-            try AssertionVerifier(publicKeyPEM: try Self.read($0, what: "FCM public key"))
+        var apps = configuration.apps
+        var accounts: [String: String] = [:]
+        for index in apps.indices {
+            // An app's own keys: one key id, one key and team, however many apps share it.
+            var seen: [String: SinkApp.APNsKey] = [:]
+            for key in apps[index].apnsKeys {
+                if let other = seen[key.keyID]
+                    ?? apps[..<index].lazy.flatMap(\.apnsKeys).first(where: {
+                        $0.keyID == key.keyID
+                    }), other != key
+                {
+                    throw SinkError.configuration("the APNs key id \(key.keyID) is given twice with different keys")
+                }
+                seen[key.keyID] = key
+                keys[key.keyID] = try Self.key(key.publicKeyPEM, teamID: key.teamID, keyID: key.keyID)
+                apps[index].apnsKeyIDs.insert(key.keyID)
+            }
+            for (account, pem) in apps[index].fcmAccountKeys {
+                if let other = accounts[account], other != pem {
+                    throw SinkError.configuration("the service account \(account) is given twice with different keys")
+                }
+                accounts[account] = pem
+                apps[index].fcmServiceAccounts.insert(account)
+            }
+        }
+        apns = keys.isEmpty ? nil : APNsTokenVerifier(keys: keys)
+        let anyIssuer = try configuration.fcmPublicKeyFile.map { try Self.read($0, what: "FCM public key") }
+        if anyIssuer == nil, accounts.isEmpty {
+            assertions = nil
+        } else {
+            do {
+                assertions = try AssertionVerifier(anyIssuerPEM: anyIssuer, accounts: accounts)
+            } catch {
+                throw SinkError.configuration("an FCM public key: \(error)")
+            }
         }
         tokenLifetime = max(1, configuration.fcmTokenLifetime)
-        apps = configuration.apps
+        self.apps = apps
+    }
+
+    /// A verifier's key; a sink configuration error when the PEM is not a P-256 public key.
+    private static func key(_ pem: String, teamID: String?, keyID: String) throws -> APNsTokenVerifier.Key {
+        do {
+            return try APNsTokenVerifier.Key(publicKeyPEM: pem, teamID: teamID)
+        } catch {
+            throw SinkError.configuration("the APNs public key for \(keyID): \(error)")
+        }
     }
 
     /// The outcome of checking one push's credentials.
@@ -64,19 +101,26 @@ final class SinkCredentials: Sendable {
             check.recorded?.issuer = reading.issuer
             check.recorded?.issuedAt = RecordedAuthorization.date(seconds: reading.issuedAt)
         }
-        // The app whose key signed the token; its key pushes only to its own topics.
-        if let keyID = reading?.keyID, let app = apps.first(where: { $0.apnsKeyIDs.contains(keyID) }) {
-            check.recorded?.app = app.name
-            if check.refusal == nil, !app.apnsTopics.isEmpty, !app.apnsTopics.contains(topic ?? "") {
-                check.refusal = (400, "TopicDisallowed")
-                check.recorded?.verified = false
+        // The app whose key signed the token; its key pushes only to its own topics. A key that several apps of
+        // one team share pushes to any of theirs, and the push is recorded as the app owning the topic.
+        if let keyID = reading?.keyID {
+            let owners = apps.filter { $0.apnsKeyIDs.contains(keyID) }
+            let owner = owners.first { $0.apnsTopics.contains(topic ?? "") }
+            if let app = owner ?? owners.first {
+                check.recorded?.app = app.name
+                if check.refusal == nil, owner == nil, !app.apnsTopics.isEmpty {
+                    check.refusal = (400, "TopicDisallowed")
+                    check.recorded?.verified = false
+                }
             }
         }
         return check
     }
 
-    /// Checks the `authorization` header of an FCM push: refused with 401 `UNAUTHENTICATED` when the service
-    /// account's key is configured and it does not carry an access token the sink issued that is still valid. What
+    /// Checks the `authorization` header of an FCM push: refused with 401 `UNAUTHENTICATED` when service accounts'
+    /// keys are configured and it does not carry an access token the sink issued that is still valid (the sink
+    /// issues none to an account it does not know), and 403 `PERMISSION_DENIED` when the token's account is not
+    /// one of the project's app's. What
     /// is recorded of a token the sink issued is the service account and key id of its assertion and when it was
     /// issued, and whether it is still valid; nothing is read of any other token.
     func checkFCM(authorization: String?, project: String? = nil, now: Date = Date()) -> Check {
@@ -93,8 +137,15 @@ final class SinkCredentials: Sendable {
         recorded?.issuer = grant.issuer
         recorded?.issuedAt = grant.issuedAt
         guard valid else { return Check(refusal: (401, "UNAUTHENTICATED"), recorded: recorded) }
-        // Google refuses a service account that is not the project's.
-        if let app, !app.fcmServiceAccounts.isEmpty, !app.fcmServiceAccounts.contains(grant.issuer) {
+        // Google refuses a service account that is not the project's: another app's project, or a project of no
+        // app the sink plays when the account is one of its apps'.
+        let foreign =
+            if let app {
+                !app.fcmServiceAccounts.isEmpty && !app.fcmServiceAccounts.contains(grant.issuer)
+            } else {
+                apps.contains { $0.fcmServiceAccounts.contains(grant.issuer) }
+            }
+        if foreign {
             recorded?.verified = false
             return Check(refusal: (403, "PERMISSION_DENIED"), recorded: recorded)
         }
@@ -114,7 +165,10 @@ final class SinkCredentials: Sendable {
     /// An access token for the assertion in a `POST /token` form body, or the OAuth2 error to answer.
     func issueToken(form: String, now: Date = Date()) -> Result<(token: String, lifetime: Int), TokenError> {
         guard let assertions else {
-            return .failure(TokenError(code: "invalid_client", description: "the sink has no --fcm-public-key"))
+            return .failure(
+                TokenError(
+                    code: "invalid_client",
+                    description: "the sink has no --fcm-public-key and no app with a service account"))
         }
         var fields: [String: String] = [:]
         for pair in form.split(separator: "&") {

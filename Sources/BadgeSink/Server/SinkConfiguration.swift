@@ -3,8 +3,26 @@
 /// An APNs push signed with one of ``apnsKeyIDs`` is the app's, and must carry one of its ``apnsTopics`` (400
 /// `TopicDisallowed` otherwise, as Apple answers a key pushing to another team's app); an FCM push to one of its
 /// ``fcmProjects`` must carry an access token issued to one of its ``fcmServiceAccounts`` (403
-/// `PERMISSION_DENIED` otherwise). Empty sets check nothing.
+/// `PERMISSION_DENIED` otherwise). Empty sets check nothing. An app may bring its own keys (``apnsKeys``,
+/// ``fcmAccountKeys``), as `badgepipe sink --apps-file` derives them from the worker's apps file.
 public struct SinkApp: Sendable, Equatable {
+    /// The public half of one of an app's APNs keys, and the team its tokens must name.
+    public struct APNsKey: Sendable, Equatable {
+        /// The key id (the token's `kid`).
+        public var keyID: String
+        /// The team id (the token's `iss`).
+        public var teamID: String
+        /// The public key in PEM (`-----BEGIN PUBLIC KEY-----`).
+        public var publicKeyPEM: String
+
+        /// Creates a key.
+        public init(keyID: String, teamID: String, publicKeyPEM: String) {
+            self.keyID = keyID
+            self.teamID = teamID
+            self.publicKeyPEM = publicKeyPEM
+        }
+    }
+
     /// The app's name, recorded as `app` in a delivery's `headers.authorization`.
     public var name: String
     /// Its APNs key ids.
@@ -15,6 +33,12 @@ public struct SinkApp: Sendable, Equatable {
     public var fcmProjects: Set<String>
     /// The service accounts (`client_email`) that may send to its projects.
     public var fcmServiceAccounts: Set<String>
+    /// Its APNs keys: APNs pushes need a valid provider token (as with ``SinkConfiguration/apnsKeyFiles``), and
+    /// each key's id counts as one of ``apnsKeyIDs``.
+    public var apnsKeys: [APNsKey] = []
+    /// Its service accounts' public keys in PEM, by `client_email`: `POST /token` issues access tokens for
+    /// assertions each signed (FCM pushes then need one), and each account counts as one of ``fcmServiceAccounts``.
+    public var fcmAccountKeys: [String: String] = [:]
 
     /// Creates an app.
     public init(
@@ -58,7 +82,8 @@ public struct SinkConfiguration: Sendable, Equatable {
     /// credential, and a push sent with another app's credential is refused as Apple and Google refuse it.
     public var apps: [SinkApp] = []
     /// The PEM public key of the FCM service account. When set, `POST /token` issues access tokens for assertions
-    /// it signed, and FCM pushes need one (401 otherwise); when nil, FCM pushes are not checked.
+    /// it signed, whatever their `iss`, and FCM pushes need one (401 otherwise); when nil and no app brings
+    /// ``SinkApp/fcmAccountKeys``, FCM pushes are not checked.
     public var fcmPublicKeyFile: String?
     /// Seconds an access token from `POST /token` is valid.
     public var fcmTokenLifetime: Int

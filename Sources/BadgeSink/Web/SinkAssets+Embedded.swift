@@ -595,7 +595,7 @@ extension SinkAssets {
                   "push"
                 ],
                 "operationId": "issueToken",
-                "summary": "An OAuth2 token endpoint (RFC 7523 JWT bearer grant) for FCM; needs --fcm-public-key.",
+                "summary": "An OAuth2 token endpoint (RFC 7523 JWT bearer grant) for FCM; needs --fcm-public-key or --apps-file (an assertion of a service account the sink does not know is refused).",
                 "requestBody": {
                   "required": true,
                   "content": {
