@@ -178,15 +178,17 @@ let package = Package(
             ],
             path: "Tests/TestCredentials"
         ),
+        // Where the test broker and database are (the variables `scripts/services env` prints). Tests only.
+        .target(name: "TestServices", path: "Tests/TestServices"),
         .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
-        .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
+        .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient", "TestServices"]),
         .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeSupport"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel", "BadgeWire"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeStoreTests",
-            dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport", "BadgeWire"],
+            dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport", "BadgeWire", "TestServices"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeDeliveryTests",
@@ -208,6 +210,7 @@ let package = Package(
             name: "PipelineTests",
             dependencies: [
                 "TestCredentials",
+                "TestServices",
                 "ProviderAuth",
                 "AMQPClient",
                 "BadgeCore",
@@ -227,6 +230,7 @@ let package = Package(
             name: "FleetTests",
             dependencies: [
                 "badgepipe",
+                "TestServices",
                 "AMQPClient",
                 "BadgeCore",
                 "BadgeSupport",

@@ -4,6 +4,7 @@ import BadgeSink
 import Foundation
 import Logging
 import ServiceLifecycle
+import TestServices
 import Testing
 
 #if canImport(Glibc)
@@ -48,19 +49,14 @@ struct FleetRun: Sendable {
 /// A fleet of real `badgepipe worker` processes on PostgreSQL, with the sink in this process and a publisher that
 /// re-publishes what a broker restart left unconfirmed.
 struct FleetHarness {
-    static let amqpURL =
-        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
-        ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+    static let amqpURL = TestServices.amqpURL
 
     /// ``amqpURL`` with `query` (`key=value`) added to whatever query it already has; unchanged when it is empty.
     static func amqpURL(adding query: String) -> String {
         query.isEmpty ? amqpURL : amqpURL + (amqpURL.contains("?") ? "&" : "?") + query
     }
-    static let databaseBase =
-        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
-        ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let databaseBase = TestServices.databaseURL
+    static let repository = TestServices.repository
 
     /// Runs `script` through `workers` workers while `chaos` injects faults; returns the checked report.
     ///
