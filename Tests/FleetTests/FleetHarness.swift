@@ -250,7 +250,8 @@ struct FleetHarness {
             "sh",
             [
                 "-c",
-                "scripts/services ctl list_queues -q name messages messages_unacknowledged consumers > \(output.path)",
+                TestServices.rabbitmqctl
+                    + " list_queues -q name messages messages_unacknowledged consumers > \(output.path)",
             ],
             timeout: .seconds(30))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
@@ -294,7 +295,8 @@ struct FleetHarness {
     static func messagesInQueues(namespace: String) async throws -> Int {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-queues.txt")
         try await shell(
-            "sh", ["-c", "scripts/services ctl list_queues -q name messages > \(output.path)"], timeout: .seconds(30))
+            "sh", ["-c", TestServices.rabbitmqctl + " list_queues -q name messages > \(output.path)"],
+            timeout: .seconds(30))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         var total = 0
         for line in text.split(separator: "\n") where line.hasPrefix("\(namespace).events.") {
@@ -357,6 +359,12 @@ struct FleetHarness {
         try? await channel.deleteExchange("\(namespace).events")
         try? await channel.deleteExchange("\(namespace).dlx")
         await connection.close()
+    }
+
+    /// Runs `rabbitmqctl arguments` on the test broker's node (``TestServices/rabbitmqctl``) and throws when it fails
+    /// or takes longer than `timeout`.
+    static func rabbitmqctl(_ arguments: String, timeout: Duration = .seconds(60)) async throws {
+        try await shell("sh", ["-c", TestServices.rabbitmqctl + " " + arguments], timeout: timeout)
     }
 
     /// Runs a command (found on PATH, or in the repository for `scripts/…`) and throws when it fails or takes longer
