@@ -133,7 +133,6 @@ let package = Package(
                 "BadgeStore",
                 "BadgeDelivery",
                 "BadgeWire",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -190,18 +189,20 @@ let package = Package(
             ],
             path: "Tests/TestCredentials"
         ),
+        // Where the test broker and database are (the variables `scripts/services env` prints). Tests only.
+        .target(name: "TestServices", path: "Tests/TestServices"),
         .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
         // The testing guide's Swift example (docs/testing.md), run by scripts/testing-guide-check against a real sink
         // and worker; skipped without BADGEPIPE_SINK_URL.
         .testTarget(name: "TestingGuideExample", dependencies: ["BadgePipeTesting"], path: "docs/examples/swift"),
-        .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient"]),
+        .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient", "TestServices"]),
         .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeSupport"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel", "BadgeWire"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeStoreTests",
-            dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport", "BadgeWire"],
+            dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport", "BadgeWire", "TestServices"],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeDeliveryTests",
@@ -223,6 +224,7 @@ let package = Package(
             name: "PipelineTests",
             dependencies: [
                 "TestCredentials",
+                "TestServices",
                 "ProviderAuth",
                 "AMQPClient",
                 "BadgeCore",
@@ -231,6 +233,7 @@ let package = Package(
                 "BadgeStore",
                 "BadgeWire",
                 "BadgeWorker",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -241,6 +244,7 @@ let package = Package(
             name: "FleetTests",
             dependencies: [
                 "badgepipe",
+                "TestServices",
                 "AMQPClient",
                 "BadgeCore",
                 "BadgeSupport",

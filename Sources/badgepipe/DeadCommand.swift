@@ -32,28 +32,19 @@ struct DeadCommand: AsyncParsableCommand {
         subcommands: [DeadListCommand.self, DeadShowCommand.self, DeadReplayCommand.self])
 }
 
-/// Where the dead queue is: the broker URL and the namespace, as the other commands take them.
-struct BrokerOptions: ParsableArguments {
-    @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
-    @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe), as the workers use.")
-    var namespace: String?
-
-    /// The topology's names (only its names are used: no partition count is needed).
-    var topology: Topology {
-        Topology(namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"))
-    }
-
+/// The dead queue on the broker the options name.
+extension BrokerOptions {
     /// Connects, and runs `body` on the dead queue; the connection is closed after, whatever happened.
     func withDeadQueue<Result: Sendable>(
         _ body: (DeadLetterQueue) async throws -> Result
     ) async throws -> Result {
-        let configuration = try AMQPConfiguration(url: Settings.amqpURL(amqpURL))
+        let configuration = try AMQPConfiguration(url: url)
         // The broker closing a channel is how a missing queue shows: the command says so itself, once.
         var logger = Logger(label: "amqp")
         logger.logLevel = .error
         let connection = try await AMQPConnection.connect(configuration, logger: logger)
         do {
-            let result = try await body(DeadLetterQueue(connection: connection, topology: topology))
+            let result = try await body(DeadLetterQueue(connection: connection, topology: topology()))
             await connection.close()
             return result
         } catch {

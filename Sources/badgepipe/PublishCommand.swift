@@ -20,7 +20,7 @@ struct PublishCommand: AsyncParsableCommand {
               badgepipe publish --count 20000 --rate 5000 --users 500
             """)
 
-    @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
+    @OptionGroup var broker: BrokerOptions
     @Option(help: "A JSON file with one event, an array of events, or one event a line (NDJSON); - for stdin.")
     var file: String?
     @Option(help: "A scenario file (contract format).") var scenario: String?
@@ -60,8 +60,6 @@ struct PublishCommand: AsyncParsableCommand {
             """)
     var celebrity = false
     @Option(help: "Unconfirmed publishes in flight.") var window: Int = 1000
-    @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe), as the workers use.")
-    var namespace: String?
     @Flag(
         name: .customLong("print"),
         help: "Print each event's body (one JSON object a line) instead of publishing; no broker needed.")
@@ -83,10 +81,9 @@ struct PublishCommand: AsyncParsableCommand {
             for _ in 0..<total { print(String(decoding: next().body, as: UTF8.self)) }
             return
         }
-        let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
+        let connection = try await AMQPConnection.connect(AMQPConfiguration(url: broker.url))
         let channel = try await connection.openChannel()
-        let exchange = Topology(namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"))
-            .exchange
+        let exchange = broker.topology().exchange
         do {
             try await channel.declareExchange(exchange, type: .modulusHash, passive: true)
         } catch let error as AMQPError where error.replyCode == 404 {

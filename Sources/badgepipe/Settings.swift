@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 
 /// Every setting is a flag and an environment variable; the flag wins, then the variable, then the default.
 ///
@@ -18,10 +17,6 @@ enum Settings {
         if let value = ProcessInfo.processInfo.environment[variable], !value.isEmpty { return value }
         return nil
     }
-
-    static let defaultAMQPURL = "amqp://guest:guest@127.0.0.1:5672/%2F"
-
-    static func amqpURL(_ flag: String?) -> String { value(flag, "BADGEPIPE_AMQP_URL", default: defaultAMQPURL) }
 
     /// An integer setting: the flag, else the variable, else `fallback`; a value that is not an integer, or is out
     /// of `range`, is an error naming the setting (never a silent default).
@@ -43,26 +38,6 @@ enum Settings {
                 code: "invalid_setting", message: "\(name) (\(variable)) must be \(bound), not \(number)")
         }
         return number
-    }
-
-    /// A logger writing to stderr at the level from `--log-level` / `BADGEPIPE_LOG_LEVEL` (default info); an
-    /// unknown level is an error.
-    static func logger(_ label: String, level flag: String?) throws -> Logger {
-        let levelText = value(flag, "BADGEPIPE_LOG_LEVEL", default: "info")
-        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
-            throw CommandError(
-                code: "invalid_setting",
-                message: "--log-level (BADGEPIPE_LOG_LEVEL) must be trace, debug, info, notice, warning, error or "
-                    + "critical, not \"\(levelText)\"")
-        }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        var logger = Logger(label: label)
-        logger.logLevel = level
-        return logger
     }
 }
 

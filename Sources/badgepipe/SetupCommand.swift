@@ -8,18 +8,15 @@ struct SetupCommand: AsyncParsableCommand {
         commandName: "setup",
         abstract: "Declare the exchange, partition queues, dead-letter queue and feedback exchange, then exit.")
 
-    @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
+    @OptionGroup var broker: BrokerOptions
     @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
-    @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe), as the workers use.")
-    var namespace: String?
 
     func run() async throws {
-        let connection = try await AMQPConnection.connect(AMQPConfiguration(url: Settings.amqpURL(amqpURL)))
+        let connection = try await AMQPConnection.connect(AMQPConfiguration(url: broker.url))
         let channel = try await connection.openChannel()
         let count = try Settings.integer(
             partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)
-        let topology = Topology(
-            namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"), partitions: count)
+        let topology = broker.topology(partitions: count)
         // Checked before anything is declared: declaring would add the missing queues.
         try await topology.checkNoExtraPartition(on: connection)
         try await topology.checkNoMissingPartition(on: connection)

@@ -23,7 +23,7 @@ struct SinkServeCommand: AsyncParsableCommand {
     @Option(help: "Address to bind (BADGEPIPE_SINK_HOST, default 127.0.0.1).") var host: String?
     @Option(help: "Port (BADGEPIPE_SINK_PORT, default 8787).") var port: Int?
     @Flag(help: "Print one line per push received (BADGEPIPE_SINK_LOG_DELIVERIES=1).") var logDeliveries = false
-    @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
+    @OptionGroup var log: LogOptions
     @Option(help: "TLS certificate, PEM: serve HTTPS with HTTP/2 and HTTP/1.1 (BADGEPIPE_SINK_TLS_CERT).")
     var tlsCert: String?
     @Option(help: "The TLS certificate's private key, PEM (BADGEPIPE_SINK_TLS_KEY).") var tlsKey: String?
@@ -67,7 +67,7 @@ struct SinkServeCommand: AsyncParsableCommand {
     var maxWait: Double?
 
     func run() async throws {
-        let logger = try Settings.logger("badgepipe.sink", level: logLevel)
+        let logger = try log.logger("badgepipe.sink")
         var keys: [String: String] = [:]
         let keyList =
             apnsKeyID.isEmpty

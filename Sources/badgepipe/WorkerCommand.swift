@@ -19,7 +19,7 @@ struct WorkerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker", abstract: "Consume events, update counts, send badge-bearing pushes (until SIGTERM).")
 
-    @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
+    @OptionGroup var broker: BrokerOptions
     @Option(help: "postgres://… or sqlite:PATH (BADGEPIPE_DATABASE_URL, default sqlite:badgepipe.sqlite).")
     var databaseURL: String?
     @Option(help: "APNs URL for production devices (BADGEPIPE_APNS_URL, default https://api.push.apple.com).")
@@ -62,8 +62,6 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default the credentials file's, else badgepipe).")
     var fcmProject: String?
     @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
-    @Option(help: "Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe; tests use their own).")
-    var namespace: String?
     @Option(help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default 128).") var batchSize: Int?
     @Option(
         help: """
@@ -92,7 +90,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
     @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
     var leaseTTL: Int?
-    @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
+    @OptionGroup var log: LogOptions
     @Option(
         help: """
             Delete processed event ids, read tombstones, read notifications and read messages older than this many \
@@ -123,7 +121,7 @@ struct WorkerCommand: AsyncParsableCommand {
         NIOSingletons.groupLoopCountSuggestion = try Settings.integer(
             eventLoops, "BADGEPIPE_EVENT_LOOPS", name: "--event-loops", default: WorkerCommand.defaultEventLoops,
             range: 1...64)
-        let logger = try Settings.logger("badgepipe.worker", level: logLevel)
+        let logger = try log.logger("badgepipe.worker")
         let policyText = Settings.value(badgePolicy, "BADGEPIPE_BADGE_POLICY", default: "unseen")
         guard let policy = BadgePolicy(rawValue: policyText) else {
             throw CommandError(
@@ -132,15 +130,14 @@ struct WorkerCommand: AsyncParsableCommand {
         let delivery = try deliveryConfiguration()
         var configuration = WorkerConfiguration(
             amqp: try AMQPConfiguration(
-                url: Settings.amqpURL(amqpURL), defaultHeartbeatSeconds: WorkerConfiguration.defaultHeartbeatSeconds),
+                url: broker.url, defaultHeartbeatSeconds: WorkerConfiguration.defaultHeartbeatSeconds),
             databaseURL: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
             delivery: delivery,
             badgePolicy: policy,
             apnsTopic: Settings.value(apnsTopic, "BADGEPIPE_APNS_TOPIC", default: "com.example.app"),
             fcmProject: Settings.optional(fcmProject, "BADGEPIPE_FCM_PROJECT") ?? delivery.fcmCredentials?.projectID
                 ?? "badgepipe",
-            topology: Topology(
-                namespace: Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe"),
+            topology: broker.topology(
                 partitions: try Settings.integer(
                     partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)),
             batchSize: try Settings.integer(

@@ -1,12 +1,11 @@
 import AMQPClient
 import Foundation
+import TestServices
 
 /// The real broker the integration tests use: `BADGEPIPE_TEST_AMQP_URL` (default: the one `scripts/services up`
 /// starts), and a way to run `rabbitmqctl` against it for restarts and alarms.
 enum TestBroker {
-    static let url =
-        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
-        ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+    static let url = TestServices.amqpURL
 
     static func configuration(heartbeat: Int = 30) throws -> AMQPConfiguration {
         var configuration = try AMQPConfiguration(url: url)
@@ -43,11 +42,7 @@ enum TestBroker {
     /// Runs `rabbitmqctl` on the test broker's node (through `scripts/services ctl`, or the command in
     /// `BADGEPIPE_TEST_RABBITMQCTL`) and throws when it fails.
     static func rabbitmqctl(_ arguments: String...) throws {
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let command =
-            ProcessInfo.processInfo.environment["BADGEPIPE_TEST_RABBITMQCTL"]
-            ?? repository.appendingPathComponent("scripts/services").path + " ctl"
+        let command = TestServices.rabbitmqctl
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", command + " " + arguments.joined(separator: " ")]

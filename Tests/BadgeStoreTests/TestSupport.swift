@@ -4,6 +4,7 @@ import BadgeWire
 import Foundation
 import Logging
 import PostgresNIO
+import TestServices
 import Testing
 
 @testable import BadgeStore
@@ -17,16 +18,11 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 }
 
 /// `BADGEPIPE_TEST_DATABASE_URL`, or the local development database.
-let testDatabaseURL =
-    ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
-    ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
+let testDatabaseURL = TestServices.databaseURL
 
 /// The CA that signed the local PostgreSQL's certificate (`scripts/services` makes it): `BADGEPIPE_TEST_POSTGRES_CA`,
 /// or where `scripts/services` puts it by default.
-let testPostgresCA =
-    ProcessInfo.processInfo.environment["BADGEPIPE_TEST_POSTGRES_CA"]
-    ?? URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-    .deletingLastPathComponent().appendingPathComponent(".services/postgres-tls/ca.crt").path
+let testPostgresCA = TestServices.postgresCA
 
 /// Errors only.
 let testLogger: Logger = {

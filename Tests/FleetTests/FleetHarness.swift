@@ -4,6 +4,7 @@ import BadgeSink
 import Foundation
 import Logging
 import ServiceLifecycle
+import TestServices
 import Testing
 
 #if canImport(Glibc)
@@ -48,19 +49,14 @@ struct FleetRun: Sendable {
 /// A fleet of real `badgepipe worker` processes on PostgreSQL, with the sink in this process and a publisher that
 /// re-publishes what a broker restart left unconfirmed.
 struct FleetHarness {
-    static let amqpURL =
-        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
-        ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+    static let amqpURL = TestServices.amqpURL
 
     /// ``amqpURL`` with `query` (`key=value`) added to whatever query it already has; unchanged when it is empty.
     static func amqpURL(adding query: String) -> String {
         query.isEmpty ? amqpURL : amqpURL + (amqpURL.contains("?") ? "&" : "?") + query
     }
-    static let databaseBase =
-        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
-        ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let databaseBase = TestServices.databaseURL
+    static let repository = TestServices.repository
 
     /// Runs `script` through `workers` workers while `chaos` injects faults; returns the checked report.
     ///
@@ -254,7 +250,8 @@ struct FleetHarness {
             "sh",
             [
                 "-c",
-                "scripts/services ctl list_queues -q name messages messages_unacknowledged consumers > \(output.path)",
+                TestServices.rabbitmqctl
+                    + " list_queues -q name messages messages_unacknowledged consumers > \(output.path)",
             ],
             timeout: .seconds(30))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
@@ -298,7 +295,8 @@ struct FleetHarness {
     static func messagesInQueues(namespace: String) async throws -> Int {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-queues.txt")
         try await shell(
-            "sh", ["-c", "scripts/services ctl list_queues -q name messages > \(output.path)"], timeout: .seconds(30))
+            "sh", ["-c", TestServices.rabbitmqctl + " list_queues -q name messages > \(output.path)"],
+            timeout: .seconds(30))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         var total = 0
         for line in text.split(separator: "\n") where line.hasPrefix("\(namespace).events.") {
@@ -361,6 +359,12 @@ struct FleetHarness {
         try? await channel.deleteExchange("\(namespace).events")
         try? await channel.deleteExchange("\(namespace).dlx")
         await connection.close()
+    }
+
+    /// Runs `rabbitmqctl arguments` on the test broker's node (``TestServices/rabbitmqctl``) and throws when it fails
+    /// or takes longer than `timeout`.
+    static func rabbitmqctl(_ arguments: String, timeout: Duration = .seconds(60)) async throws {
+        try await shell("sh", ["-c", TestServices.rabbitmqctl + " " + arguments], timeout: timeout)
     }
 
     /// Runs a command (found on PATH, or in the repository for `scripts/…`) and throws when it fails or takes longer

@@ -80,9 +80,9 @@ struct FleetTests {
     @Test func theBrokerRestartedMidRun() async throws {
         let report = try await FleetHarness.run(seed: 14) { _ in
             try await Task.sleep(for: .seconds(6))
-            try await FleetHarness.shell("scripts/services", ["ctl", "stop_app"])
+            try await FleetHarness.rabbitmqctl("stop_app")
             try await Task.sleep(for: .seconds(2))
-            try await FleetHarness.shell("scripts/services", ["ctl", "start_app"])
+            try await FleetHarness.rabbitmqctl("start_app")
             return 1
         }
         Self.expectClean(report, allowDuplicates: false, "broker restart")

@@ -256,15 +256,15 @@ struct OperationsTests {
         _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
         let before = try await readiness(port: port, becomes: 200, within: 20)
         #expect(before.0 == 200, "\(before.1)")
-        try await FleetHarness.shell("scripts/services", ["ctl", "stop_app"])
+        try await FleetHarness.rabbitmqctl("stop_app")
         let away: (Int, String)
         do {
             away = try await readiness(port: port, becomes: 503, within: 20)
         } catch {
-            try? await FleetHarness.shell("scripts/services", ["ctl", "start_app"])
+            try? await FleetHarness.rabbitmqctl("start_app")
             throw error
         }
-        try await FleetHarness.shell("scripts/services", ["ctl", "start_app"])
+        try await FleetHarness.rabbitmqctl("start_app")
         #expect(away.0 == 503)
         #expect(away.1.contains("not connected to the broker"), "\(away.1)")
         // Still alive meanwhile: nothing is stuck, it waits for the broker.

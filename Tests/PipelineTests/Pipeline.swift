@@ -8,6 +8,7 @@ import BadgeWorker
 import Foundation
 import Logging
 import ServiceLifecycle
+import TestServices
 import Testing
 
 /// Which database a pipeline test runs on.
@@ -18,10 +19,7 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     var testDescription: String { rawValue }
 
     /// The test database's URL: fresh PostgreSQL databases are made (and dropped) through it.
-    static var postgresBase: String {
-        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_DATABASE_URL"]
-            ?? "postgres://badgepipe:badgepipe@127.0.0.1:5432/badgepipe"
-    }
+    static var postgresBase: String { TestServices.databaseURL }
 
     /// A fresh, empty database of this kind.
     func freshURL() throws -> String {
@@ -89,9 +87,7 @@ struct Pipeline: Sendable {
     /// The fresh database's URL (`sqlite:PATH` or `postgres://…`).
     let databaseURL: String
 
-    static let amqpURL =
-        ProcessInfo.processInfo.environment["BADGEPIPE_TEST_AMQP_URL"]
-        ?? "amqp://guest:guest@127.0.0.1:5672/%2F"
+    static let amqpURL = TestServices.amqpURL
 
     /// Starts everything, runs `body`, and shuts everything down gracefully. With `database` (a URL from
     /// ``Backend/freshURL()``), the worker uses that database and leaves it to the caller, who may run another
