@@ -151,6 +151,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 "BadgeStore",
+                "BadgePipeTesting",
                 "BadgeSink",
                 "BadgeWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

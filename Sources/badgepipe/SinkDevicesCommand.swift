@@ -1,5 +1,5 @@
 import ArgumentParser
-import BadgeWire
+import BadgePipeTesting
 import Foundation
 
 /// `badgepipe sink devices`: what each device shows, as a table.
@@ -10,27 +10,26 @@ struct SinkDevicesCommand: AsyncParsableCommand {
     @OptionGroup var sink: SinkClientOptions
 
     func run() async throws {
-        let (status, json) = try await sink.get("/devices", timeout: .seconds(30))
-        guard status == 200, let devices = json?["devices"]?.arrayValue else {
-            throw CommandError(code: "sink_error", message: "GET /devices answered \(status)")
+        do {
+            print(Self.table(try await sink.client.devices()))
+        } catch let error as SinkClientError {
+            throw error.commandError
         }
-        print(Self.table(devices))
     }
 
     /// The rows under a header, columns padded to their widest cell.
-    static func table(_ devices: [JSONValue]) -> String {
+    static func table(_ devices: [SinkDevice]) -> String {
         let header = [
             "TOKEN", "PROVIDER", "ENV", "TOPIC", "BADGE", "VERSION", "ALERTS", "BADGE-ONLY", "PUSHES", "FAILED",
             "LAST ALERT",
         ]
         var rows = [header]
         for device in devices {
-            func number(_ key: String) -> String { device[key]?.int64Value.map { String($0) } ?? "-" }
-            func text(_ value: JSONValue?) -> String { value?.stringValue ?? "-" }
+            func number(_ value: Int?) -> String { value.map { String($0) } ?? "-" }
             rows.append([
-                text(device["token"]), text(device["provider"]), text(device["environment"]), text(device["topic"]),
-                number("badge"), number("badge_version"), number("alerts"), number("badge_only"), number("pushes"),
-                number("failed"), text(device["last_alert"]?["title"]),
+                device.token, device.provider, device.environment ?? "-", device.topic ?? "-", number(device.badge),
+                number(device.badgeVersion), number(device.alerts), number(device.badgeOnly), number(device.pushes),
+                number(device.failed), device.lastAlert?.title ?? "-",
             ])
         }
         var widths = Array(repeating: 0, count: header.count)

@@ -1,6 +1,5 @@
 import ArgumentParser
-import BadgeWire
-import Foundation
+import BadgePipeTesting
 
 /// `badgepipe sink wait --token T --badge N --timeout 10s`: waits, in the sink, until the device shows the badge.
 struct SinkWaitCommand: AsyncParsableCommand {
@@ -24,35 +23,50 @@ struct SinkWaitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var path = "/devices/\(SinkClientOptions.escaped(token))?wait=\(timeout.seconds)"
-        if let badge { path += "&badge=\(badge)" }
-        if let after { path += "&after=\(after)" }
-        let (status, json) = try await sink.get(path, timeout: .milliseconds(Int64(timeout.seconds * 1000) + 10_000))
-        switch status {
-        case 200:
-            print("ok: \(Self.describe(json))")
-        case 404:
-            print("timeout: no push to \(token) after \(timeout.seconds) s")
+        do {
+            let device = try await sink.client.waitForBadge(
+                badge, token: token, after: after, timeout: timeout.duration)
+            print("ok: \(Self.describe(device))")
+        } catch let error as SinkClientError where error.code == .timeout {
+            if let device = error.device {
+                print("timeout: \(Self.describe(device))")
+            } else {
+                print("timeout: no push to \(token) after \(timeout.seconds) s")
+            }
             throw ExitCode(1)
-        case 412:
-            print("timeout: \(Self.describe(json))")
-            throw ExitCode(1)
-        default:
-            let message = json?["error"]?["message"]?.stringValue ?? "status \(status)"
-            throw CommandError(code: "sink_error", message: "the sink refused the wait: \(message)")
+        } catch let error as SinkClientError {
+            throw error.commandError
         }
     }
 
     /// One line: the device's badge, version, counters and last alert.
-    static func describe(_ device: JSONValue?) -> String {
-        guard let device else { return "(no answer)" }
-        func number(_ key: String) -> String { device[key]?.int64Value.map { String($0) } ?? "-" }
-        var line = "\(device["token"]?.stringValue ?? "?") badge=\(number("badge")) version=\(number("badge_version"))"
-        line += " alerts=\(number("alerts")) badge_only=\(number("badge_only")) pushes=\(number("pushes"))"
-        line += " failed=\(number("failed")) last_status=\(number("last_status"))"
-        if let title = device["last_alert"]?["title"]?.stringValue {
-            line += " last_alert=\(JSONValue.string(title).serializedString())"
-        }
+    static func describe(_ device: SinkDevice) -> String {
+        func number(_ value: Int?) -> String { value.map { String($0) } ?? "-" }
+        var line = "\(device.token) badge=\(number(device.badge)) version=\(number(device.badgeVersion))"
+        line += " alerts=\(device.alerts) badge_only=\(device.badgeOnly) pushes=\(device.pushes)"
+        line += " failed=\(device.failed) last_status=\(device.lastStatus)"
+        if let title = device.lastAlert?.title { line += " last_alert=\(quoted(title))" }
         return line
+    }
+
+    /// `text` as a JSON string.
+    static func quoted(_ text: String) -> String {
+        var quoted = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": quoted += "\\\""
+            case "\\": quoted += "\\\\"
+            case "\n": quoted += "\\n"
+            case _ where scalar.value < 0x20: quoted += "\\u" + String(scalar.value, radix: 16).leftPadded(to: 4)
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "\""
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
     }
 }
