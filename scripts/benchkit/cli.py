@@ -59,6 +59,9 @@ def parse(arguments):
     parser.add_argument("--prestore", type=int, default=0)
     parser.add_argument("--live-seconds", type=int, default=60, help="length of --cpu's live run (default 60)")
     parser.add_argument("--window", type=int, default=50_000, help="events per window (--mode celebrity)")
+    parser.add_argument("--device-gone", action="store_true",
+                        help="--mode celebrity: the sink answers the user's first push 410 Unregistered, so the "
+                             "device is deactivated and the run measures ingestion without a backlog of pushes")
     broker = parser.add_mutually_exclusive_group()
     broker.add_argument("--no-broker", action="store_true", help="skip the broker-only baseline")
     broker.add_argument("--broker-only", action="store_true", help="run the broker-only baseline alone")
@@ -135,6 +138,8 @@ def run_pipeline(options, setup):
     setup.start_sink(max_deliveries=options.count + 10 if options.mode == "celebrity" else None)
     setup.prepare_broker()
     if options.mode == "celebrity":
+        if options.device_gone:
+            setup.sink.add_fault({"status": 410, "reason": "Unregistered"})
         runs.celebrity(setup, options.count, options.window)
         return 0
     if options.prestore:

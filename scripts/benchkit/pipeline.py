@@ -78,6 +78,12 @@ class Sink:
         request = urllib.request.Request(self.base + "/deliveries", method="DELETE")
         urllib.request.urlopen(request, timeout=30).read()
 
+    def add_fault(self, fault):
+        """Adds a fault (`POST /faults`, the sink's JSON fields)."""
+        request = urllib.request.Request(self.base + "/faults", data=json.dumps(fault).encode(), method="POST",
+                                         headers={"content-type": "application/json"})
+        urllib.request.urlopen(request, timeout=30).read()
+
 
 class Fleet:
     """`count` workers on one database, each with its own id and metrics port, logs in `work`."""
