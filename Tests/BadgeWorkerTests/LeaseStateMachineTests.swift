@@ -3,7 +3,7 @@ import Testing
 
 @testable import BadgeWorker
 
-/// The fleet's lease manager, driven directly with lease rounds.
+/// The fleet's lease state machine, driven directly with lease rounds.
 @Suite("Lease state machine")
 struct LeaseStateMachineTests {
     private let ttl = Duration.seconds(3)

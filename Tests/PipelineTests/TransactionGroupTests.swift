@@ -10,7 +10,7 @@ import Testing
 /// gets its own results, and a batch whose lease is gone fails alone.
 @Suite("Transaction group")
 struct TransactionGroupTests {
-    private static let logger = Logger(label: "ingestion-group-test")
+    private static let logger = Logger(label: "transaction-group-test")
     private static let time = Timestamp.parse("2026-11-21T10:00:00Z")!
 
     private static func follows(_ user: String, from: Int, count: Int) -> [Event] {

@@ -1,5 +1,5 @@
 extension WorkerSession {
-    /// Forgets the partitions whose stages ended (the lease manager releases them at its next round).
+    /// Forgets the partitions whose stages ended (the lease state machine releases them at its next round).
     func forgetStopped(
         _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseStateMachine
     ) {
