@@ -221,6 +221,12 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // The worker's pure types (state machines, schedules, throttles), driven directly: no broker, database or
+        // HTTP server.
+        .testTarget(
+            name: "BadgeWorkerTests",
+            dependencies: ["BadgeWorker", "BadgeCore", "BadgeStore", "BadgeWire"]
+        ),
         .testTarget(
             name: "PipelineTests",
             dependencies: [

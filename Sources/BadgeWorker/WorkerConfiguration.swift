@@ -52,8 +52,8 @@ public struct WorkerConfiguration: Sendable {
     /// `ApplyContext.readStateChunk`).
     public var maxTransactionWeight = 2048
     /// The least time between the starts of two of the worker's ingestion transactions while its partitions'
-    /// batches are not full (see `CommitGroup`): partitions take their batches at that tick, together. Zero: a
-    /// transaction starts as soon as a batch is there.
+    /// batches are not full (see `TransactionGroupStateMachine`): partitions take their batches at that tick,
+    /// together. Zero: a transaction starts as soon as a batch is there.
     public var ingestionInterval = Duration.milliseconds(WorkerConfiguration.defaultIngestionIntervalMilliseconds)
     /// The most active devices a user keeps (see `ApplyContext.maxDevicesPerUser`).
     public var maxDevicesPerUser = ApplyContext.defaultMaxDevicesPerUser

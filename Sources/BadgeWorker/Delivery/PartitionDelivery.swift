@@ -8,10 +8,10 @@ import Logging
 ///
 /// Handed pushes always go first, and the loop forgets those a claim took (possible only once their hold ran out),
 /// so no push is sent twice. When to claim, when to record a round's outcomes (with the next claim, on their own,
-/// or aside, beside the next handed rounds) and how long to wait are the decisions of ``DeliveryLoop``, which this
-/// type drives: it observes the doorbell and the clock, and carries out the actions. A push stays sent but not
-/// recorded (what a crash would send again, with the same `apns-id`) for a round (or ``handedRecordSize`` handed
-/// pushes and the round after them) plus `recordDelay` at most.
+/// or aside, beside the next handed rounds) and how long to wait are the decisions of ``DeliveryStateMachine``,
+/// which this type drives: it observes the doorbell and the clock, and carries out the actions. A push stays sent
+/// but not recorded (what a crash would send again, with the same `apns-id`) for a round (or ``handedRecordSize``
+/// handed pushes and the round after them) plus `recordDelay` at most.
 ///
 /// It ends when the doorbell closes (after its round in progress, whose outcomes it records: never half-way, a
 /// push sent but not recorded would be sent again) or with the first error (`lease_lost` when the partition moved
@@ -33,7 +33,7 @@ struct PartitionDelivery: Sendable {
     static let handedRecordSize = 8
 
     func run() async throws {
-        var loop = DeliveryLoop(
+        var loop = DeliveryStateMachine(
             idlePoll: idlePoll, recordDelay: recordDelay, handedRecordSize: PartitionDelivery.handedRecordSize)
         try await withThrowingTaskGroup(of: Void.self) { records in
             // Whether a record runs aside in `records` (at most one at a time).
@@ -41,7 +41,7 @@ struct PartitionDelivery: Sendable {
             do {
                 while true {
                     let action = loop.next(
-                        DeliveryLoop.Observation(
+                        DeliveryStateMachine.Observation(
                             closed: doorbell.isClosed, rings: doorbell.rings, hasHanded: doorbell.hasHanded,
                             now: .now))
                     if recordingAside, !action.runsBesideRecord {

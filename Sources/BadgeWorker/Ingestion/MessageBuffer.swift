@@ -2,7 +2,7 @@ import AMQPClient
 import Synchronization
 
 /// Collects one consumer's messages so that a batch can take everything that arrived until its partition's
-/// ingestion tick (see `CommitGroup`): natural batching, bounded by the channel's prefetch.
+/// ingestion tick (see `TransactionGroupStateMachine`): natural batching, bounded by the channel's prefetch.
 final class MessageBuffer: Sendable {
     private struct State {
         var messages: [AMQPMessage] = []

@@ -19,7 +19,7 @@ struct PartitionProcessor: Sendable {
     let deadLetters: AMQPChannel
     let buffer: MessageBuffer
     /// The worker's ingestion transactions, shared by its partitions.
-    let ingestion: IngestionGroup
+    let ingestion: TransactionGroup<ApplyBatch, [AppliedEvent]>
     /// Rung after each commit: the partition's delivery loop has new pushes to send.
     let doorbell: Doorbell
     let configuration: WorkerConfiguration
@@ -34,7 +34,7 @@ struct PartitionProcessor: Sendable {
     /// The batch in progress, as the watchdog knows it.
     private var watchName: String { "partition \(context.partition ?? -1) batch" }
 
-    /// Batch after batch: wait for a message, then for the worker's ingestion tick (``IngestionGroup``), and take
+    /// Batch after batch: wait for a message, then for the worker's ingestion tick (``TransactionGroup``), and take
     /// what the buffer holds then.
     func run() async throws {
         var prefetch = self.prefetch
@@ -174,7 +174,7 @@ struct PartitionProcessor: Sendable {
         return slices
     }
 
-    /// Applies `events` in the worker's next shared ingestion transaction (``IngestionGroup``), or on their own
+    /// Applies `events` in the worker's next shared ingestion transaction (``TransactionGroup``), or on their own
     /// when that transaction failed (so a refusal or a lost lease is this partition's alone, as if it had
     /// never been shared). `armed`: the batch's first transaction since the tick.
     private func apply(_ events: some Collection<Event>, armed: Bool) async throws -> [AppliedEvent] {

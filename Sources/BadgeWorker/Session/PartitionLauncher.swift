@@ -12,7 +12,7 @@ struct PartitionLauncher {
     let configuration: WorkerConfiguration
     let dispatcher: PushDispatcher
     /// The session's ingestion transactions, shared by its partitions.
-    let ingestion: IngestionGroup
+    let ingestion: TransactionGroup<ApplyBatch, [AppliedEvent]>
     let logger: Logger
     let watchdog: Watchdog?
     let health: WorkerHealth?

@@ -4,7 +4,7 @@ extension WorkerSession {
     /// One lease round in the database (fleet mode), retried while it fails transiently and watched by the
     /// watchdog; then its decisions are carried out (``rebalance(_:round:confirmed:ttl:running:launcher:group:)``).
     func leaseRound(
-        _ fleet: WorkerConfiguration.Fleet, leases: inout LeaseManager, running: inout [Int: RunningPartition],
+        _ fleet: WorkerConfiguration.Fleet, leases: inout LeaseStateMachine, running: inout [Int: RunningPartition],
         launcher: PartitionLauncher, group: inout ThrowingTaskGroup<Void, any Error>
     ) async throws {
         let ttl = Duration.milliseconds(fleet.leaseTTLMilliseconds)

@@ -1,10 +1,10 @@
 import BadgeStore
 
 extension WorkerSession {
-    /// Carries out one decision of a lease round (see ``LeaseManager``): renew a held partition's term, stop a
+    /// Carries out one decision of a lease round (see ``LeaseStateMachine``): renew a held partition's term, stop a
     /// partition that was lost or is above the fair share, start an acquired one.
     func rebalance(
-        _ action: LeaseManager.Action, round: LeaseRound, confirmed: ContinuousClock.Instant, ttl: Duration,
+        _ action: LeaseStateMachine.Action, round: LeaseRound, confirmed: ContinuousClock.Instant, ttl: Duration,
         running: inout [Int: RunningPartition], launcher: PartitionLauncher,
         group: inout ThrowingTaskGroup<Void, any Error>
     ) async throws {

@@ -1,7 +1,7 @@
 extension WorkerSession {
-    /// Forgets the partitions whose stages ended (the lease manager releases them at its next round).
+    /// Forgets the partitions whose stages ended (the lease state machine releases them at its next round).
     func forgetStopped(
-        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseManager
+        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseStateMachine
     ) {
         for partition in registry.takeStopped() {
             running.removeValue(forKey: partition)
@@ -14,7 +14,7 @@ extension WorkerSession {
     /// half-way: a push sent but not recorded would be sent again by whoever drains the outbox next.
     /// Waits (polling the registry) until every partition stopped, then releases their leases in one round.
     func stopAll(
-        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseManager
+        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseStateMachine
     ) async throws {
         _ = leases.stopAll()
         for entry in running.values { entry.buffer.finish(nil) }

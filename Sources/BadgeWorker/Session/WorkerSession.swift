@@ -50,7 +50,7 @@ struct WorkerSession {
         let shutdown = ShutdownFlag()
         // Wakes the manager loop early: a partition stopped (to be released), or shutdown.
         let wake = Doorbell()
-        let ingestion = IngestionGroup.ingestion(
+        let ingestion = TransactionGroup<ApplyBatch, [AppliedEvent]>.ingestion(
             store: store, policy: configuration.badgePolicy, maxWeight: configuration.maxTransactionWeight,
             interval: configuration.ingestionInterval, health: health, logger: logger)
         let launcher = PartitionLauncher(
@@ -62,8 +62,8 @@ struct WorkerSession {
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 var running: [Int: RunningPartition] = [:]
-                // Which partitions to hold (fleet mode; see `LeaseManager`).
-                var leases = LeaseManager(
+                // Which partitions to hold (fleet mode; see `LeaseStateMachine`).
+                var leases = LeaseStateMachine(
                     ttl: .milliseconds(configuration.fleet?.leaseTTLMilliseconds ?? 5000))
                 var ready = false
 

@@ -5,20 +5,22 @@ import Testing
 
 /// The decisions of a partition's delivery loop, driven directly: when it claims, when it records, how long it
 /// waits, and that handed pushes go first.
-@Suite("Delivery loop")
-struct DeliveryLoopTests {
+@Suite("Delivery state machine")
+struct DeliveryStateMachineTests {
     /// The monotonic clock's time the tests count from.
     private static let now = ContinuousClock.now
 
-    private static func loop(recordDelay: Duration = .milliseconds(20), handedRecordSize: Int = 3) -> DeliveryLoop {
-        DeliveryLoop(idlePoll: .seconds(1), recordDelay: recordDelay, handedRecordSize: handedRecordSize)
+    private static func loop(
+        recordDelay: Duration = .milliseconds(20), handedRecordSize: Int = 3
+    ) -> DeliveryStateMachine {
+        DeliveryStateMachine(idlePoll: .seconds(1), recordDelay: recordDelay, handedRecordSize: handedRecordSize)
     }
 
     /// A loop past its first claim (the one at the start), whose round did `first`.
     private static func afterFirstClaim(
         _ first: PushDispatcher.RoundResult = round(sent: []), recordDelay: Duration = .milliseconds(20),
         handedRecordSize: Int = 3
-    ) -> DeliveryLoop {
+    ) -> DeliveryStateMachine {
         var loop = loop(recordDelay: recordDelay, handedRecordSize: handedRecordSize)
         _ = loop.next(seen())
         loop.claimed(first, ringsSeen: 0)
@@ -27,8 +29,8 @@ struct DeliveryLoopTests {
 
     private static func seen(
         rings: Int = 0, handed: Bool = false, closed: Bool = false, at now: ContinuousClock.Instant = now
-    ) -> DeliveryLoop.Observation {
-        DeliveryLoop.Observation(closed: closed, rings: rings, hasHanded: handed, now: now)
+    ) -> DeliveryStateMachine.Observation {
+        DeliveryStateMachine.Observation(closed: closed, rings: rings, hasHanded: handed, now: now)
     }
 
     /// A round that sent `ids`, claimed at `claimedAt`; `retries` (outbox id, delay) are left to record.
@@ -92,9 +94,9 @@ struct DeliveryLoopTests {
         #expect(loop.next(Self.seen(handed: true)) == .recordAside(DeliveryRecord(sent: [1, 2, 3])))
         #expect(loop.pending.isEmpty)
         // Only a handed round runs beside that record; anything else waits for it.
-        #expect(DeliveryLoop.Action.sendHanded.runsBesideRecord)
-        #expect(!DeliveryLoop.Action.wait(.zero, ringsSeen: 0).runsBesideRecord)
-        #expect(!DeliveryLoop.Action.claim(recording: DeliveryRecord()).runsBesideRecord)
+        #expect(DeliveryStateMachine.Action.sendHanded.runsBesideRecord)
+        #expect(!DeliveryStateMachine.Action.wait(.zero, ringsSeen: 0).runsBesideRecord)
+        #expect(!DeliveryStateMachine.Action.claim(recording: DeliveryRecord()).runsBesideRecord)
         #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
     }
 
@@ -188,7 +190,7 @@ struct DeliveryLoopTests {
             quiet.next(Self.seen(handed: true))
                 == .recordAside(DeliveryRecord(retries: [Self.retry((7, .milliseconds(250)))])))
         #expect(quiet.next(Self.seen()) == .awaitRecordAside)
-        #expect(!DeliveryLoop.Action.awaitRecordAside.runsBesideRecord)
+        #expect(!DeliveryStateMachine.Action.awaitRecordAside.runsBesideRecord)
         quiet.recordedAside(at: Self.now + .milliseconds(50))
         #expect(quiet.next(Self.seen(at: Self.now + .milliseconds(50))) == .wait(.milliseconds(250), ringsSeen: 0))
     }

@@ -3,16 +3,16 @@ import Testing
 @testable import BadgeWorker
 
 /// The group commit of a worker's partition batches, driven directly.
-@Suite("Commit group")
-struct CommitGroupTests {
+@Suite("Transaction group state machine")
+struct TransactionGroupStateMachineTests {
     private static let t0 = ContinuousClock.now
 
     private static func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
 
     /// A group with a 10 ms interval whose first round (p0's alone, as the first test checks step by step) began
     /// at 0 and runs.
-    private static func afterFirstRound() -> CommitGroup<String, String> {
-        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+    private static func afterFirstRound() -> TransactionGroupStateMachine<String, String> {
+        var group = TransactionGroupStateMachine<String, String>(maxWeight: 100, interval: .milliseconds(10))
         _ = group.tickRequested(now: at(0), urgent: false)
         _ = group.tickElapsed()
         _ = group.arrived("p0", weight: 1, armed: true)
@@ -22,7 +22,7 @@ struct CommitGroupTests {
     }
     @Test
     func theFirstArrivalLeadsAndItsRoundTakesEveryoneWaitingInArrivalOrder() {
-        var group = CommitGroup<String, String>(maxWeight: 100)
+        var group = TransactionGroupStateMachine<String, String>(maxWeight: 100)
         #expect(group.arrived("p0", weight: 10) == .lead)
         #expect(group.takeRound(now: Self.t0) == ["p0"])
         // While p0's round runs, three more partitions' batches arrive and wait.
@@ -49,7 +49,7 @@ struct CommitGroupTests {
 
     @Test
     func aRoundStaysWithinTheWeightAndTheRestLeadsTheNext() {
-        var group = CommitGroup<Int, Int>(maxWeight: 100)
+        var group = TransactionGroupStateMachine<Int, Int>(maxWeight: 100)
         #expect(group.arrived(0, weight: 500) == .lead)
         for batch in 1...5 { #expect(group.arrived(batch, weight: 40) == .wait) }
         // A first batch heavier than the bound goes alone.
@@ -79,7 +79,7 @@ struct CommitGroupTests {
 
     @Test
     func partitionsThatAskWithinTheIntervalTakeTheirBatchesAtTheTickAndShareOneRound() {
-        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+        var group = TransactionGroupStateMachine<String, String>(maxWeight: 100, interval: .milliseconds(10))
         // Nothing ran yet: the first partition's tick comes after the gathering moment (1 ms), and its round
         // begins.
         #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(0) + .milliseconds(1)))
@@ -118,7 +118,7 @@ struct CommitGroupTests {
 
     @Test
     func thePartitionsOfARoundLongerThanTheIntervalGatherForTheNextOne() {
-        var group = CommitGroup<String, String>(maxWeight: 100, interval: .milliseconds(10))
+        var group = TransactionGroupStateMachine<String, String>(maxWeight: 100, interval: .milliseconds(10))
         #expect(group.gathering == .milliseconds(1))
         #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(1)))
         let joinedFirst = group.join("p1's stage")
@@ -181,7 +181,7 @@ struct CommitGroupTests {
 
     @Test
     func withoutAnIntervalEveryPartitionGoesAtOnce() {
-        var group = CommitGroup<String, String>(maxWeight: 100)
+        var group = TransactionGroupStateMachine<String, String>(maxWeight: 100)
         #expect(group.tickRequested(now: Self.at(0), urgent: false) == .go)
         #expect(group.arrived("p0", weight: 1, armed: true) == .lead)
         #expect(group.takeRound(now: Self.at(0)) == ["p0"])

@@ -3,8 +3,6 @@ import BadgeStore
 import Logging
 
 /// A worker's ingestion transactions, shared by its partitions' ingestion stages.
-typealias IngestionGroup = TransactionGroup<ApplyBatch, [AppliedEvent]>
-
 extension TransactionGroup where Request == ApplyBatch, Answer == [AppliedEvent] {
     /// Batches applied to `store`, several in one transaction (``BadgeStore/apply(_:policy:)``) up to `maxWeight`
     /// (``PartitionProcessor/weight(of:)`` summed), at most one transaction every `interval` unless batches are
@@ -15,8 +13,8 @@ extension TransactionGroup where Request == ApplyBatch, Answer == [AppliedEvent]
     static func ingestion(
         store: any BadgeStore, policy: BadgePolicy, maxWeight: Int, interval: Duration, health: WorkerHealth?,
         logger: Logger
-    ) -> IngestionGroup {
-        IngestionGroup("ingestion", maxWeight: maxWeight, interval: interval, logger: logger) { batches in
+    ) -> TransactionGroup {
+        TransactionGroup("ingestion", maxWeight: maxWeight, interval: interval, logger: logger) { batches in
             let events = batches.reduce(0) { $0 + $1.events.count }
             return try await Retry.transient("apply", health: health, logger: logger) {
                 do {

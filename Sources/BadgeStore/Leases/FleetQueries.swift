@@ -1,6 +1,6 @@
 import BadgeCore
 
-/// Partition leases, written once for both backends (the fencing check is in `Fencing/FleetQueries+LeaseCheck.swift`,
+/// Partition leases, written once for both backends (the fencing check is in `FleetQueries+LeaseCheck.swift`,
 /// claims in ``DeliveryQueries``). The database's clock is the only clock: workers' clocks never have to agree.
 enum FleetQueries {
     /// The database's time as the expression is evaluated, in microseconds since the epoch (PostgreSQL's

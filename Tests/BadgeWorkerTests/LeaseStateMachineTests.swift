@@ -3,9 +3,9 @@ import Testing
 
 @testable import BadgeWorker
 
-/// The fleet's lease manager, driven directly with lease rounds.
-@Suite("Lease manager")
-struct LeaseManagerTests {
+/// The fleet's lease state machine, driven directly with lease rounds.
+@Suite("Lease state machine")
+struct LeaseStateMachineTests {
     private let ttl = Duration.seconds(3)
 
     private func lease(_ partition: Int, epoch: Int64 = 1) -> PartitionLease {
@@ -17,9 +17,9 @@ struct LeaseManagerTests {
     }
 
     @Test func itStartsWhatItHoldsUpToItsShareAndReleasesTheRest() {
-        var manager = LeaseManager(ttl: ttl)
+        var manager = LeaseStateMachine(ttl: ttl)
         let now = ContinuousClock.now
-        #expect(manager.request(now: now) == LeaseManager.Request(releasing: [], takeExpired: true))
+        #expect(manager.request(now: now) == LeaseStateMachine.Request(releasing: [], takeExpired: true))
         let actions = manager.roundSucceeded(
             round([lease(0), lease(1), lease(2)], target: 2), confirmed: now, finished: now)
         #expect(
@@ -30,7 +30,7 @@ struct LeaseManagerTests {
     }
 
     @Test func heldLeasesAreRenewedAndLostOnesStopAtOnce() {
-        var manager = LeaseManager(ttl: ttl)
+        var manager = LeaseStateMachine(ttl: ttl)
         let now = ContinuousClock.now
         _ = manager.roundSucceeded(round([lease(0), lease(1)], target: 2), confirmed: now, finished: now)
         // Partition 1 moved on (a new epoch is someone else's, or the lease is simply gone).
@@ -49,7 +49,7 @@ struct LeaseManagerTests {
     }
 
     @Test func aboveItsShareItGivesBackItsHighestPartitions() {
-        var manager = LeaseManager(ttl: ttl)
+        var manager = LeaseStateMachine(ttl: ttl)
         let now = ContinuousClock.now
         let all = (0..<4).map { lease($0) }
         _ = manager.roundSucceeded(round(all, target: 4), confirmed: now, finished: now)
@@ -61,7 +61,7 @@ struct LeaseManagerTests {
     }
 
     @Test func afterMissingTheDatabaseItTakesNoExpiredLeaseAndNewPartitionsWaitForEarlierClaims() {
-        var manager = LeaseManager(ttl: ttl)
+        var manager = LeaseStateMachine(ttl: ttl)
         let now = ContinuousClock.now
         _ = manager.roundSucceeded(round([], target: 2), confirmed: now, finished: now)
         // The next round starts 10 s later (an outage): more than a TTL.
@@ -80,7 +80,7 @@ struct LeaseManagerTests {
     }
 
     @Test func atShutdownEveryRunningPartitionStops() {
-        var manager = LeaseManager(ttl: ttl)
+        var manager = LeaseStateMachine(ttl: ttl)
         let now = ContinuousClock.now
         _ = manager.roundSucceeded(round([lease(0), lease(1)], target: 2), confirmed: now, finished: now)
         #expect(manager.stopAll() == [.stop(partition: 0), .stop(partition: 1)])
@@ -91,7 +91,7 @@ struct LeaseManagerTests {
     }
 
     @Test func roundsComeFastWhileTheFleetRebalancesAndEveryThirdOfTheTTLOtherwise() {
-        var manager = LeaseManager(ttl: ttl)
+        var manager = LeaseStateMachine(ttl: ttl)
         let now = ContinuousClock.now
         // The first round acquires: rebalancing.
         _ = manager.roundSucceeded(round([lease(0), lease(1)], target: 2), confirmed: now, finished: now)

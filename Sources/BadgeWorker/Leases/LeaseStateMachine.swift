@@ -18,7 +18,7 @@ import BadgeStore
 ///   TTLs, so that a fleet that starts together, or a worker that joins, spreads the partitions in a fraction of a
 ///   second instead of a few rounds (it was 5 s with a 5 s TTL). A partition that stopped is released at once (the
 ///   session runs a round as soon as one stops).
-struct LeaseManager {
+struct LeaseStateMachine {
     /// What the session does after a round.
     enum Action: Equatable {
         /// Start consuming and delivering `lease`'s partition under a term confirmed at the round's start.

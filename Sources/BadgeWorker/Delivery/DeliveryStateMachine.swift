@@ -25,7 +25,7 @@ import BadgeStore
 ///
 /// At most one record runs aside at a time, and it is finished before anything but a handed round
 /// (``Action/runsBesideRecord``): before a claim, a wait, another record and the end.
-struct DeliveryLoop {
+struct DeliveryStateMachine {
     /// What the loop sees when it decides.
     struct Observation {
         /// The doorbell is closed: the partition stops.

@@ -23,7 +23,7 @@
 /// the fleet ran about 380 transactions a second of about five events, and that fixed cost was what kept the two
 /// cores saturated (see `docs/performance.md`). A partition whose buffer holds a full batch is *urgent*: it goes
 /// at once, since waiting would not make its batch any bigger (a backlog is drained at full speed).
-struct CommitGroup<Submission, TickWaiter> {
+struct TransactionGroupStateMachine<Submission, TickWaiter> {
     /// What an arriving request's stage does.
     enum Arrival {
         /// Take the next round (``takeRound(now:)``) and run it.
@@ -180,4 +180,4 @@ struct CommitGroup<Submission, TickWaiter> {
     }
 }
 
-extension CommitGroup.Arrival: Equatable where Submission: Equatable {}
+extension TransactionGroupStateMachine.Arrival: Equatable where Submission: Equatable {}

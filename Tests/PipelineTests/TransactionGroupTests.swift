@@ -6,11 +6,11 @@ import Testing
 
 @testable import BadgeWorker
 
-/// A worker's partitions committing through one ``IngestionGroup`` at the same time, on a real store: every batch
+/// A worker's partitions committing through one ``TransactionGroup`` at the same time, on a real store: every batch
 /// gets its own results, and a batch whose lease is gone fails alone.
-@Suite("Ingestion group")
-struct IngestionGroupTests {
-    private static let logger = Logger(label: "ingestion-group-test")
+@Suite("Transaction group")
+struct TransactionGroupTests {
+    private static let logger = Logger(label: "transaction-group-test")
     private static let time = Timestamp.parse("2026-11-21T10:00:00Z")!
 
     private static func follows(_ user: String, from: Int, count: Int) -> [Event] {
@@ -29,7 +29,7 @@ struct IngestionGroupTests {
                 worker: "w1", partitions: 4, ttlMilliseconds: 60_000, releasing: []
             ).leases
             #expect(leases.count == 4)
-            let group = IngestionGroup.ingestion(
+            let group = TransactionGroup<ApplyBatch, [AppliedEvent]>.ingestion(
                 store: store, policy: .unseen, maxWeight: 2048, interval: .milliseconds(5), health: nil,
                 logger: Self.logger)
             // Four partitions, one user each, ten batches of three follows each, all at once, each taken at the

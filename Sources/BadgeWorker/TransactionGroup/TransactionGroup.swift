@@ -2,10 +2,10 @@ import Logging
 import Synchronization
 
 /// Transactions shared by one worker's partitions: requests of the same kind that its partitions' stages make at
-/// the same time (their ingestion batches, see ``IngestionGroup``) run as one transaction (``CommitGroup``), so the worker pays
-/// one transaction's fixed cost (its round trips, its commit, its lease check) for all of them instead of one per
-/// partition. Partitions take their batches at the group's tick (``awaitTick(urgent:)``), so that rounds start at
-/// most once every `interval`.
+/// the same time (their ingestion batches, see ``ingestion(store:policy:maxWeight:interval:health:logger:)``) run
+/// as one transaction (``TransactionGroupStateMachine``), so the worker pays one transaction's fixed cost (its round
+/// trips, its commit, its lease check) for all of them instead of one per partition. Partitions take their batches
+/// at the group's tick (``awaitTick(urgent:)``), so that rounds start at most once every `interval`.
 ///
 /// Each request's answer is exactly what its own transaction would have given. A shared transaction that fails is
 /// nobody's answer: every request of it is run again on its own (``alone(_:)``), so a lost lease, or data the
@@ -26,7 +26,7 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
         let continuation: CheckedContinuation<Verdict, Never>
     }
 
-    private let group: Mutex<CommitGroup<Submission, CheckedContinuation<Void, Never>>>
+    private let group: Mutex<TransactionGroupStateMachine<Submission, CheckedContinuation<Void, Never>>>
     /// What the requests are, for the log.
     private let what: String
     private let transaction: @Sendable ([Request]) async throws -> [Answer]
@@ -34,12 +34,12 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
 
     /// A group of `what` requests: `transaction` runs one or several in one transaction (one answer per request,
     /// in order) and retries transient failures itself; rounds start at most once every `interval` (see
-    /// ``CommitGroup``).
+    /// ``TransactionGroupStateMachine``).
     init(
         _ what: String, maxWeight: Int, interval: Duration = .zero, logger: Logger,
         transaction: @escaping @Sendable ([Request]) async throws -> [Answer]
     ) {
-        self.group = Mutex(CommitGroup(maxWeight: maxWeight, interval: interval))
+        self.group = Mutex(TransactionGroupStateMachine(maxWeight: maxWeight, interval: interval))
         self.what = what
         self.transaction = transaction
         self.logger = logger
@@ -47,7 +47,7 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
 
     /// Returns when the calling partition may take its batch: at once when `urgent` (its buffer holds a full batch), at
     /// the next tick otherwise (`interval` after the last round began, and no sooner than the gathering moment from
-    /// now, see ``CommitGroup/tickRequested(now:urgent:)``). The partition is then armed: its next
+    /// now, see ``TransactionGroupStateMachine/tickRequested(now:urgent:)``). The partition is then armed: its next
     /// ``run(_:weight:armed:)`` passes `armed: true`, or it calls ``disarm()``, before it waits for anything else.
     func awaitTick(urgent: Bool) async {
         switch group.withLock({ $0.tickRequested(now: .now, urgent: urgent) }) {
