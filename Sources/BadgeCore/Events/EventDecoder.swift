@@ -27,7 +27,7 @@ public enum EventDecoder {
         do {
             // The parser validates the UTF-8 first, once.
             json = try JSONValue.parse(body)
-        } catch  where error.code == "bad_encoding" {
+        } catch  where error.code == .badEncoding {
             return .failure(
                 InvalidEvent(code: "bad_encoding", message: "body is not valid UTF-8 (byte \(error.offset))"))
         } catch {
