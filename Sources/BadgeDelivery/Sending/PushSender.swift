@@ -175,7 +175,8 @@ public struct PushSender: Sendable {
             do {
                 return try apnsAuthenticator.token()
             } catch {
-                throw CredentialError(message: "cannot sign an APNs provider token: \(error)", retryable: false)
+                throw CredentialError(
+                    code: .signingFailed, message: "cannot sign an APNs provider token: \(error)", retryable: false)
             }
         case .fcm:
             return try await fcmTokens[account]?.token()
