@@ -25,7 +25,7 @@ struct SinkClientOptions: ParsableArguments {
             return (Int(response.status.code), try? JSONValue.parse(Array(body.readableBytesView)))
         } catch {
             try? await client.shutdown()
-            throw CommandError(code: "sink_unreachable", message: "cannot ask the sink at \(self.baseURL): \(error)")
+            throw CommandError(code: .sinkUnreachable, message: "cannot ask the sink at \(self.baseURL): \(error)")
         }
     }
 

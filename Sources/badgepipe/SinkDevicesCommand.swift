@@ -12,7 +12,7 @@ struct SinkDevicesCommand: AsyncParsableCommand {
     func run() async throws {
         let (status, json) = try await sink.get("/devices", timeout: .seconds(30))
         guard status == 200, let devices = json?["devices"]?.arrayValue else {
-            throw CommandError(code: "sink_error", message: "GET /devices answered \(status)")
+            throw CommandError(code: .sinkError, message: "GET /devices answered \(status)")
         }
         print(Self.table(devices))
     }

@@ -39,7 +39,7 @@ struct SinkWaitCommand: AsyncParsableCommand {
             throw ExitCode(1)
         default:
             let message = json?["error"]?["message"]?.stringValue ?? "status \(status)"
-            throw CommandError(code: "sink_error", message: "the sink refused the wait: \(message)")
+            throw CommandError(code: .sinkError, message: "the sink refused the wait: \(message)")
         }
     }
 
