@@ -189,7 +189,7 @@ struct PublishCommand: AsyncParsableCommand {
         // Check it here so a typo is reported now rather than parked by the worker.
         if case .failure(let invalid) = EventDecoder.decode(body: event.jsonData(), contentType: nil) {
             throw CommandError(
-                code: CommandError.Code(invalid.code),
+                code: CommandError.Code(invalid.code.rawValue),
                 message: "the event would be invalid: \(invalid.message)")
         }
         return event
