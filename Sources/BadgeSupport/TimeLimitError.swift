@@ -1,9 +1,19 @@
 /// What ``withTimeLimit(_:_:)`` throws when its body took too long.
 public struct TimeLimitError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// A typed, machine-readable error code; its raw value is the name logs show.
-    public enum Code: String, Sendable, Hashable {
+    /// A typed, machine-readable error code; its ``rawValue`` is the name logs show.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. `time_limit_exceeded`.
+        public let rawValue: String
+
+        /// A code by name.
+        public init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
         /// The body ran past its limit and was cancelled.
-        case exceeded = "time_limit_exceeded"
+        public static let exceeded = Code("time_limit_exceeded")
     }
 
     /// The error's code.
@@ -17,5 +27,9 @@ public struct TimeLimitError: Error, Sendable, Hashable, CustomStringConvertible
         self.limit = limit
     }
 
-    public var description: String { "\(code.rawValue): took longer than \(limit)" }
+    /// A one-line reason: how long the limit was.
+    public var message: String { "took longer than \(limit)" }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
 }

@@ -164,7 +164,7 @@ struct DeadShowCommand: AsyncParsableCommand {
         }
         let shown = named.isEmpty ? positioned.map { [$0] } ?? [] : named
         guard !shown.isEmpty else {
-            throw CommandError(code: "not_found", message: "no parked message has the id or position \(id)")
+            throw CommandError(code: .notFound, message: "no parked message has the id or position \(id)")
         }
         for (index, message) in shown.enumerated() {
             if json {

@@ -11,7 +11,7 @@ struct LogOptions: ParsableArguments {
         let levelText = Settings.value(logLevel, "BADGEPIPE_LOG_LEVEL", default: "info")
         guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
             throw CommandError(
-                code: "invalid_setting",
+                code: .invalidSetting,
                 message: "--log-level (BADGEPIPE_LOG_LEVEL) must be trace, debug, info, notice, warning, error or "
                     + "critical, not \"\(levelText)\"")
         }

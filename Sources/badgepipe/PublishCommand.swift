@@ -88,7 +88,7 @@ struct PublishCommand: AsyncParsableCommand {
             try await channel.declareExchange(exchange, type: .modulusHash, passive: true)
         } catch let error as AMQPError where error.replyCode == 404 {
             throw CommandError(
-                code: "no_exchange",
+                code: .noExchange,
                 message: "exchange \(exchange) does not exist: run `badgepipe setup` or start a worker")
         }
         try await channel.confirmSelect()
@@ -107,7 +107,7 @@ struct PublishCommand: AsyncParsableCommand {
         if let scenario {
             let json = try Self.parseJSON(try Self.readInput(scenario), name: scenario)
             guard let steps = json["steps"]?.arrayValue else {
-                throw CommandError(code: "bad_scenario", message: "\(scenario): no \"steps\" array")
+                throw CommandError(code: .badScenario, message: "\(scenario): no \"steps\" array")
             }
             return warningAboutInvalid(steps.compactMap { $0["publish"] }.map(OutgoingEvent.init(json:)))
         }
@@ -143,15 +143,15 @@ struct PublishCommand: AsyncParsableCommand {
     private func eventFromFlags() throws -> Event {
         guard let typeText = type, let eventType = EventType(rawValue: typeText) else {
             throw CommandError(
-                code: "missing_type",
+                code: .missingType,
                 message: "give --type (one of \(EventType.allCases.map(\.rawValue).joined(separator: ", "))),"
                     + " or --file, --scenario or --count")
         }
-        guard let recipient else { throw CommandError(code: "missing_recipient", message: "give --recipient") }
+        guard let recipient else { throw CommandError(code: .missingRecipient, message: "give --recipient") }
         func time(_ text: String?, _ flag: String) throws -> Timestamp? {
             try text.map {
                 guard let time = Timestamp.parse($0) else {
-                    throw CommandError(code: "bad_time", message: "\(flag) is not an RFC 3339 timestamp")
+                    throw CommandError(code: .badTime, message: "\(flag) is not an RFC 3339 timestamp")
                 }
                 return time
             }
@@ -159,7 +159,7 @@ struct PublishCommand: AsyncParsableCommand {
         func value<T: RawRepresentable<String>>(_ text: String?, _ flag: String, _ allowed: String) throws -> T? {
             try text.map {
                 guard let value = T(rawValue: $0) else {
-                    throw CommandError(code: "bad_value", message: "\(flag) is \(allowed), not \($0)")
+                    throw CommandError(code: .badValue, message: "\(flag) is \(allowed), not \($0)")
                 }
                 return value
             }
@@ -188,7 +188,9 @@ struct PublishCommand: AsyncParsableCommand {
                 ? nil : PreferencesChange(badgeEnabled: badgeEnabled, previews: previews))
         // Check it here so a typo is reported now rather than parked by the worker.
         if case .failure(let invalid) = EventDecoder.decode(body: event.jsonData(), contentType: nil) {
-            throw CommandError(code: invalid.code, message: "the event would be invalid: \(invalid.message)")
+            throw CommandError(
+                code: CommandError.Code(invalid.code.rawValue),
+                message: "the event would be invalid: \(invalid.message)")
         }
         return event
     }
@@ -204,7 +206,7 @@ extension PublishCommand {
     static func readInput(_ path: String) throws -> [UInt8] {
         let descriptor = path == "-" ? 0 : open(path, O_RDONLY)
         guard descriptor >= 0 else {
-            throw CommandError(code: "unreadable_file", message: "cannot open \(path): \(Self.errorText(errno))")
+            throw CommandError(code: .unreadableFile, message: "cannot open \(path): \(Self.errorText(errno))")
         }
         defer { if descriptor != 0 { close(descriptor) } }
         var bytes: [UInt8] = []
@@ -214,11 +216,11 @@ extension PublishCommand {
             if count == 0 { break }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw CommandError(code: "unreadable_file", message: "cannot read \(path): \(Self.errorText(errno))")
+                throw CommandError(code: .unreadableFile, message: "cannot read \(path): \(Self.errorText(errno))")
             }
             bytes.append(contentsOf: chunk[0..<count])
             guard bytes.count <= Self.maximumInputBytes else {
-                throw CommandError(code: "unreadable_file", message: "\(path) is over 1 GiB")
+                throw CommandError(code: .unreadableFile, message: "\(path) is over 1 GiB")
             }
         }
         return bytes
@@ -238,12 +240,12 @@ extension PublishCommand {
                 events.append(OutgoingEvent(json: try JSONValue.parse(Array(trimmed))))
             } catch {
                 throw CommandError(
-                    code: "bad_file",
+                    code: .badFile,
                     message: "\(name) is neither JSON nor one JSON event a line: line \(index + 1): \(error)")
             }
         }
         guard !events.isEmpty else {
-            throw CommandError(code: "bad_file", message: "\(name) holds no event")
+            throw CommandError(code: .badFile, message: "\(name) holds no event")
         }
         return events
     }
@@ -253,7 +255,7 @@ extension PublishCommand {
         do {
             return try JSONValue.parse(bytes)
         } catch {
-            throw CommandError(code: "bad_file", message: "\(name) is not JSON: \(error)")
+            throw CommandError(code: .badFile, message: "\(name) is not JSON: \(error)")
         }
     }
 

@@ -7,8 +7,26 @@ import UnixSignals
 /// and a push sent but not recorded is sent again with the same apns-id).
 struct SecondSignal: Service {
     /// The worker was told twice to stop.
-    struct Interrupted: Error, CustomStringConvertible {
-        var description: String { "a second SIGTERM or SIGINT: stopping at once" }
+    struct Interrupted: Error, Sendable, CustomStringConvertible {
+        /// A typed, machine-readable error code.
+        struct Code: Hashable, Sendable, CustomStringConvertible {
+            let rawValue: String
+
+            init(_ rawValue: String) {
+                self.rawValue = rawValue
+            }
+
+            var description: String { rawValue }
+
+            /// A second SIGTERM or SIGINT came during the graceful shutdown.
+            static let secondSignal = Code("second_signal")
+        }
+
+        var code = Code.secondSignal
+        var message = "a second SIGTERM or SIGINT: stopping at once"
+
+        /// The message alone: the worker logs it as the reason it stopped.
+        var description: String { message }
     }
 
     /// Put it first in the group: services shut down in reverse order, so it listens until everything else stopped.

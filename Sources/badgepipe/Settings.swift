@@ -28,22 +28,65 @@ enum Settings {
             number = flag
         } else if let text = optional(nil, variable) {
             guard let parsed = Int(text.trimmingCharacters(in: .whitespaces)) else {
-                throw CommandError(code: "invalid_setting", message: "\(variable) must be an integer, not \"\(text)\"")
+                throw CommandError(code: .invalidSetting, message: "\(variable) must be an integer, not \"\(text)\"")
             }
             number = parsed
         }
         guard range.contains(number) else {
             let bound = range.upperBound == .max ? "at least \(range.lowerBound)" : "within \(range)"
             throw CommandError(
-                code: "invalid_setting", message: "\(name) (\(variable)) must be \(bound), not \(number)")
+                code: .invalidSetting, message: "\(name) (\(variable)) must be \(bound), not \(number)")
         }
         return number
     }
 }
 
 /// A command-line failure with a one-line message.
-struct CommandError: Error, CustomStringConvertible {
-    var code: String
+struct CommandError: Error, Sendable, CustomStringConvertible {
+    /// A typed, machine-readable error code; its ``rawValue`` is stable (an invalid event's code is the decoder's).
+    struct Code: Hashable, Sendable, CustomStringConvertible {
+        let rawValue: String
+
+        init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        var description: String { rawValue }
+
+        /// A file cannot be opened, or is neither a JSON event nor NDJSON.
+        static let badFile = Code("bad_file")
+        /// A load scenario cannot be used.
+        static let badScenario = Code("bad_scenario")
+        /// A time is not RFC 3339.
+        static let badTime = Code("bad_time")
+        /// An option's value cannot be used.
+        static let badValue = Code("bad_value")
+        /// The apps file is not valid.
+        static let invalidAppsFile = Code("invalid_apps_file")
+        /// A provider credential cannot be loaded.
+        static let invalidCredentials = Code("invalid_credentials")
+        /// The badge policy is neither `unseen` nor `unread`.
+        static let invalidPolicy = Code("invalid_policy")
+        /// A setting is out of its range or malformed.
+        static let invalidSetting = Code("invalid_setting")
+        /// An event names no recipient.
+        static let missingRecipient = Code("missing_recipient")
+        /// An event has no type.
+        static let missingType = Code("missing_type")
+        /// The events exchange does not exist.
+        static let noExchange = Code("no_exchange")
+        /// What was asked for does not exist.
+        static let notFound = Code("not_found")
+        /// The sink answered with an error.
+        static let sinkError = Code("sink_error")
+        /// The sink could not be reached.
+        static let sinkUnreachable = Code("sink_unreachable")
+        /// A file cannot be read.
+        static let unreadableFile = Code("unreadable_file")
+    }
+
+    var code: Code
     var message: String
+    /// The message alone: the command prints it as it is.
     var description: String { message }
 }

@@ -36,6 +36,6 @@ extension SinkClientError {
     /// The error as the command line reports it.
     var commandError: CommandError {
         CommandError(
-            code: code == .unreachable ? "sink_unreachable" : "sink_error", message: "the sink: \(message)")
+            code: code == .unreachable ? .sinkUnreachable : .sinkError, message: "the sink: \(message)")
     }
 }

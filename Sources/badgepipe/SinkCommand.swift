@@ -77,7 +77,7 @@ struct SinkServeCommand: AsyncParsableCommand {
             let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
                 throw CommandError(
-                    code: "invalid_setting", message: "--apns-key-id takes KID=PUBLIC_KEY.pem, not \(entry)")
+                    code: .invalidSetting, message: "--apns-key-id takes KID=PUBLIC_KEY.pem, not \(entry)")
             }
             keys[parts[0]] = parts[1]
         }
@@ -138,7 +138,7 @@ struct SinkServeCommand: AsyncParsableCommand {
         do {
             declared = try AppsFile.load(path: file).apps
         } catch {
-            throw CommandError(code: "invalid_apps_file", message: "--apps-file \(error)")
+            throw CommandError(code: .invalidAppsFile, message: "--apps-file \(error)")
         }
         return declared.map { app in
             var sinkApp = SinkApp(name: app.name, apnsTopics: Set(app.apns?.topics ?? []))
@@ -161,7 +161,7 @@ struct SinkServeCommand: AsyncParsableCommand {
         guard let text else { return 300 }
         guard let seconds = Double(text), seconds >= 0, seconds <= 300 else {
             throw CommandError(
-                code: "invalid_setting", message: "--max-wait (BADGEPIPE_SINK_MAX_WAIT) must be 0 to 300 s, not \(text)"
+                code: .invalidSetting, message: "--max-wait (BADGEPIPE_SINK_MAX_WAIT) must be 0 to 300 s, not \(text)"
             )
         }
         return seconds

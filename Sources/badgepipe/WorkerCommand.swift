@@ -125,7 +125,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let policyText = Settings.value(badgePolicy, "BADGEPIPE_BADGE_POLICY", default: "unseen")
         guard let policy = BadgePolicy(rawValue: policyText) else {
             throw CommandError(
-                code: "invalid_policy", message: "badge policy must be unseen or unread, not \(policyText)")
+                code: .invalidPolicy, message: "badge policy must be unseen or unread, not \(policyText)")
         }
         let delivery = try deliveryConfiguration()
         var configuration = WorkerConfiguration(
@@ -262,7 +262,7 @@ struct WorkerCommand: AsyncParsableCommand {
             range: 100...300_000)
 
         var credentials: DeliveryConfiguration.APNsCredentials?
-        func fail(_ message: String) -> CommandError { CommandError(code: "invalid_credentials", message: message) }
+        func fail(_ message: String) -> CommandError { CommandError(code: .invalidCredentials, message: message) }
         if keyFile != nil || keyID != nil || teamID != nil {
             guard certFile == nil, certKeyFile == nil else {
                 throw fail("give either an APNs key (--apns-key-file) or a certificate (--apns-cert-file), not both")
@@ -317,7 +317,7 @@ struct WorkerCommand: AsyncParsableCommand {
             do {
                 apps = try AppsFile.load(path: file)
             } catch {
-                throw CommandError(code: "invalid_apps_file", message: "--apps-file \(error)")
+                throw CommandError(code: .invalidAppsFile, message: "--apps-file \(error)")
             }
             configuration.serve(apps: apps.apps, defaultApp: apps.defaultApp)
         }

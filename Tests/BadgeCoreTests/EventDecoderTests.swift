@@ -398,7 +398,7 @@ struct EventDecoderTests {
             Issue.record("accepted \(invalid.label)")
             return
         }
-        #expect(error.code == invalid.code)
+        #expect(error.code.rawValue == invalid.code)
         if let message = invalid.message {
             #expect(error.message == message)
         }
@@ -410,7 +410,7 @@ struct EventDecoderTests {
         let body = [UInt8](repeating: 0x20, count: 70_000)
         #expect(
             EventDecoder.decode(body: body, contentType: nil)
-                == .failure(InvalidEvent(code: "too_large", message: "body is 70000 bytes, above the 64 KiB limit")))
+                == .failure(InvalidEvent(code: .tooLarge, message: "body is 70000 bytes, above the 64 KiB limit")))
     }
 
     @Test func acceptsABodyOfExactly64KiB() throws {

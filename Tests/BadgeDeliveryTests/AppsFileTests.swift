@@ -95,6 +95,7 @@ struct AppsFileTests {
             Issue.record("accepted: \(text)")
         } catch let problem as AppsFile.Problem {
             #expect(problem.line == line, "\(problem)")
+            #expect(problem.code.rawValue == "invalid_apps_file", "\(problem)")
             #expect(problem.description.contains(message), "\(problem)")
             #expect(problem.description.hasPrefix("apps.yaml line \(line): "), "\(problem)")
         }
@@ -111,15 +112,15 @@ struct AppsFileTests {
         func resolve(_ app: String?, _ provider: PushProvider, _ topic: String?) -> String {
             switch registry.resolve(app: app, provider: provider, topic: topic) {
             case .success(let found): found.name
-            case .failure(let unserved): "refused: \(unserved.reason)"
+            case .failure(let unserved): "\(unserved.code.rawValue): \(unserved.message)"
             }
         }
         #expect(resolve("psalms", .apns, "com.example.amen") == "psalms", "a named app wins over the topic")
         #expect(resolve(nil, .apns, "org.psalms") == "psalms")
         #expect(resolve(nil, .apns, "com.unknown") == "amen", "an unowned topic goes with the default app")
         #expect(resolve(nil, .fcm, "org.psalms") == "amen", "topics select APNs apps only")
-        #expect(resolve("psalms", .fcm, nil) == "refused: app psalms has no FCM configuration")
-        #expect(resolve("hymns", .apns, nil) == "refused: no app hymns is configured")
+        #expect(resolve("psalms", .fcm, nil) == "provider_not_configured: app psalms has no FCM configuration")
+        #expect(resolve("hymns", .apns, nil) == "provider_not_configured: no app hymns is configured")
         let noDefault = AppRegistry(apps: registry.apps.values.sorted { $0.name < $1.name }, defaultApp: nil)
         guard case .failure = noDefault.resolve(app: nil, provider: .apns, topic: nil) else {
             Issue.record("two apps and no default served a device that names none")

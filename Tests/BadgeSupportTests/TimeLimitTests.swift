@@ -25,6 +25,7 @@ struct TimeLimitTests {
         } catch let error as TimeLimitError {
             #expect(error.code == .exceeded)
             #expect(error.limit == .milliseconds(20))
+            #expect(error.description == "time_limit_exceeded: took longer than 0.02 seconds")
         } catch {
             Issue.record("unexpected \(error)")
         }

@@ -86,7 +86,7 @@ struct JSONValueTests {
             Issue.record("accepted \(text)")
         } catch {
             #expect(error.message == message)
-            #expect(error.code == "invalid_json")
+            #expect(error.code == .invalidJSON && error.code.rawValue == "invalid_json")
         }
     }
 
@@ -95,7 +95,7 @@ struct JSONValueTests {
             _ = try JSONValue.parse([0x22, 0x61, 0xC3, 0x28, 0x22])
             Issue.record("accepted invalid UTF-8")
         } catch {
-            #expect(error.code == "bad_encoding")
+            #expect(error.code == .badEncoding && error.code.rawValue == "bad_encoding")
             #expect(error.offset == 2)
         }
     }

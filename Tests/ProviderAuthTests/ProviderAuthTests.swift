@@ -104,6 +104,12 @@ struct ProviderAuthTests {
         #expect(throws: AuthError.self) { try APNsSigningKey(file: "/nonexistent.p8", keyID: "K", teamID: "T") }
     }
 
+    @Test func anErrorReadsAsItsCodeThenItsMessage() {
+        let error = #expect(throws: AuthError.self) { try CredentialFile.text("/nonexistent.pem", what: "key") }
+        #expect(error?.code == .unreadableFile)
+        #expect(error?.description == "unreadable_file: cannot read the key /nonexistent.pem")
+    }
+
     @Test func serviceAccountAssertionsVerifyAgainstTheAccountsPublicKey() throws {
         let privateKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let json = try JSONSerialization.data(withJSONObject: [

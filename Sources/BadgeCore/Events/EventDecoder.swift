@@ -20,18 +20,18 @@ public enum EventDecoder {
         guard isAcceptedContentType(contentType) else {
             let shown = JSONValue.quotedForMessage(contentType ?? "")
             return .failure(
-                InvalidEvent(code: "bad_content_type", message: "content type \(shown) is not application/json"))
+                InvalidEvent(code: .badContentType, message: "content type \(shown) is not application/json"))
         }
         guard body.count <= maxBodyBytes else { return .failure(.tooLarge(body.count)) }
         let json: JSONValue
         do {
             // The parser validates the UTF-8 first, once.
             json = try JSONValue.parse(body)
-        } catch  where error.code == "bad_encoding" {
+        } catch  where error.code == .badEncoding {
             return .failure(
-                InvalidEvent(code: "bad_encoding", message: "body is not valid UTF-8 (byte \(error.offset))"))
+                InvalidEvent(code: .badEncoding, message: "body is not valid UTF-8 (byte \(error.offset))"))
         } catch {
-            return .failure(InvalidEvent(code: "invalid_json", message: "body is not JSON: \(error.message)"))
+            return .failure(InvalidEvent(code: .invalidJSON, message: "body is not JSON: \(error.message)"))
         }
         return decode(json: json)
     }
@@ -60,7 +60,7 @@ public enum EventDecoder {
 
     private static func readEvent(_ json: JSONValue) throws(InvalidEvent) -> Event {
         guard let members = json.objectMembers else {
-            throw InvalidEvent(code: "invalid_json", message: "body is \(json.kindDescription), not a JSON object")
+            throw InvalidEvent(code: .invalidJSON, message: "body is \(json.kindDescription), not a JSON object")
         }
         let fields = FieldSet(members: members, path: "")
 
@@ -68,7 +68,7 @@ public enum EventDecoder {
         try checkID(id, field: "id")
         let typeName = try fields.requiredString("type")
         guard let type = EventType(rawValue: typeName) else {
-            throw InvalidEvent(code: "unknown_type", message: "unknown type \(JSONValue.quotedForMessage(typeName))")
+            throw InvalidEvent(code: .unknownType, message: "unknown type \(JSONValue.quotedForMessage(typeName))")
         }
         let recipient = try fields.requiredString("recipient")
         try checkUserID(recipient, field: "recipient")

@@ -1,14 +1,41 @@
 /// Why a message is not a valid event. The worker parks such messages with `message` as the
 /// `x-badgepipe-error` header.
 public struct InvalidEvent: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable code: "too_large", "bad_encoding", "invalid_json", "bad_content_type", "unknown_type",
-    /// "missing_field" or "invalid_field".
-    public let code: String
+    /// A typed, machine-readable error code; its ``rawValue`` is the parked message's `x-badgepipe-reason`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. `missing_field`.
+        public let rawValue: String
+
+        /// A code by name.
+        public init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
+        /// The body is over the contract's 64 KiB.
+        public static let tooLarge = Code("too_large")
+        /// The body is not valid UTF-8.
+        public static let badEncoding = Code("bad_encoding")
+        /// The body is not JSON, or not a JSON object.
+        public static let invalidJSON = Code("invalid_json")
+        /// The message's content type is not `application/json`.
+        public static let badContentType = Code("bad_content_type")
+        /// The event's `type` is not one the contract names.
+        public static let unknownType = Code("unknown_type")
+        /// A field the event's type requires is missing.
+        public static let missingField = Code("missing_field")
+        /// A field's value breaks the contract.
+        public static let invalidField = Code("invalid_field")
+    }
+
+    /// The error's code.
+    public let code: Code
     /// A precise, human-readable, one-line reason (never contains a line break).
     public let message: String
 
     /// Creates an error; line breaks in `message` are replaced by spaces.
-    public init(code: String, message: String) {
+    public init(code: Code, message: String) {
         self.code = code
         self.message = String(message.map { $0.isNewline ? " " : $0 })
     }
@@ -22,19 +49,19 @@ extension InvalidEvent {
     /// without it).
     public static func tooLarge(_ size: Int, kept: Bool = true) -> InvalidEvent {
         InvalidEvent(
-            code: "too_large",
+            code: .tooLarge,
             message: "body is \(size) bytes, above the 64 KiB limit" + (kept ? "" : "; the body was not kept"))
     }
 
     static func missing(_ field: String) -> InvalidEvent {
-        InvalidEvent(code: "missing_field", message: "field \"\(field)\" is required")
+        InvalidEvent(code: .missingField, message: "field \"\(field)\" is required")
     }
 
     static func missing(_ field: String, for type: EventType) -> InvalidEvent {
-        InvalidEvent(code: "missing_field", message: "field \"\(field)\" is required for type \"\(type.rawValue)\"")
+        InvalidEvent(code: .missingField, message: "field \"\(field)\" is required for type \"\(type.rawValue)\"")
     }
 
     static func invalid(_ field: String, _ requirement: String) -> InvalidEvent {
-        InvalidEvent(code: "invalid_field", message: "field \"\(field)\" \(requirement)")
+        InvalidEvent(code: .invalidField, message: "field \"\(field)\" \(requirement)")
     }
 }

@@ -95,10 +95,37 @@ struct ProviderAccount: Hashable, Sendable, CustomStringConvertible {
 
 /// Which app serves a push (a pure function of the configuration, tested directly).
 public struct AppRegistry: Sendable {
-    /// Why no app serves a push: it is refused unsent (`provider_not_configured`).
-    public struct Unserved: Error, Equatable {
-        /// In a sentence.
-        public var reason: String
+    /// Why no app serves a push: it is refused unsent (``Code/providerNotConfigured``).
+    public struct Unserved: Error, Sendable, Equatable, CustomStringConvertible {
+        /// A typed, machine-readable error code; its ``rawValue`` is the `reason` label of the refusal's metric.
+        public struct Code: Hashable, Sendable, CustomStringConvertible {
+            /// The code's name, `provider_not_configured`.
+            public let rawValue: String
+
+            /// A code by name.
+            public init(_ rawValue: String) {
+                self.rawValue = rawValue
+            }
+
+            public var description: String { rawValue }
+
+            /// The deployment does not deliver to the push's provider, or no app of it serves the push.
+            public static let providerNotConfigured = Code("provider_not_configured")
+        }
+
+        /// The error's code.
+        public var code: Code
+        /// Why, in a sentence.
+        public var message: String
+
+        /// Creates an error.
+        public init(code: Code = .providerNotConfigured, message: String) {
+            self.code = code
+            self.message = message
+        }
+
+        /// `code: message`.
+        public var description: String { "\(code): \(message)" }
     }
 
     /// The apps, by name.
@@ -132,12 +159,12 @@ public struct AppRegistry: Sendable {
         } else if let defaultApp {
             name = defaultApp
         } else {
-            return .failure(Unserved(reason: "the device names no app, and no app owns its topic or is the default"))
+            return .failure(Unserved(message: "the device names no app, and no app owns its topic or is the default"))
         }
-        guard let found = apps[name] else { return .failure(Unserved(reason: "no app \(name) is configured")) }
+        guard let found = apps[name] else { return .failure(Unserved(message: "no app \(name) is configured")) }
         switch provider {
-        case .apns where found.apns == nil: return .failure(Unserved(reason: "app \(name) has no APNs configuration"))
-        case .fcm where found.fcm == nil: return .failure(Unserved(reason: "app \(name) has no FCM configuration"))
+        case .apns where found.apns == nil: return .failure(Unserved(message: "app \(name) has no APNs configuration"))
+        case .fcm where found.fcm == nil: return .failure(Unserved(message: "app \(name) has no FCM configuration"))
         default: return .success(found)
         }
     }

@@ -27,7 +27,27 @@ import Yams
 /// would otherwise be silently ignored).
 public enum AppsFile {
     /// An error in the file, with the line it is about (1-based; 0 when it is about the whole file).
-    public struct Problem: Error, CustomStringConvertible, Equatable {
+    public struct Problem: Error, Sendable, CustomStringConvertible, Equatable {
+        /// A typed, machine-readable error code.
+        public struct Code: Hashable, Sendable, CustomStringConvertible {
+            /// The code's name, e.g. `invalid_apps_file`.
+            public let rawValue: String
+
+            /// A code by name.
+            public init(_ rawValue: String) {
+                self.rawValue = rawValue
+            }
+
+            public var description: String { rawValue }
+
+            /// The file cannot be read.
+            public static let unreadableFile = Code("unreadable_file")
+            /// The file is not valid YAML, or not a valid apps file.
+            public static let invalidAppsFile = Code("invalid_apps_file")
+        }
+
+        /// The error's code.
+        public var code: Code
         /// The file's name as given.
         public var file: String
         /// The line, 1-based; 0 for the file as a whole.
@@ -35,6 +55,15 @@ public enum AppsFile {
         /// What is wrong.
         public var message: String
 
+        /// Creates an error.
+        public init(code: Code = .invalidAppsFile, file: String, line: Int, message: String) {
+            self.code = code
+            self.file = file
+            self.line = line
+            self.message = message
+        }
+
+        /// The file, the line and the message: `apps.yaml line 4: …` (the code is not shown, users read this).
         public var description: String {
             line > 0 ? "\(file) line \(line): \(message)" : "\(file): \(message)"
         }
@@ -43,7 +72,7 @@ public enum AppsFile {
     /// The apps of the file at `path`; throws a ``Problem`` naming the line of the first error.
     public static func load(path: String) throws -> (apps: [AppConfiguration], defaultApp: String?) {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw Problem(file: path, line: 0, message: "cannot read the file")
+            throw Problem(code: .unreadableFile, file: path, line: 0, message: "cannot read the file")
         }
         let directory = (path as NSString).deletingLastPathComponent
         return try parse(String(decoding: data, as: UTF8.self), file: path, directory: directory)

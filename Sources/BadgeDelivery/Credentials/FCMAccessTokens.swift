@@ -70,7 +70,9 @@ actor FCMAccessTokens {
             response = try await client.execute(request, timeout: timeout)
             body = try await response.body.collect(upTo: 64 * 1024)
         } catch {
-            throw CredentialError(message: "the FCM token endpoint could not be reached: \(error)", retryable: true)
+            throw CredentialError(
+                code: .tokenEndpointUnreachable, message: "the FCM token endpoint could not be reached: \(error)",
+                retryable: true)
         }
         struct Answer: Decodable {
             var access_token: String?
@@ -83,6 +85,7 @@ actor FCMAccessTokens {
         guard status == 200, let value = answer?.access_token, !value.isEmpty else {
             let reason = [answer?.error, answer?.error_description].compactMap { $0 }.joined(separator: ": ")
             throw CredentialError(
+                code: .tokenRefused,
                 message: "the FCM token endpoint answered \(status)" + (reason.isEmpty ? "" : " \(reason)"),
                 retryable: status == 429 || status >= 500)
         }

@@ -21,7 +21,7 @@ public final class ProviderClients: Sendable {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let file = configuration.trustedRootsFile {
             guard FileManager.default.isReadableFile(atPath: file) else {
-                throw CredentialError(message: "cannot read the --ca-file \(file)", retryable: false)
+                throw CredentialError(code: .unreadable, message: "cannot read the --ca-file \(file)", retryable: false)
             }
             tls.additionalTrustRoots = [.file(file)]
         }
@@ -50,6 +50,7 @@ public final class ProviderClients: Sendable {
                             accountTLS.privateKey = .privateKey(try NIOSSLPrivateKey(file: keyFile, format: .pem))
                         } catch {
                             throw CredentialError(
+                                code: .unreadable,
                                 message: "cannot load the APNs client certificate \(chainFile) and key \(keyFile): "
                                     + "\(error)",
                                 retryable: false)

@@ -73,7 +73,7 @@ public struct PushSender: Sendable {
     /// or its app is not configured.
     public func app(for push: PlannedPush) -> Result<AppConfiguration, AppRegistry.Unserved> {
         guard configuration.providers.contains(push.provider) else {
-            return .failure(AppRegistry.Unserved(reason: Self.notConfiguredReason(push.provider)))
+            return .failure(AppRegistry.Unserved(message: Self.notConfiguredReason(push.provider)))
         }
         return registry.resolve(app: push.app, provider: push.provider, topic: push.topic)
     }
@@ -175,7 +175,8 @@ public struct PushSender: Sendable {
             do {
                 return try apnsAuthenticator.token()
             } catch {
-                throw CredentialError(message: "cannot sign an APNs provider token: \(error)", retryable: false)
+                throw CredentialError(
+                    code: .signingFailed, message: "cannot sign an APNs provider token: \(error)", retryable: false)
             }
         case .fcm:
             return try await fcmTokens[account]?.token()

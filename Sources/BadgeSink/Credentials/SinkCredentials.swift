@@ -167,8 +167,8 @@ final class SinkCredentials: Sendable {
         guard let assertions else {
             return .failure(
                 TokenError(
-                    code: "invalid_client",
-                    description: "the sink has no --fcm-public-key and no app with a service account"))
+                    code: .invalidClient,
+                    message: "the sink has no --fcm-public-key and no app with a service account"))
         }
         var fields: [String: String] = [:]
         for pair in form.split(separator: "&") {
@@ -178,19 +178,19 @@ final class SinkCredentials: Sendable {
             fields[name] = value.removingPercentEncoding ?? value
         }
         guard fields["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
-            return .failure(TokenError(code: "unsupported_grant_type", description: "grant_type must be jwt-bearer"))
+            return .failure(TokenError(code: .unsupportedGrantType, message: "grant_type must be jwt-bearer"))
         }
         guard let assertion = fields["assertion"], !assertion.isEmpty else {
-            return .failure(TokenError(code: "invalid_request", description: "no assertion"))
+            return .failure(TokenError(code: .invalidRequest, message: "no assertion"))
         }
         let claims: ServiceAccount.Claims
         do {
             claims = try assertions.verify(assertion, audience: nil, now: Int64(now.timeIntervalSince1970))
         } catch {
-            return .failure(TokenError(code: "invalid_grant", description: "\(error)"))
+            return .failure(TokenError(code: .invalidGrant, message: "\(error)"))
         }
         guard claims.aud.hasSuffix("/token") else {
-            return .failure(TokenError(code: "invalid_grant", description: "aud must be this endpoint's URL"))
+            return .failure(TokenError(code: .invalidGrant, message: "aud must be this endpoint's URL"))
         }
         // The assertion verified, so its header reads.
         let jwt = try? CompactJWT(assertion)
@@ -205,10 +205,33 @@ final class SinkCredentials: Sendable {
         return .success((token, tokenLifetime))
     }
 
-    /// An OAuth2 error answer (RFC 6749 §5.2).
-    struct TokenError: Error {
-        var code: String
-        var description: String
+    /// An OAuth2 error answer (RFC 6749 §5.2): ``code`` is its `error`, ``message`` its `error_description`.
+    struct TokenError: Error, Sendable, CustomStringConvertible {
+        /// An OAuth2 error code (RFC 6749 §5.2); its ``rawValue`` is the answer's `error`.
+        struct Code: Hashable, Sendable, CustomStringConvertible {
+            let rawValue: String
+
+            init(_ rawValue: String) {
+                self.rawValue = rawValue
+            }
+
+            var description: String { rawValue }
+
+            /// The sink cannot verify assertions at all (answered 401).
+            static let invalidClient = Code("invalid_client")
+            /// The grant type is not the JWT bearer grant.
+            static let unsupportedGrantType = Code("unsupported_grant_type")
+            /// The form has no assertion.
+            static let invalidRequest = Code("invalid_request")
+            /// The assertion does not verify or is not for this endpoint.
+            static let invalidGrant = Code("invalid_grant")
+        }
+
+        var code: Code
+        var message: String
+
+        /// `code: message`.
+        var description: String { "\(code): \(message)" }
     }
 
     /// A key file's text; a sink configuration error when it cannot be read.

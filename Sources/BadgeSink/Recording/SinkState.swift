@@ -288,7 +288,7 @@ public final class SinkState: Sendable {
     ) async throws(SinkError) -> Bool {
         guard let id = self.state.withLock({ $0.waiters.reserve(limit: self.maxWaiters) }) else {
             throw SinkError(
-                code: "too_many_waiters", message: "\(self.maxWaiters) requests are waiting already", httpStatus: 503)
+                code: .tooManyWaiters, message: "\(self.maxWaiters) requests are waiting already", httpStatus: 503)
         }
         let came = await withTaskGroup(of: Void.self) { timer -> Bool in
             timer.addTask {

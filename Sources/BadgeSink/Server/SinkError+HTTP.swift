@@ -6,7 +6,7 @@ extension SinkError: HTTPResponseError {
 
     /// The answer: ``httpStatus`` with `{"error": {"code": …, "message": …}}`.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        let body = SinkAnswers.Failure(error: .init(code: self.code, message: self.message))
+        let body = SinkAnswers.Failure(error: .init(code: self.code.rawValue, message: self.message))
         return try EditedResponse(status: self.status, response: body).response(from: request, context: context)
     }
 }

@@ -2,8 +2,34 @@
 ///
 /// Served as HTTP status ``httpStatus`` with the body `{"error": {"code": …, "message": …}}`.
 public struct SinkError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A machine-readable code, such as `invalid_fault` or `invalid_query`.
-    public let code: String
+    /// A typed, machine-readable error code; its ``rawValue`` is the `code` of the HTTP answer's body.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. `invalid_fault`.
+        public let rawValue: String
+
+        /// A code by name.
+        public init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
+        /// A fault description that the sink refuses.
+        public static let invalidFault = Code("invalid_fault")
+        /// A setting the sink cannot start with.
+        public static let invalidConfiguration = Code("invalid_configuration")
+        /// A query parameter that the sink cannot use.
+        public static let invalidQuery = Code("invalid_query")
+        /// A request body over the sink's limit (413).
+        public static let bodyTooLarge = Code("body_too_large")
+        /// No push to the device is recorded (404).
+        public static let unknownDevice = Code("unknown_device")
+        /// As many requests wait already as the sink allows (503).
+        public static let tooManyWaiters = Code("too_many_waiters")
+    }
+
+    /// The error's code.
+    public let code: Code
     /// A human-readable explanation.
     public let message: String
     /// The HTTP status the error is answered with, 400 unless told.
@@ -14,7 +40,7 @@ public struct SinkError: Error, Sendable, Equatable, CustomStringConvertible {
     ///   - code: A machine-readable code.
     ///   - message: A human-readable explanation.
     ///   - httpStatus: The HTTP status to answer with.
-    public init(code: String, message: String, httpStatus: Int = 400) {
+    public init(code: Code, message: String, httpStatus: Int = 400) {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus
@@ -25,16 +51,16 @@ public struct SinkError: Error, Sendable, Equatable, CustomStringConvertible {
 
     /// A fault description that the sink refuses.
     static func invalidFault(_ message: String) -> SinkError {
-        SinkError(code: "invalid_fault", message: message)
+        SinkError(code: .invalidFault, message: message)
     }
 
     /// A setting the sink cannot start with (a key or certificate file that cannot be read or used).
     static func configuration(_ message: String) -> SinkError {
-        SinkError(code: "invalid_configuration", message: message)
+        SinkError(code: .invalidConfiguration, message: message)
     }
 
     /// A query parameter that the sink cannot use.
     static func invalidQuery(_ message: String) -> SinkError {
-        SinkError(code: "invalid_query", message: message)
+        SinkError(code: .invalidQuery, message: message)
     }
 }

@@ -39,7 +39,7 @@ extension SinkServer {
             let project = context.parameters.get("project") ?? ""
             guard let body = try await Self.body(of: request, upTo: maxBody) else {
                 throw SinkError(
-                    code: "body_too_large", message: "the body is over \(maxBody) bytes", httpStatus: 413)
+                    code: .bodyTooLarge, message: "the body is over \(maxBody) bytes", httpStatus: 413)
             }
             let token = Self.fcmToken(in: body.readableBytesView)
             let check = credentials.checkFCM(authorization: request.headers[.authorization], project: project)
@@ -100,8 +100,8 @@ extension SinkServer {
             }
             guard let device else {
                 let error = SinkError(
-                    code: "unknown_device", message: "no push to \(token) is recorded", httpStatus: 404)
-                let body = SinkAnswers.Failure(error: .init(code: error.code, message: error.message))
+                    code: .unknownDevice, message: "no push to \(token) is recorded", httpStatus: 404)
+                let body = SinkAnswers.Failure(error: .init(code: error.code.rawValue, message: error.message))
                 return try Self.encoded(body, status: 404, headers: headers)
             }
             return try Self.encoded(
@@ -116,8 +116,8 @@ extension SinkServer {
                 let answer = SinkAnswers.IssuedToken(accessToken: issued.token, expiresIn: issued.lifetime)
                 return try answer.response(from: request, context: context)
             case .failure(let error):
-                let answer = SinkAnswers.TokenError(error: error.code, errorDescription: error.description)
-                let status: HTTPResponse.Status = error.code == "invalid_client" ? .unauthorized : .badRequest
+                let answer = SinkAnswers.TokenError(error: error.code.rawValue, errorDescription: error.message)
+                let status: HTTPResponse.Status = error.code == .invalidClient ? .unauthorized : .badRequest
                 return try EditedResponse(status: status, response: answer).response(from: request, context: context)
             }
         }
@@ -125,7 +125,7 @@ extension SinkServer {
         router.post("/faults") { request, _ in
             guard let body = try await Self.body(of: request, upTo: maxBody) else {
                 throw SinkError(
-                    code: "body_too_large", message: "the body is over \(maxBody) bytes", httpStatus: 413)
+                    code: .bodyTooLarge, message: "the body is over \(maxBody) bytes", httpStatus: 413)
             }
             let fault = try Fault(json: body.readableBytesView)
             state.addFault(fault)

@@ -17,11 +17,11 @@ extension DeliveryQueries {
             guard let id = try row["id"].int64 else { throw StoreError.corrupt("an outbox row without its id") }
             let refusal = RefusedPush(
                 outboxID: id, user: try row["user_id"].string, token: try row["token"].string,
-                partition: try row["partition_id"].int64.map { Int($0) }, reason: why.reason, detail: why.detail)
+                partition: try row["partition_id"].int64.map { Int($0) }, reason: why.code, detail: why.message)
             refused.append(refusal)
             set.append([
                 .int(id), .text(refusal.user), .text(refusal.token), .int(refusal.partition.map { Int64($0) }),
-                .text(why.reason.rawValue), .text(why.detail), .text(OutboxRow.text(of: row, events: events)),
+                .text(why.code.rawValue), .text(why.message), .text(OutboxRow.text(of: row, events: events)),
             ])
         }
         // A row can be refused once only (it leaves the outbox in the same transaction); DO NOTHING keeps a claim

@@ -46,8 +46,8 @@ struct OutboxEvents {
         if let known = decoded[eventID] { return try known.get() }
         guard let text = texts[eventID] else {
             throw OutboxRow.Unreadable(
-                reason: .missingValue,
-                detail: "the alert's event \(JSONValue.quotedForMessage(eventID)) is not in outbox_events")
+                code: .missingValue,
+                message: "the alert's event \(JSONValue.quotedForMessage(eventID)) is not in outbox_events")
         }
         let result = Self.decode(text)
         decoded[eventID] = result
@@ -160,12 +160,12 @@ struct OutboxEvents {
         do {
             json = try JSONValue.parse(text)
         } catch {
-            return .failure(OutboxRow.Unreadable(reason: .badEvent, detail: "the event is not JSON: \(error)"))
+            return .failure(OutboxRow.Unreadable(code: .badEvent, message: "the event is not JSON: \(error)"))
         }
         switch EventDecoder.decode(json: json) {
         case .success(let event): return .success(event)
         case .failure(let error):
-            return .failure(OutboxRow.Unreadable(reason: .badEvent, detail: "the event is not valid: \(error)"))
+            return .failure(OutboxRow.Unreadable(code: .badEvent, message: "the event is not valid: \(error)"))
         }
     }
 }

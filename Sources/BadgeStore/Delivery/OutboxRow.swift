@@ -57,9 +57,17 @@ enum OutboxRow {
     }
 
     /// Why a row cannot be read (see ``RefusedPush``).
-    struct Unreadable: Error {
-        var reason: RefusedPush.Reason
-        var detail: String
+    struct Unreadable: Error, Sendable, CustomStringConvertible {
+        /// The refusal's reason is the error's code (the same struct shape as every error's `Code`).
+        typealias Code = RefusedPush.Reason
+
+        /// Why, as the refused row's `reason`.
+        var code: Code
+        /// What exactly could not be read, in a sentence: the refused row's `detail`.
+        var message: String
+
+        /// `code: message`.
+        var description: String { "\(code): \(message)" }
     }
 
     /// The names of ``selectColumns``: what a refused row's text keeps (a claim's result may carry more columns).
@@ -90,16 +98,16 @@ enum OutboxRow {
         let id = try value(row, "id", \.int64)
         let eventTypeName = try value(row, "event_type", \.string)
         guard let eventType = EventType(rawValue: eventTypeName) else {
-            throw Unreadable(reason: .unknownEventType, detail: "unknown event type \(quoted(eventTypeName))")
+            throw Unreadable(code: .unknownEventType, message: "unknown event type \(quoted(eventTypeName))")
         }
         let providerName = try value(row, "provider", \.string)
         guard let provider = PushProvider(rawValue: providerName) else {
-            throw Unreadable(reason: .unknownProvider, detail: "unknown provider \(quoted(providerName))")
+            throw Unreadable(code: .unknownProvider, message: "unknown provider \(quoted(providerName))")
         }
         let environment: APNsEnvironment?
         if let name = try row["environment"].string {
             guard let value = APNsEnvironment(rawValue: name) else {
-                throw Unreadable(reason: .unknownEnvironment, detail: "unknown environment \(quoted(name))")
+                throw Unreadable(code: .unknownEnvironment, message: "unknown environment \(quoted(name))")
             }
             environment = value
         } else {
@@ -113,7 +121,7 @@ enum OutboxRow {
             kind = .alert(
                 try events.event(try value(row, "event_id", \.string), carriedJSON: try row["event_json"].string))
         case let other:
-            throw Unreadable(reason: .unknownKind, detail: "unknown kind \(quoted(other))")
+            throw Unreadable(code: .unknownKind, message: "unknown kind \(quoted(other))")
         }
         let push = PlannedPush(
             recipient: try value(row, "user_id", \.string), eventID: try value(row, "event_id", \.string),
@@ -139,7 +147,7 @@ enum OutboxRow {
         do {
             return try decode(row, events: &events)
         } catch let why as Unreadable {
-            throw StoreError.corrupt("outbox row \((try? row["id"].int64).flatMap { $0 } ?? -1): \(why.detail)")
+            throw StoreError.corrupt("outbox row \((try? row["id"].int64).flatMap { $0 } ?? -1): \(why.message)")
         }
     }
 
@@ -167,8 +175,8 @@ enum OutboxRow {
         let value = try row[name]
         guard let result = read(value) else {
             throw value.isNull
-                ? Unreadable(reason: .missingValue, detail: "\(name) is NULL")
-                : Unreadable(reason: .badValue, detail: "\(name) is not readable (\(value))")
+                ? Unreadable(code: .missingValue, message: "\(name) is NULL")
+                : Unreadable(code: .badValue, message: "\(name) is not readable (\(value))")
         }
         return result
     }

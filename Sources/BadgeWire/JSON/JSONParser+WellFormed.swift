@@ -105,7 +105,7 @@ extension JSONParser {
                 index += 1
             default:
                 guard let length = UTF8Validation.sequenceLength(in: bytes, at: index) else {
-                    throw JSONParseError(code: "bad_encoding", message: "invalid UTF-8 at byte \(index)", offset: index)
+                    throw JSONParseError(code: .badEncoding, message: "invalid UTF-8 at byte \(index)", offset: index)
                 }
                 index += length
             }

@@ -26,7 +26,7 @@ struct JSONParser {
     /// Parses one complete JSON text.
     mutating func parseDocument() throws(JSONParseError) -> JSONValue {
         if let bad = UTF8Validation.firstInvalidOffset(in: bytes) {
-            throw JSONParseError(code: "bad_encoding", message: "invalid UTF-8 at byte \(bad)", offset: bad)
+            throw JSONParseError(code: .badEncoding, message: "invalid UTF-8 at byte \(bad)", offset: bad)
         }
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
             throw JSONParseError(message: "byte order mark at byte 0", offset: 0)

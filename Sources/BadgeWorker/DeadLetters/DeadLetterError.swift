@@ -1,13 +1,23 @@
 /// Why `badgepipe dead` could not read or replay the dead queue.
 public struct DeadLetterError: Error, Sendable, CustomStringConvertible {
-    /// A typed code.
-    public enum Code: String, Sendable {
+    /// A typed, machine-readable error code; its ``rawValue`` is the name `badgepipe dead` prints.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. `not_declared`.
+        public let rawValue: String
+
+        /// A code by name.
+        public init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
         /// The dead queue or the events exchange does not exist (a wrong `--namespace`, or nothing set up yet).
-        case notDeclared = "not_declared"
+        public static let notDeclared = Code("not_declared")
         /// The dead queue has a consumer already (another `badgepipe dead`): a pass would see only part of it.
-        case busy
+        public static let busy = Code("busy")
         /// A replayed message was not confirmed by the broker; it stays in the dead queue.
-        case replayFailed = "replay_failed"
+        public static let replayFailed = Code("replay_failed")
     }
 
     /// The error's code.
@@ -15,5 +25,12 @@ public struct DeadLetterError: Error, Sendable, CustomStringConvertible {
     /// What is wrong and what to do, on one line.
     public var message: String
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    /// Creates an error.
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
 }

@@ -32,7 +32,7 @@ struct PushDispatcher: Sendable {
 
     /// The reason of a push refused unsent because the deployment does not deliver to its provider: a label of
     /// `badgepipe_pushes_refused_total`.
-    static let providerNotConfigured = "provider_not_configured"
+    static let providerNotConfigured = AppRegistry.Unserved.Code.providerNotConfigured.rawValue
 
     init(
         store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
@@ -204,7 +204,7 @@ struct PushDispatcher: Sendable {
         let request: PushRequest
         switch sender.app(for: push) {
         case .failure(let unserved):
-            return (claimed, refusedUnsent(push, reason: unserved.reason), nil)
+            return (claimed, refusedUnsent(push, reason: unserved.message), nil)
         case .success(let app):
             var built = builder.build(push, defaultTopic: app.apns?.topics.first, fcmProject: app.fcm?.project)
             built.app = app.name

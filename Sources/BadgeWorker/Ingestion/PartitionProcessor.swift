@@ -130,7 +130,7 @@ struct PartitionProcessor: Sendable {
         // Parked after the batch's transactions (before its ack), so that the tick's round does not wait for the
         // broker's confirms.
         for (message, event) in invalid {
-            try await park(message, reason: "\(event.code): \(event.message)", class: event.code)
+            try await park(message, reason: "\(event.code): \(event.message)", class: event.code.rawValue)
         }
         if !events.isEmpty {
             let now = Timestamp.now().microsecondsSinceEpoch
@@ -275,7 +275,7 @@ struct PartitionProcessor: Sendable {
                 events.append(event)
                 sources.append(message)
             case .failure(let invalid):
-                try await park(message, reason: "\(invalid.code): \(invalid.message)", class: invalid.code)
+                try await park(message, reason: "\(invalid.code): \(invalid.message)", class: invalid.code.rawValue)
                 channel.queueAck(deliveryTag: message.deliveryTag, multiple: false)
             }
         }

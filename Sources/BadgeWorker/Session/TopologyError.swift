@@ -1,11 +1,21 @@
 /// The broker's topology disagrees with this process's settings, in a way that would lose events silently.
 public struct TopologyError: Error, Sendable, CustomStringConvertible {
-    /// A typed code.
-    public enum Code: String, Sendable {
+    /// A typed, machine-readable error code; its ``rawValue`` is the name logs show.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name, e.g. `more_partitions_declared`.
+        public let rawValue: String
+
+        /// A code by name.
+        public init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
         /// A partition queue beyond `--partitions` exists: the deployment was set up with more partitions.
-        case morePartitionsDeclared = "more_partitions_declared"
+        public static let morePartitionsDeclared = Code("more_partitions_declared")
         /// The deployment exists with fewer partition queues than `--partitions`.
-        case fewerPartitionsDeclared = "fewer_partitions_declared"
+        public static let fewerPartitionsDeclared = Code("fewer_partitions_declared")
     }
 
     /// The error's code.
@@ -13,5 +23,12 @@ public struct TopologyError: Error, Sendable, CustomStringConvertible {
     /// What is wrong and what to do, on one line.
     public var message: String
 
-    public var description: String { "\(code.rawValue): \(message)" }
+    /// Creates an error.
+    public init(code: Code, message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
 }
