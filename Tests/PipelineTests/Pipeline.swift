@@ -192,7 +192,9 @@ struct Pipeline: Sendable {
     }
 
     /// Waits until every partition queue is drained and the sink has been quiet for a while.
-    func waitUntilQuiet(timeout: Duration = .seconds(30)) async throws {
+    /// With `outboxEmpty`, quiet also needs every planned push recorded (the outbox empty): under load a push to a
+    /// second provider account (a new TLS connection) can take longer than the quiet period.
+    func waitUntilQuiet(timeout: Duration = .seconds(30), outboxEmpty: Bool = false) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now + timeout
         let channel = try await connection.openChannel()
@@ -209,7 +211,10 @@ struct Pipeline: Sendable {
             }
             let count = sinks.reduce(0) { $0 + $1.count }
             if ready == 0, count == lastCount {
-                if clock.now - stableSince > .milliseconds(700) { return }
+                if clock.now - stableSince > .milliseconds(700) {
+                    guard outboxEmpty else { return }
+                    if try querySQL("SELECT count(*) FROM outbox").first == "0" { return }
+                }
             } else {
                 lastCount = count
                 stableSince = clock.now

@@ -117,8 +117,11 @@ struct SeveralAppsTests {
             ] {
                 try await pipeline.publish(event)
             }
+            // Every registration's badge-only push recorded before the follow: one still waiting when the follow's
+            // alert is planned would be coalesced into it (superseded), and the device would get one push, not two.
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
             try await pipeline.publish(ProviderTests.follow("u-multi", id: "m-n1"))
-            try await pipeline.waitUntilQuiet()
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
 
             let all = production.receivedPushes() + sandbox.receivedPushes()
             #expect(all.allSatisfy { $0.status == 200 && $0.httpVersion == "2" }, "\(all.map(\.status))")
