@@ -1,5 +1,6 @@
 import ArgumentParser
 import BadgePipeTesting
+import BadgeWire
 
 /// `badgepipe sink wait --token T --badge N --timeout 10s`: waits, in the sink, until the device shows the badge.
 struct SinkWaitCommand: AsyncParsableCommand {
@@ -45,28 +46,7 @@ struct SinkWaitCommand: AsyncParsableCommand {
         var line = "\(device.token) badge=\(number(device.badge)) version=\(number(device.badgeVersion))"
         line += " alerts=\(device.alerts) badge_only=\(device.badgeOnly) pushes=\(device.pushes)"
         line += " failed=\(device.failed) last_status=\(device.lastStatus)"
-        if let title = device.lastAlert?.title { line += " last_alert=\(quoted(title))" }
+        if let title = device.lastAlert?.title { line += " last_alert=\(JSONValue.string(title).serializedString())" }
         return line
-    }
-
-    /// `text` as a JSON string.
-    static func quoted(_ text: String) -> String {
-        var quoted = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": quoted += "\\\""
-            case "\\": quoted += "\\\\"
-            case "\n": quoted += "\\n"
-            case _ where scalar.value < 0x20: quoted += "\\u" + String(scalar.value, radix: 16).leftPadded(to: 4)
-            default: quoted.unicodeScalars.append(scalar)
-            }
-        }
-        return quoted + "\""
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - count)) + self
     }
 }
