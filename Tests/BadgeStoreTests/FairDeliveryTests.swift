@@ -70,43 +70,67 @@ struct FairDeliveryTests {
         }
     }
 
-    /// A device whose user's badge version jumped between two of its queued pushes by more than the claim's
-    /// version window (`DeliveryQueries.versionWindow`, as a read applied in many chunks does): a claim takes its
-    /// pushes before the jump, the next ones those after it, in order; nothing is left behind.
-    @Test(arguments: Backend.allCases)
-    func aDeviceWhoseVersionsJumpIsStillDrainedInOrder(backend: Backend) async throws {
+    /// Many devices of one partition with backlogs, the oldest of them waiting for a retry: one claim takes the
+    /// 16 oldest pushes of every other device (the claim reads each device's head, not the rows in between) and
+    /// nothing of the waiting one, whose queue holds nobody back; once its retry is due, it drains in order.
+    @Test(arguments: Backend.allCases, [false, true])
+    func aClaimTakesEveryDevicesShareAndSkipsADeviceThatWaits(backend: Backend, leased: Bool) async throws {
         try await withStore(backend) { store in
-            let context = ApplyContext(partition: 0)
-            func claim(recording: DeliveryRecord) async throws -> ClaimedPushes {
+            let lease = leased ? try await lease(of: store) : nil
+            let context = ApplyContext(partition: 0, lease: lease)
+            @Sendable func claim(recording: DeliveryRecord) async throws -> ClaimedPushes {
                 try await store.claimPushes(
-                    partition: 0, limit: 256, policy: .unseen,
-                    lease: nil, skipClaimedBefore: nil, recording: recording)
+                    partition: 0, limit: 1_000, policy: .unseen,
+                    lease: lease, skipClaimedBefore: nil, recording: recording)
             }
-            _ = try await store.apply([register("d1", token: tokenA)], policy: .unseen, context: context)
-            try await store.markSent(try await claim(recording: DeliveryRecord()).pushes.map(\.outbox.id))
-            var recording = DeliveryRecord()
+            let devices = 12
+            let tokens = (0..<devices).map { String(format: "cccc%04d", $0) + String(repeating: "c", count: 24) }
             _ = try await store.apply(
-                (0..<40).map { follow("n\($0)", at: Int64($0 + 1)) }, policy: .unseen, context: context)
-            let planned = try await store.pendingPushes(limit: 100, partition: 0)
-            #expect(planned.count == 40)
-            // The version jumps by far more than the window after the fifth push.
+                (0..<devices).map { register("d\($0)", token: tokens[$0], for: "u\($0)") }, policy: .unseen,
+                context: context)
+            let registrations = try await claim(recording: DeliveryRecord())
+            #expect(registrations.pushes.count == devices)
+            #expect(
+                try await claim(recording: DeliveryRecord(sent: registrations.pushes.map(\.outbox.id))).pushes.isEmpty)
+            var recording = DeliveryRecord()
+            // 40 follows to each user, interleaved; the waiting device's are the oldest.
+            let perDevice = 40
+            _ = try await store.apply(
+                (0..<perDevice).flatMap { n in
+                    (0..<devices).map { follow("f\($0)-\(n)", at: Int64(n * devices + $0 + 1), to: "u\($0)") }
+                }, policy: .unseen, context: context)
             try await execute(
                 store,
-                "UPDATE outbox SET badge_version = badge_version + \(DeliveryQueries.versionWindow * 10) "
-                    + "WHERE id > \(planned[4].id)")
+                "UPDATE outbox SET attempts = 1, next_attempt_at = 9000000000000000 WHERE id = "
+                    + "(SELECT min(id) FROM outbox WHERE token = '\(tokens[0])')")
 
-            var claimed: [String] = []
-            var sizes: [Int] = []
+            let bound = ClaimedPushes.perDeviceLimit
+            let first = try await claim(recording: recording)
+            #expect(first.reachedLimit)
+            #expect(first.pushes.map(\.outbox.id) == first.pushes.map(\.outbox.id).sorted())
+            #expect(!first.pushes.contains { $0.push.token == tokens[0] })
+            for device in 1..<devices {
+                #expect(
+                    first.pushes.filter { $0.push.token == tokens[device] }.map(\.push.eventID)
+                        == (0..<bound).map { "f\(device)-\($0)" })
+            }
+            recording = DeliveryRecord(sent: first.pushes.map(\.outbox.id))
+            try await execute(store, "UPDATE outbox SET next_attempt_at = 0 WHERE token = '\(tokens[0])'")
+            var drained: [String: [String]] = [:]
+            var claims = 0
             while true {
                 let next = try await claim(recording: recording)
+                claims += 1
+                for push in next.pushes { drained[push.push.token, default: []].append(push.push.eventID) }
                 recording = DeliveryRecord(sent: next.pushes.map(\.outbox.id))
-                if next.pushes.isEmpty { break }
-                claimed += next.pushes.map(\.push.eventID)
-                sizes.append(next.pushes.count)
-                try #require(sizes.count < 10)
+                if next.pushes.isEmpty && !next.reachedLimit { break }
+                try #require(claims <= perDevice / bound + 3, "the backlogs do not drain")
             }
-            #expect(claimed == (0..<40).map { "n\($0)" })
-            #expect(sizes == [5, 16, 16, 3])
+            #expect(drained[tokens[0]] == (0..<perDevice).map { "f0-\($0)" })
+            for device in 1..<devices {
+                #expect(drained[tokens[device]] == (bound..<perDevice).map { "f\(device)-\($0)" })
+            }
+            #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
         }
     }
 

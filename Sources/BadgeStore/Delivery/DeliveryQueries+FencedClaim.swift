@@ -104,7 +104,7 @@ extension DeliveryQueries {
                 "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", bind: binds.count, dialect: .postgres))), "
                 + "gone AS (DELETE FROM outbox WHERE \(SQLDialect.postgres.among("id", "SELECT id FROM removed"))), "
         }
-        let due = dueRows(
+        let due = dueIDs(
             partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease.epoch, binds: &binds,
             dialect: .postgres, excluding: removed.isEmpty ? nil : "removed")
         let check = FleetQueries.leaseQuery(lease, first: binds.count + 1)
@@ -129,7 +129,7 @@ extension DeliveryQueries {
         let sql = """
             WITH \(removal)\(check.sql),
             c AS (UPDATE outbox SET claimed_epoch = $\(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
-                AND \(SQLDialect.postgres.among("id", "SELECT o.id \(due)"))
+                AND \(SQLDialect.postgres.among("id", due))
                 RETURNING \(OutboxRow.claimedColumns(.postgres))),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
                 FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")) ORDER BY token FOR NO KEY UPDATE)\(versions)

@@ -47,7 +47,7 @@ enum DeliveryQueries {
             try await write(recording, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
             var binds: [SQLValue] = [.int(Int64(limit))]
-            let due = dueRows(
+            let due = dueIDs(
                 partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease?.epoch, binds: &binds,
                 dialect: sql.dialect)
             let read: [SQLRow]
@@ -56,11 +56,13 @@ enum DeliveryQueries {
                 binds.append(.int(lease.epoch))
                 read = try await sql.query(
                     "UPDATE outbox SET claimed_epoch = $\(binds.count), \(releasingHold) "
-                        + "WHERE \(sql.dialect.among("id", "SELECT o.id \(due)")) "
-                        + "RETURNING \(OutboxRow.claimedColumns(sql.dialect))",
+                        + "WHERE \(sql.dialect.among("id", due)) RETURNING \(OutboxRow.claimedColumns(sql.dialect))",
                     binds)
             } else {
-                read = try await sql.query("SELECT \(OutboxRow.claimedColumns(sql.dialect, alias: "o")) \(due)", binds)
+                read = try await sql.query(
+                    "SELECT \(OutboxRow.claimedColumns(sql.dialect, alias: "o")) FROM outbox o "
+                        + "WHERE \(sql.dialect.among("o.id", due)) ORDER BY o.id",
+                    binds)
             }
             // Each event of the alerts once; rows the code cannot read are moved aside, the claim goes on with the
             // others.
@@ -74,12 +76,12 @@ enum DeliveryQueries {
         }
     }
 
-    /// The `FROM … WHERE … ORDER BY … LIMIT …` of the due rows (alias `o`), oldest first: rows whose next
-    /// attempt is due at the database's now (``FleetQueries/statementNow(_:)``, the same instant for every
-    /// comparison) and that no earlier row of the same token waits ahead of, at most `$1`, and at most
-    /// ``ClaimedPushes/perDeviceLimit`` of one token (its oldest: the rest wait for the next claims); the
-    /// partition's and the epoch's filters read placeholders appended to `binds`. `excluding` names a table of ids
-    /// (column `id`) to leave out, and not to wait behind either.
+    /// The ids of the due rows, oldest first, as one `SELECT`: rows whose next attempt is due at the database's now
+    /// (``FleetQueries/statementNow(_:)``, the same instant for every comparison) and that no earlier row of the
+    /// same token waits ahead of, at most `$1`, and at most ``ClaimedPushes/perDeviceLimit`` of one token (its
+    /// oldest: the rest wait for the next claims); the partition's and the epoch's filters read placeholders
+    /// appended to `binds`. `excluding` names a table of ids (column `id`) to leave out, and not to wait behind
+    /// either.
     ///
     /// A claim under lease `epoch` also takes, at once, rows that an ingestion transaction claimed under an
     /// earlier epoch and held for its worker (``ApplyContext/claimsPushes``: never attempted, `next_attempt_at`
@@ -87,27 +89,29 @@ enum DeliveryQueries {
     /// rows of their token. Rows held under this very epoch are its own worker's, on their way: they stay out of
     /// the claim and hold back their token's later rows until recorded.
     ///
-    /// The bound per token keeps one device's backlog from filling the round (its pushes go one after another)
-    /// while the other devices of the partition wait behind it; the claim still reads past that backlog in id order
-    /// to reach them, at the cost of one index entry per row of it (see the conditions below).
-    static func dueRows(
+    /// How, by queue heads: the claim walks the partition's queued tokens (one descent of the
+    /// `(partition_id, token, id)` index each, at most ``claimHorizon``), takes each token's oldest row (its head),
+    /// keeps the heads that do not wait, the `$1` oldest of them, and reads at most ``headWindow`` rows of each
+    /// of those tokens from its head. So a claim costs what the partition's queued devices and the rows it takes
+    /// cost, not what one device holds: a device with a million queued pushes is one head, and its other devices
+    /// are in the same claim (fair delivery: a backlog delays them by one round at most). Within a token, window
+    /// sums over its rows in id order decide: a row is taken when it is a candidate (due, in the partition, not in
+    /// doubt, not excluded), no earlier row of its token waits, and fewer than the bound of its token's earlier
+    /// rows were taken.
+    static func dueIDs(
         partition: Int?, skipClaimedBefore: Int64?, epoch: Int64? = nil, binds: inout [SQLValue],
         dialect: SQLDialect, excluding: String? = nil
     ) -> String {
-        // The conditions on a row `r` other than its token's earlier rows: due, in the partition, not in doubt,
-        // not excluded.
+        // The conditions on a row other than its token's earlier rows: due, in the partition, not in doubt, not
+        // excluded.
         var filters: [(String) -> String] = []
+        var inPartition: (String) -> String = { _ in "" }
         if let excluding { filters.append { "\($0).id NOT IN (SELECT id FROM \(excluding))" } }
-        // The claim reads no further than the partition's oldest `claimHorizon` rows, so that its cost is bounded
-        // whatever one device holds (see ``claimHorizon``).
-        var horizon = ""
         if let partition {
             binds.append(.int(Int64(partition)))
             let placeholder = "$\(binds.count)"
             filters.append { "\($0).partition_id = \(placeholder)" }
-            horizon =
-                " AND o.id <= (SELECT coalesce(max(h.id), 0) FROM (SELECT id FROM outbox WHERE partition_id = "
-                + "\(placeholder) ORDER BY id LIMIT \(claimHorizon)) h)"
+            inPartition = { "\($0).partition_id = \(placeholder) AND " }
         }
         if let skipClaimedBefore {
             binds.append(.int(skipClaimedBefore))
@@ -116,9 +120,11 @@ enum DeliveryQueries {
         }
         let now = FleetQueries.statementNow(dialect)
         var due: (String) -> String = { "\($0).next_attempt_at <= \(now)" }
-        // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more.
-        var waiting =
-            "e.next_attempt_at > \(now)" + (excluding.map { " AND e.id NOT IN (SELECT id FROM \($0))" } ?? "")
+        // A row that holds back its token's later rows: not due yet. Rows the same statement removes (the previous
+        // round's, just recorded) hold nothing back any more.
+        var waiting: (String) -> String = { row in
+            "\(row).next_attempt_at > \(now)" + (excluding.map { " AND \(row).id NOT IN (SELECT id FROM \($0))" } ?? "")
+        }
         if let epoch {
             binds.append(.int(epoch))
             let placeholder = "$\(binds.count)"
@@ -126,57 +132,53 @@ enum DeliveryQueries {
                 "\(row).attempts = 0 AND coalesce(\(row).claimed_epoch, \(placeholder)) < \(placeholder)"
             }
             due = { "(\($0).next_attempt_at <= \(now) OR (\(heldBefore($0))))" }
-            waiting += " AND NOT (\(heldBefore("e")))"
+            let wait = waiting
+            waiting = { "\(wait($0)) AND NOT (\(heldBefore($0)))" }
         }
         func candidate(_ row: String) -> String {
             ([due(row)] + filters.map { $0(row) }).joined(separator: " AND ")
         }
-        // The rows of `o`'s token before it, as `row`: one range of the (token, id) index. On PostgreSQL
-        // `(e.token, e.id) < (o.token, o.id)` rather than `e.id < o.id`, which the primary key can serve too (with
-        // it, a plan made on an empty outbox read every row below `o.id` through the primary key instead). SQLite
-        // reads `e.token = o.token AND e.id < o.id` as that range, and the row comparison only as "tokens up to
-        // `o.token`": every entry of every smaller token, 5,000 for a row queued after a device with 5,000.
-        func earlier(_ row: String) -> String {
-            let before = dialect == .postgres ? "(\(row).token, \(row).id) < (o.token, o.id)" : "\(row).id < o.id"
-            return "\(row).token = o.token AND \(before)"
-        }
-        let inOrder =
-            "NOT EXISTS (SELECT 1 FROM outbox e WHERE \(earlier("e")) AND \(waiting)\(dialect.perRowSubquery))"
-        // The bound per token, in this order (a `CASE` keeps it on both databases):
-        // - `farBehind`: a row `versionWindow` or more badge versions past an earlier row of its token is out. The
-        //   (token, id) index is read from the token's oldest row, whose version is the lowest, so for a row deep
-        //   in a long backlog this costs one entry: passing over that backlog costs one entry per row. A row in the
-        //   window reads its token's earlier rows, fewer than the window when versions have no gaps;
-        // - `boundReached`: a row with `ClaimedPushes.perDeviceLimit` earlier rows of its token in the claim is
-        //   out (at most that many entries);
-        // - only a row within both reads its token's earlier rows for one that waits (`inOrder`).
-        // A device's pushes are planned at consecutive versions of its user, so the count decides which rows go.
-        // The window only leaves out more when the user's version jumped by more than the window less the bound
-        // between two pushes (a read applied in many chunks): the claim then takes fewer rows of that device, and
-        // the next claims take the rest.
-        let bound = ClaimedPushes.perDeviceLimit
-        let farBehind =
-            "EXISTS (SELECT 1 FROM outbox v WHERE \(earlier("v")) "
-            + "AND v.badge_version <= o.badge_version - \(versionWindow)\(dialect.perRowSubquery))"
-        let boundReached =
-            "EXISTS (SELECT 1 FROM outbox f WHERE \(earlier("f")) AND \(candidate("f")) LIMIT 1 OFFSET \(bound - 1))"
-        return "FROM outbox o WHERE \(candidate("o"))\(horizon) AND CASE WHEN \(farBehind) THEN FALSE "
-            + "WHEN \(boundReached) "
-            + "THEN FALSE ELSE \(inOrder) END ORDER BY o.id LIMIT $1" + dialect.forUpdate
+        let notRemoved = excluding.map { " AND y.id NOT IN (SELECT id FROM \($0))" } ?? ""
+        let rows = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
+        let inOrder = "OVER (PARTITION BY o.token ORDER BY o.id \(rows))"
+        let ids = """
+            WITH RECURSIVE queued(token, n) AS (
+                SELECT (SELECT x.token FROM outbox x WHERE \(inPartition("x"))x.token IS NOT NULL ORDER BY x.token LIMIT 1), 1
+                UNION ALL
+                SELECT (SELECT x.token FROM outbox x WHERE \(inPartition("x"))x.token > q.token ORDER BY x.token LIMIT 1),
+                    q.n + 1
+                FROM queued q WHERE q.token IS NOT NULL AND q.n < \(claimHorizon)),
+            heads AS (SELECT q.token, (SELECT y.id FROM outbox y WHERE \(inPartition("y"))y.token = q.token\(notRemoved)
+                ORDER BY y.id LIMIT 1) AS head FROM queued q WHERE q.token IS NOT NULL),
+            chosen AS (SELECT h.token, h.head FROM heads h JOIN outbox hr ON hr.id = h.head
+                WHERE NOT (\(waiting("hr"))) ORDER BY h.head LIMIT $1),
+            ranked AS (SELECT o.id, CASE WHEN \(candidate("o")) THEN 1 ELSE 0 END AS ok,
+                    sum(CASE WHEN \(waiting("o")) THEN 1 ELSE 0 END) \(inOrder) AS blocked,
+                    sum(CASE WHEN \(candidate("o")) THEN 1 ELSE 0 END) \(inOrder) AS taken
+                FROM chosen c JOIN outbox o ON \(inPartition("o"))o.token = c.token AND o.id >= c.head
+                    AND o.id <= coalesce((SELECT k.id FROM outbox k WHERE \(inPartition("k"))k.token = c.token
+                        AND k.id >= c.head ORDER BY k.id LIMIT 1 OFFSET \(headWindow - 1)), \(Int64.max)))
+            SELECT id FROM ranked WHERE ok = 1 AND blocked = 0 AND taken <= \(ClaimedPushes.perDeviceLimit)
+            ORDER BY id LIMIT $1
+            """
+        // PostgreSQL locks the rows in id order before the claim updates them (window sums cannot be selected
+        // `FOR UPDATE` themselves), as every other writer of a partition's rows does: two claims, or a claim and a
+        // statement over many rows, never wait for each other in a cycle.
+        guard dialect == .postgres else { return ids }
+        return "SELECT l.id FROM outbox l WHERE l.id IN (\(ids)) ORDER BY l.id\(dialect.forUpdate)"
     }
 
-    /// How many badge versions past its token's oldest outbox row a row may be and still be claimed (see
-    /// ``dueRows(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a few times
-    /// ``ClaimedPushes/perDeviceLimit``, so that the count decides, and small, since a row in the window reads its
-    /// token's earlier rows.
-    static let versionWindow = 4 * ClaimedPushes.perDeviceLimit
+    /// How many rows of one token a claim reads from its head (see
+    /// ``dueIDs(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): twice
+    /// ``ClaimedPushes/perDeviceLimit``, so that rows in doubt or held at the head of a token leave room for its
+    /// share.
+    static let headWindow = 2 * ClaimedPushes.perDeviceLimit
 
-    /// How many of a partition's oldest outbox rows a claim reads at most (see
-    /// ``dueRows(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a claim passes over a device's
-    /// backlog one index entry a row, so without a bound one device with a million queued pushes made every claim of
-    /// its partition outlast the statement timeout, and nothing of the partition was sent. Within the horizon a
-    /// backlog delays the others by one round at most (fair delivery); a device whose pushes are queued behind more
-    /// than this many rows of the partition waits until the rows ahead drain below it.
+    /// How many queued tokens of a partition a claim visits at most (see
+    /// ``dueIDs(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``), in token order: the claim costs
+    /// one index descent per queued device, so without a bound a provider outage with every device of a large
+    /// partition queued made every claim read all of them. A device past the first `claimHorizon` queued tokens of
+    /// its partition waits until fewer are queued ahead of it in token order.
     static let claimHorizon = 20_000
 
     /// Whether a claim's rows (with a `token` column; rows without an id, as a fenced claim returns when nothing
@@ -191,7 +193,7 @@ enum DeliveryQueries {
         return false
     }
 
-    /// The `SET` item with which a claim releases a row it takes from a hold (``dueRows``): a claimed row that was
+    /// The `SET` item with which a claim releases a row it takes from a hold (``dueIDs(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a claimed row that was
     /// never attempted is due again at once if it comes back (its claim stopped before sending it).
     static let releasingHold = "next_attempt_at = CASE WHEN attempts = 0 THEN 0 ELSE next_attempt_at END"
 

@@ -275,6 +275,11 @@ enum Schema {
                 .ddl("ALTER TABLE outbox \(dialect.addColumn) app TEXT"),
             ]
         },
+        // The delivery claim's queue heads (see `DeliveryQueries.dueIDs`): the devices with queued rows in a
+        // partition, one index descent each, and each device's oldest rows, whatever one device holds.
+        Migration(version: 9) { _, _ in
+            [.index("outbox_partition_token", on: "outbox (partition_id, token, id)")]
+        },
     ]
 
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas
