@@ -152,15 +152,15 @@ public struct AMQPChannel: Sendable, Hashable {
 
     // MARK: Consuming
 
-    /// Limits how many unacked deliveries the broker sends to each consumer on this channel.
+    /// Limits how many unacked messages the broker sends to each consumer on this channel.
     public func qos(prefetchCount: UInt16, global: Bool = false) async throws {
         try await send(.qos(prefetchCount: prefetchCount, global: global))
     }
 
-    /// Starts a consumer. Deliveries arrive on the returned sequence until the channel or connection ends.
+    /// Starts a consumer. Messages arrive on the returned sequence until the channel or connection ends.
     ///
     /// There is deliberately no cancel: to stop consuming, close the channel. `basic.cancel` while holding unacked
-    /// deliveries lets a single-active-consumer queue hand later messages to another consumer before the unacked
+    /// messages lets a single-active-consumer queue hand later messages to another consumer before the unacked
     /// ones come back, which breaks ordering; closing the channel does not.
     public func consume(
         queue: String,
@@ -170,8 +170,8 @@ public struct AMQPChannel: Sendable, Hashable {
         arguments: AMQPTable = [:]
     ) async throws -> AMQPConsumer {
         let (stream, continuation) = AsyncThrowingStream<AMQPMessage, any Error>.makeStream()
-        let handler = AMQPDeliveryHandler(
-            delivery: { continuation.yield($0) },
+        let handler = AMQPMessageHandler(
+            message: { continuation.yield($0) },
             end: { error in
                 if let error { continuation.finish(throwing: error) } else { continuation.finish() }
             })
@@ -181,8 +181,8 @@ public struct AMQPChannel: Sendable, Hashable {
         return AMQPConsumer(tag: tag, stream: stream)
     }
 
-    /// Starts a consumer whose deliveries the connection's thread hands to `handler` as it reads them (see
-    /// ``AMQPDeliveryHandler``: it must return at once); returns the consumer tag. The handler's `end` is called
+    /// Starts a consumer whose messages the connection's thread hands to `handler` as it reads them (see
+    /// ``AMQPMessageHandler``: it must return at once); returns the consumer tag. The handler's `end` is called
     /// once, when the channel or connection ends; when the consumer cannot start, with the error this throws.
     /// As with ``consume(queue:consumerTag:noAck:exclusive:arguments:)``, there is no cancel: close the channel.
     @discardableResult
@@ -192,7 +192,7 @@ public struct AMQPChannel: Sendable, Hashable {
         noAck: Bool = false,
         exclusive: Bool = false,
         arguments: AMQPTable = [:],
-        handler: AMQPDeliveryHandler
+        handler: AMQPMessageHandler
     ) async throws -> String {
         let reply = try await send(
             .consume(
@@ -225,24 +225,24 @@ public struct AMQPChannel: Sendable, Hashable {
             Command(channel: id, operation: .ack(deliveryTag: deliveryTag, multiple: multiple), promise: nil))
     }
 
-    /// Sets the prefetch count without waiting for the broker's answer: it takes effect for the deliveries that
+    /// Sets the prefetch count without waiting for the broker's answer: it takes effect for the messages that
     /// follow, in order with this channel's other commands; a failure closes the channel.
     public func queueQoS(prefetchCount: UInt16) {
         mailbox.submit(Command(channel: id, operation: .qos(prefetchCount: prefetchCount, global: false), promise: nil))
     }
 
-    /// Negatively acknowledges deliveries. Prefer `requeue: false` (dead-letters the message): a requeued message
+    /// Negatively acknowledges messages. Prefer `requeue: false` (dead-letters the message): a requeued message
     /// goes behind later ones.
     public func nack(deliveryTag: UInt64, multiple: Bool = false, requeue: Bool = false) async throws {
         try await send(.nack(deliveryTag: deliveryTag, multiple: multiple, requeue: requeue))
     }
 
-    /// Rejects one delivery.
+    /// Rejects one message.
     public func reject(deliveryTag: UInt64, requeue: Bool = false) async throws {
         try await send(.reject(deliveryTag: deliveryTag, requeue: requeue))
     }
 
-    /// Closes the channel. Unacked deliveries return to their queues; publishes awaiting a confirm that does not
+    /// Closes the channel. Unacked messages return to their queues; publishes awaiting a confirm that does not
     /// arrive before `close-ok` fail with `publishUnconfirmed`.
     public func close() async throws {
         try await send(.closeChannel)

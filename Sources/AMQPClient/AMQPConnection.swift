@@ -104,7 +104,7 @@ public final class AMQPConnection: Sendable {
         return AMQPChannel(id: id, mailbox: mailbox)
     }
 
-    /// Closes every channel (without `basic.cancel`, so unacked deliveries go back to their queues in order), then
+    /// Closes every channel (without `basic.cancel`, so unacked messages go back to their queues in order), then
     /// the connection. Publishes still waiting for a confirm fail with `publishUnconfirmed`.
     public func close() async {
         _ = try? await AMQPChannel.send(Command.Operation.closeConnection, channel: 0, mailbox: mailbox)

@@ -1,4 +1,4 @@
-/// The deliveries of one consumer, in the order the broker sent them. Ends when the channel is closed by the
+/// The messages of one consumer, in the order the broker sent them. Ends when the channel is closed by the
 /// application, and throws when the broker closes the channel or the connection is lost.
 public struct AMQPConsumer: AsyncSequence, Sendable {
     public typealias Element = AMQPMessage

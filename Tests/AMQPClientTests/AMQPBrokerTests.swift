@@ -399,7 +399,7 @@ final class PublishTally: Sendable {
     var failures: [AMQPError.Code] { state.withLock { $0.failures } }
 }
 
-/// What an ``AMQPDeliveryHandler`` was given, from the connection's thread.
+/// What an ``AMQPMessageHandler`` was given, from the connection's thread.
 final class HandlerLog: Sendable {
     private struct State {
         var bodies: [String] = []
@@ -409,9 +409,9 @@ final class HandlerLog: Sendable {
 
     private let state = Mutex(State())
 
-    var handler: AMQPDeliveryHandler {
-        AMQPDeliveryHandler(
-            delivery: { message in
+    var handler: AMQPMessageHandler {
+        AMQPMessageHandler(
+            message: { message in
                 self.state.withLock {
                     $0.bodies.append(String(decoding: message.body, as: UTF8.self))
                     $0.tags.append(message.deliveryTag)

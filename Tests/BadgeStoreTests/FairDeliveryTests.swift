@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 import BadgeWire
 import Foundation
 import Testing
@@ -42,7 +43,10 @@ struct FairDeliveryTests {
                 [follow("n0", at: Int64(Self.heavyBacklog + 1), to: "u-next")], policy: .unseen, context: context)
 
             let bound = ClaimedPushes.perDeviceLimit
+            let clock = ContinuousClock()
+            let started = clock.now
             let first = try await claim(recording: recording)
+            let firstClaim = clock.now - started
             #expect(first.pushes.filter { $0.push.token == tokenB }.map(\.push.eventID) == ["n0"])
             #expect(first.pushes.filter { $0.push.token == tokenA }.map(\.push.eventID) == (0..<bound).map { "h\($0)" })
             #expect(first.reachedLimit)
@@ -66,6 +70,11 @@ struct FairDeliveryTests {
             #expect(heavy.map(\.outbox.id) == heavy.map(\.outbox.id).sorted())
             #expect(Set(heavy.map(\.outbox.id)).count == Self.heavyBacklog)
             #expect(claims == (Self.heavyBacklog + bound - 1) / bound + 1)
+            let drain = clock.now - started
+            print(
+                "fair claim [\(backend)\(leased ? ", leased" : "")]: first claim over \(Self.heavyBacklog) queued "
+                    + "\(firstClaim.wholeMicroseconds / 1000) ms; \(claims) claims in \(drain.wholeMicroseconds / 1000) ms"
+            )
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
         }
     }

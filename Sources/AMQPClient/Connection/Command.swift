@@ -37,7 +37,7 @@ struct Command: Sendable {
         var noAck: Bool
         var exclusive: Bool
         var arguments: AMQPTable
-        var handler: AMQPDeliveryHandler
+        var handler: AMQPMessageHandler
     }
 
     enum Operation: Sendable {

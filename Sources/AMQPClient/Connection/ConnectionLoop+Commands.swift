@@ -127,7 +127,7 @@ extension ConnectionLoop {
         command.promise?.resume(returning: .channel(id))
     }
 
-    /// Closes a channel without `basic.cancel`: the broker requeues its unacked deliveries in their original
+    /// Closes a channel without `basic.cancel`: the broker requeues its unacked messages in their original
     /// order. Confirms that arrive before `channel.close-ok` still resolve their publishes.
     func closeChannel(_ channel: UInt16) {
         guard let connection, channels[channel]?.closed == nil else { return }

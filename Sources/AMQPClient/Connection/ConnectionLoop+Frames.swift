@@ -11,7 +11,7 @@ extension ConnectionLoop {
             let reply = amqp_consume_message(connection, &envelope, &zero, 0)
             if reply.reply_type == AMQP_RESPONSE_NORMAL {
                 lastInbound = Self.monotonicNanoseconds()
-                deliver(envelope)
+                handOut(envelope)
                 amqp_destroy_envelope(&envelope)
                 continue
             }
@@ -24,7 +24,7 @@ extension ConnectionLoop {
                 fatal(AMQPError(.connectionLost, "reading from the broker: \(Self.statusText(reply.library_error))"))
                 return
             }
-            // Not a delivery: rabbitmq-c put the frame back for us to read.
+            // Not a message: rabbitmq-c put the frame back for us to read.
             var frame = amqp_frame_t()
             let status = amqp_simple_wait_frame_noblock(connection, &frame, &zero)
             if status == AMQP_STATUS_TIMEOUT.rawValue { return }
@@ -37,7 +37,7 @@ extension ConnectionLoop {
         }
     }
 
-    private func deliver(_ envelope: amqp_envelope_t) {
+    private func handOut(_ envelope: amqp_envelope_t) {
         let channel = envelope.channel
         guard let state = channels[channel], state.closed == nil, !state.closing else { return }
         let consumerTag = envelope.consumer_tag.string
@@ -58,7 +58,7 @@ extension ConnectionLoop {
             consumerTag: consumerTag,
             channel: AMQPChannel(id: channel, mailbox: mailbox))
         message.bodySize = size
-        handler.delivery(message)
+        handler.message(message)
     }
 
     private func handle(_ frame: amqp_frame_t) {

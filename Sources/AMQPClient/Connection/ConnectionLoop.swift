@@ -12,7 +12,7 @@ import Metrics
 /// The thread that owns one rabbitmq-c connection for its whole life.
 ///
 /// rabbitmq-c connections are not thread-safe, and heartbeats are serviced only inside library calls, so a
-/// dedicated thread loops: run the queued commands, read every frame the broker sent (deliveries, confirms,
+/// dedicated thread loops: run the queued commands, read every frame the broker sent (messages, confirms,
 /// returns, closes, heartbeats), then `poll` the socket and the mailbox's wake pipe. Everything else in the
 /// program talks to it through the `Mailbox`. `@unchecked Sendable` because it is handed to its thread once and
 /// only that thread touches it afterwards.
@@ -20,10 +20,10 @@ final class ConnectionLoop: @unchecked Sendable {
     /// State of one open channel.
     struct ChannelState {
         var confirms: ConfirmTracker<Command.Promise>?
-        var consumers: [String: AMQPDeliveryHandler] = [:]
+        var consumers: [String: AMQPMessageHandler] = [:]
         /// Set once the channel is closed (by the broker or the application): why.
         var closed: AMQPError?
-        /// Set while the application closes the channel: deliveries that still arrive are not handed out.
+        /// Set while the application closes the channel: messages that still arrive are not handed out.
         var closing = false
     }
 

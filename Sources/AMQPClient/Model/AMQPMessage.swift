@@ -3,7 +3,7 @@
 /// protocol's own field names (`deliveryTag`).
 public struct AMQPMessage: Sendable {
     /// The message body; empty when it was longer than its consumer keeps (see
-    /// ``AMQPDeliveryHandler/maxBodyBytes``, ``bodySize``).
+    /// ``AMQPMessageHandler/maxBodyBytes``, ``bodySize``).
     public var body: [UInt8]
     /// The body's length as the broker sent it: more than `body.count` when the body was not kept.
     public var bodySize: Int = 0
@@ -22,7 +22,7 @@ public struct AMQPMessage: Sendable {
     /// The channel it arrived on; acks go back through it.
     public var channel: AMQPChannel
 
-    /// Whether the consumer dropped the body for its length (``AMQPDeliveryHandler/maxBodyBytes``).
+    /// Whether the consumer dropped the body for its length (``AMQPMessageHandler/maxBodyBytes``).
     public var bodyDropped: Bool { bodySize > body.count }
 
     /// Acknowledges this message (and, with `multiple`, every earlier unacked one on the channel).

@@ -70,7 +70,7 @@ struct DeadQueuePass {
             if depth > 0 {
                 try await channel.qos(prefetchCount: UInt16(min(depth, maxRead)))
                 try await channel.consume(
-                    queue: queue, handler: AMQPDeliveryHandler(delivery: inbox.append, end: inbox.finish))
+                    queue: queue, handler: AMQPMessageHandler(message: inbox.append, end: inbox.finish))
             }
             return DeadQueuePass(connection: connection, channel: channel, queue: queue, depth: depth, inbox: inbox)
         } catch {

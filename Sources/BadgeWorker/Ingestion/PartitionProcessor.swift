@@ -59,7 +59,7 @@ struct PartitionProcessor: Sendable {
                 continue
             }
             if let count = prefetch.took(count: batch.count, bytes: batch.reduce(0) { $0 + Self.weight(of: $1) }) {
-                // Takes effect for the next deliveries; what is in flight stays.
+                // Takes effect for the next messages; what is in flight stays.
                 channel.queueQoS(prefetchCount: UInt16(count))
             }
             try await watchdog.watch(watchName) { try await process(batch, lastTag: last.deliveryTag) }

@@ -7,7 +7,7 @@
 /// average size: `maxBytes / average`, within `minMessages...maxMessages` (a batch heavier than the average counts
 /// at once). It starts where the contract's largest
 /// body (64 KiB, ``assumedLargest``) keeps the bound, and grows once small bodies are seen. Bodies over the contract's
-/// size are not kept at all (see `AMQPDeliveryHandler.maxBodyBytes`), so they weigh ``droppedBodyWeight``.
+/// size are not kept at all (see `AMQPMessageHandler.maxBodyBytes`), so they weigh ``droppedBodyWeight``.
 struct PrefetchBudget {
     /// The most bytes of message bodies the partition should hold.
     let maxBytes: Int

@@ -33,12 +33,12 @@ struct PartitionLauncher {
             maxMessages: Int(configuration.prefetch))
         try await channel.qos(prefetchCount: UInt16(prefetch.current))
         let buffer = MessageBuffer()
-        // The connection's thread appends each delivery to the buffer itself: no task wakes up per burst of
-        // deliveries, and the partition wakes up only when it waits for its first message of a batch.
+        // The connection's thread appends each message to the buffer itself: no task wakes up per burst of
+        // messages, and the partition wakes up only when it waits for its first message of a batch.
         try await channel.consume(
             queue: configuration.topology.queueName(partition),
-            handler: AMQPDeliveryHandler(
-                delivery: { buffer.append($0) }, end: { buffer.finish($0) }, maxBodyBytes: EventDecoder.maxBodyBytes))
+            handler: AMQPMessageHandler(
+                message: { buffer.append($0) }, end: { buffer.finish($0) }, maxBodyBytes: EventDecoder.maxBodyBytes))
         let doorbell = Doorbell()
         let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
         let processor = PartitionProcessor(
