@@ -152,12 +152,13 @@ enum DeliveryQueries {
                 ORDER BY y.id LIMIT 1) AS head FROM queued q WHERE q.token IS NOT NULL),
             chosen AS (SELECT h.token, h.head FROM heads h JOIN outbox hr ON hr.id = h.head
                 WHERE NOT (\(waiting("hr"))) ORDER BY h.head LIMIT $1),
+            spans AS MATERIALIZED (SELECT c.token, c.head, coalesce((SELECT k.id FROM outbox k
+                WHERE \(inPartition("k"))k.token = c.token AND k.id >= c.head ORDER BY k.id
+                LIMIT 1 OFFSET \(headWindow - 1)), \(Int64.max)) AS last FROM chosen c),
             ranked AS (SELECT o.id, CASE WHEN \(candidate("o")) THEN 1 ELSE 0 END AS ok,
                     sum(CASE WHEN \(waiting("o")) THEN 1 ELSE 0 END) \(inOrder) AS blocked,
                     sum(CASE WHEN \(candidate("o")) THEN 1 ELSE 0 END) \(inOrder) AS taken
-                FROM chosen c JOIN outbox o ON \(inPartition("o"))o.token = c.token AND o.id >= c.head
-                    AND o.id <= coalesce((SELECT k.id FROM outbox k WHERE \(inPartition("k"))k.token = c.token
-                        AND k.id >= c.head ORDER BY k.id LIMIT 1 OFFSET \(headWindow - 1)), \(Int64.max)))
+                FROM spans c JOIN outbox o ON \(inPartition("o"))o.token = c.token AND o.id BETWEEN c.head AND c.last)
             SELECT id FROM ranked WHERE ok = 1 AND blocked = 0 AND taken <= \(ClaimedPushes.perDeviceLimit)
             ORDER BY id LIMIT $1
             """
