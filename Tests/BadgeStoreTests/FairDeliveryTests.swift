@@ -3,7 +3,7 @@ import BadgeWire
 import Foundation
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// Fair delivery: a claim takes at most `ClaimedPushes.perDeviceLimit` pushes of one device, its oldest, so that a
 /// device with a long backlog holds back the other devices of its partition by one claim at most, while its own
@@ -83,7 +83,8 @@ struct FairDeliveryTests {
                     lease: nil, skipClaimedBefore: nil, recording: recording)
             }
             _ = try await store.apply([register("d1", token: tokenA)], policy: .unseen, context: context)
-            try await store.markSent(try await claim(recording: DeliveryRecord()).pushes.map(\.outbox.id))
+            try await store.recordDeliveries(
+                DeliveryRecord(sent: try await claim(recording: DeliveryRecord()).pushes.map(\.outbox.id)))
             var recording = DeliveryRecord()
             _ = try await store.apply(
                 (0..<40).map { follow("n\($0)", at: Int64($0 + 1)) }, policy: .unseen, context: context)
@@ -157,13 +158,13 @@ struct FairDeliveryTests {
 }
 
 /// Worker w1's lease on the only partition (a minute long).
-private func lease(of store: any BadgeStore) async throws -> PartitionLease {
+private func lease(of store: any SQLBackedBadgeStore) async throws -> PartitionLease {
     let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
     return try #require(round.leases.first)
 }
 
 /// Runs `statement` (no binds) on the store's database.
-private func execute(_ store: any BadgeStore, _ statement: String) async throws {
+private func execute(_ store: any SQLBackedBadgeStore, _ statement: String) async throws {
     if let store = store as? PostgresBadgeStore {
         try await store.database.transaction { try await $0.execute(statement, []) }
     }

@@ -3,7 +3,7 @@ import BadgeSupport
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// A database a version-4 worker left behind (before retention and the device cap) is migrated in place, and the
 /// store carries on from its state.

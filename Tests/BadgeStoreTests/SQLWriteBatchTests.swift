@@ -1,6 +1,6 @@
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 @Suite("SQL write batches")
 struct SQLWriteBatchTests {
