@@ -29,7 +29,7 @@ struct OutboxEventTests {
     }
 
     static func database(_ store: any SQLBackedBadgeStore) throws -> any SQLTransactor {
-        try #require((store as? any SQLBackedBadgeStore)?.sqlBackend.database)
+        store.sqlBackend.database
     }
 
     static func claim(

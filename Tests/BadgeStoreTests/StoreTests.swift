@@ -372,15 +372,7 @@ actor Gate {
 
 /// The versions recorded in `schema_migrations`.
 func migrationVersions(_ store: any SQLBackedBadgeStore) async throws -> [Int64] {
-    let database: any SQLTransactor
-    if let store = store as? SQLiteBadgeStore {
-        database = store.database
-    } else if let store = store as? PostgresBadgeStore {
-        database = store.database
-    } else {
-        return []
-    }
-    return try await database.transaction { sql in
+    try await store.sqlBackend.database.transaction { sql in
         try await sql.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap {
             try $0["version"].int64
         }

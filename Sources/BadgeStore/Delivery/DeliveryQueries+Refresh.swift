@@ -8,10 +8,11 @@ extension DeliveryQueries {
     ) async throws
         -> PlannedPush?
     {
+        var binds = SQLBinds()
         let bumped = try await sql.query(
-            "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = $1 "
+            "UPDATE users SET badge_version = badge_version + 1 WHERE user_id = \(binds.add(.text(push.recipient))) "
                 + "RETURNING \(EventRules.UserRow.columns)",
-            [.text(push.recipient)])
+            binds.values)
         guard let row = bumped.first else { return nil }
         return try EventRules.UserRow(row: row).current(push, policy: policy)
     }
@@ -21,9 +22,11 @@ extension DeliveryQueries {
         after push: PlannedPush, partition: Int?, policy: BadgePolicy, database: any SQLTransactor
     ) async throws -> Bool {
         try await database.transaction { sql in
+            var deviceBinds = SQLBinds()
             let device = try await sql.query(
-                "SELECT 1 FROM devices WHERE token = $1 AND user_id = $2 AND active",
-                [.text(push.token), .text(push.recipient)])
+                "SELECT 1 FROM devices WHERE token = \(deviceBinds.add(.text(push.token))) "
+                    + "AND user_id = \(deviceBinds.add(.text(push.recipient))) AND active",
+                deviceBinds.values)
             if device.isEmpty { return false }
             var badgeOnly = push
             badgeOnly.kind = .badgeOnly

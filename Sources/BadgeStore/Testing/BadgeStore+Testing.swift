@@ -40,13 +40,17 @@ extension SQLBackedBadgeStore {
     /// The stored state of one user (zero counts and default preferences for an unknown user).
     public func snapshot(user: String) async throws -> UserSnapshot {
         try await sqlBackend.database.transaction { sql in
+            var binds = SQLBinds()
             let row = try await sql.query(
-                "SELECT \(EventRules.UserRow.columns) FROM users WHERE user_id = $1", [.text(user)]
+                "SELECT \(EventRules.UserRow.columns) FROM users WHERE user_id = \(binds.add(.text(user)))",
+                binds.values
             ).first
             let state = try row.map { try EventRules.UserRow(row: $0) } ?? EventRules.UserRow()
+            var deviceBinds = SQLBinds()
             let devices = try await sql.query(
-                "SELECT token, provider, topic, environment, app FROM devices WHERE user_id = $1 AND active",
-                [.text(user)])
+                "SELECT token, provider, topic, environment, app FROM devices "
+                    + "WHERE user_id = \(deviceBinds.add(.text(user))) AND active",
+                deviceBinds.values)
             return UserSnapshot(
                 user: user, counts: state.counts, badgeVersion: state.badgeVersion, badgeEnabled: state.badgeEnabled,
                 previews: state.previews, readAllUntil: state.readAllUntil.map(Timestamp.init(microsecondsSinceEpoch:)),
