@@ -115,8 +115,7 @@ func withStore<T: Sendable>(
 func setBeforeEvent(
     _ store: any SQLBackedBadgeStore, _ hook: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
 ) {
-    if let store = store as? SQLiteBadgeStore { store.hooks.beforeEvent = hook }
-    if let store = store as? PostgresBadgeStore { store.hooks.beforeEvent = hook }
+    store.sqlBackend.hooks.beforeEvent = hook
 }
 
 /// Applies `events`, retrying the whole batch on transient errors (as a worker does).
