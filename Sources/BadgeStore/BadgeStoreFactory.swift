@@ -8,7 +8,7 @@ public enum BadgeStoreFactory {
     /// - `sqlite::memory:` → ``SQLiteBadgeStore`` on a private in-memory database (for tests).
     ///
     /// Start the store's ``BadgeStore/run()`` in a task you own, then call ``BadgeStore/migrate()``.
-    public static func make(url: String, logger: Logger) throws -> any BadgeStore {
+    public static func make(url: String, logger: Logger) throws -> any SQLBackedBadgeStore {
         let lowered = url.lowercased()
         if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
             return try PostgresBadgeStore(url: url, logger: logger)

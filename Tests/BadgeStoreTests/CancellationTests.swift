@@ -1,6 +1,6 @@
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// A transaction cancelled half-way (an attempt past its timeout, a shutdown past its bound) leaves nothing behind.
 @Suite("Cancelled transactions")

@@ -3,7 +3,7 @@ import BadgeModel
 import Foundation
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 @Suite("Concurrent writers")
 struct ConcurrencyTests {

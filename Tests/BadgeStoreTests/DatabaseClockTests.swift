@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// The store keeps time by the database's clock only: workers hand it durations (a retry's delay, retention's
 /// age, a lease's term) and read ages back, so that workers whose clocks disagree agree on what is due and what is
@@ -12,7 +12,7 @@ import Testing
 struct DatabaseClockTests {
     /// `expression` (`{now}` is the database's time in microseconds) over the rows of `from`, one value per row.
     private func values(
-        _ store: any BadgeStore, _ expression: String, from: String
+        _ store: any SQLBackedBadgeStore, _ expression: String, from: String
     ) async throws -> [Int64] {
         let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
         let now = FleetQueries.statementNow(database.dialect)
@@ -24,14 +24,14 @@ struct DatabaseClockTests {
     }
 
     /// Runs `statement` (`{now}` is the database's time in microseconds).
-    private func execute(_ store: any BadgeStore, _ statement: String) async throws {
+    private func execute(_ store: any SQLBackedBadgeStore, _ statement: String) async throws {
         let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
         let now = FleetQueries.statementNow(database.dialect)
         try await database.transaction { try await $0.execute(statement.replacingOccurrences(of: "{now}", with: now)) }
     }
 
     private func claim(
-        _ store: any BadgeStore, recording: DeliveryRecord = DeliveryRecord()
+        _ store: any SQLBackedBadgeStore, recording: DeliveryRecord = DeliveryRecord()
     ) async throws
         -> ClaimedPushes
     {

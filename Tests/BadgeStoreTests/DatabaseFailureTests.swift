@@ -1,7 +1,7 @@
 import SQLiteNIO
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// Every database error falls in exactly one class (``DatabaseFailure``); these pin the class of each SQLSTATE and
 /// SQLite result code the worker meets in production.

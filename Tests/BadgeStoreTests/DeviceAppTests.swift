@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// `device.app` (contract v1.1) is kept with the device and carried by every push planned for it, through the
 /// outbox and every kind of claim, so that the delivery stage sends it with its app's credentials.

@@ -1,7 +1,7 @@
 import BadgeCore
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// The cap on active devices per user: a registration beyond it drops the device registered longest ago.
 @Suite("Devices per user")

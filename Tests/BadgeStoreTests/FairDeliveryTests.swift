@@ -4,7 +4,7 @@ import BadgeWire
 import Foundation
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// Fair delivery: a claim takes at most `ClaimedPushes.perDeviceLimit` pushes of one device, its oldest, so that a
 /// device with a long backlog holds back the other devices of its partition by one claim at most, while its own
@@ -190,13 +190,13 @@ struct FairDeliveryTests {
 }
 
 /// Worker w1's lease on the only partition (a minute long).
-private func lease(of store: any BadgeStore) async throws -> PartitionLease {
+private func lease(of store: any SQLBackedBadgeStore) async throws -> PartitionLease {
     let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
     return try #require(round.leases.first)
 }
 
 /// Runs `statement` (no binds) on the store's database.
-private func execute(_ store: any BadgeStore, _ statement: String) async throws {
+private func execute(_ store: any SQLBackedBadgeStore, _ statement: String) async throws {
     if let store = store as? PostgresBadgeStore {
         try await store.database.transaction { try await $0.execute(statement, []) }
     }

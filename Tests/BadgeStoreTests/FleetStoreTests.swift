@@ -3,7 +3,7 @@ import BadgeWire
 import Foundation
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// The store's side of fleets: partition leases, fencing of a worker that lost its lease, and the per-device push
 /// guard that keeps `badge_version` monotonic on every device whatever the workers do.
@@ -124,12 +124,12 @@ struct FleetStoreTests {
             // Nor can it send what the partition's outbox holds: that is the new owner's now.
             let registered = try #require(try await store.pendingPushes(limit: 10, partition: 0).first)
             await #expect {
-                _ = try await store.claimPush(registered, policy: .unseen, recordingSent: [], lease: stale)
+                _ = try await claimDue(store, partition: 0, lease: stale)
             } throws: { error in
                 (error as? StoreError)?.code == .leaseLost
             }
             #expect(registered.claimedEpoch == nil)
-            #expect(try await store.claimPush(registered, policy: .unseen, recordingSent: [], lease: current) != nil)
+            #expect(try await claimDue(store, partition: 0, lease: current).pushes.map(\.outbox.id) == [registered.id])
             // The claim is marked with the claimer's epoch, for whoever owns the partition next.
             let claimed = try await store.pendingPushes(limit: 10, partition: 0).first { $0.id == registered.id }
             #expect(claimed?.claimedEpoch == current.epoch)
@@ -207,40 +207,38 @@ struct FleetStoreTests {
                 [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen)
             let outbox = try await store.pendingPushes(limit: 10)
             #expect(outbox.map(\.push.badgeVersion) == [0, 1, 2])
-            let (registered, alert1, alert2) = (outbox[0], outbox[1], outbox[2])
+            let (alert1, alert2) = (outbox[1], outbox[2])
 
-            // The newest goes out first (a zombie or a second worker raced ahead).
-            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == alert2.push)
-            // Claiming the same version again (a re-send of a push not recorded as sent) is allowed.
-            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == alert2.push)
+            // The newest went out first (a zombie or a second worker raced ahead) and was recorded as sent.
+            try await claimedElsewhere(store, token: tokenA, version: alert2.push.badgeVersion)
+            try await store.recordDeliveries(DeliveryRecord(sent: [alert2.id]))
 
-            // The older alert is not dropped: it goes out with the current badge at a new version. The claim also
-            // records the previous push as sent.
-            let rebuilt = try #require(try await store.claimPush(alert1, policy: .unseen, recordingSent: [alert2.id]))
+            // The older alert is not dropped: it goes out with the current badge at a new version. The badge-only
+            // push before it is superseded, and what was recorded as sent is not sent again.
+            let claimed = try await claimDue(store, partition: nil)
+            #expect(claimed.pushes.map(\.outbox.id) == [alert1.id])
+            let rebuilt = try #require(claimed.pushes.first?.push)
             #expect(rebuilt.eventID == "n1")
             #expect(rebuilt.kind == alert1.push.kind)
             #expect(rebuilt.badgeVersion == 3)
             #expect(rebuilt.badge == 2)
             #expect(rebuilt.counts == Counts(unreadNotifications: 2, unseenNotifications: 2))
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
-            #expect(try await store.pendingPushes(limit: 10).map(\.id) == [registered.id, alert1.id])
-
-            // Something already recorded as sent (by another worker) is not sent again.
-            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == nil)
-
-            // An older badge-only push is superseded.
-            #expect(try await store.claimPush(registered, policy: .unseen, recordingSent: [alert1.id]) == nil)
-            try await store.markSent([registered.id])
+            #expect(try await pushedVersion(store, tokenA) == 3)
+            #expect(try await store.pendingPushes(limit: 10).map(\.id) == [alert1.id])
+            try await store.recordDeliveries(DeliveryRecord(sent: [alert1.id]))
             #expect(try await store.pendingPushes(limit: 10).isEmpty)
 
             // The next event gets a version above the rebuilt push's.
             let next = try await store.apply([follow("n3", at: 3)], policy: .unseen)
             #expect(pushes(next).map(\.badgeVersion) == [4])
 
-            // Once the token belongs to someone else, nothing of the old owner reaches it.
+            // Once the token belongs to someone else, nothing of the old owner reaches it; the new owner's
+            // registration push does.
             _ = try await store.apply([register("d2", token: tokenA, for: "u-carol")], policy: .unseen)
-            let stale = try #require(try await store.pendingPushes(limit: 10).first { $0.push.eventID == "n3" })
-            #expect(try await store.claimPush(stale, policy: .unseen, recordingSent: []) == nil)
+            let moved = try await claimDue(store, partition: nil)
+            #expect(moved.pushes.map(\.push.recipient) == ["u-carol"])
+            #expect(try await store.pendingPushes(limit: 10).allSatisfy { $0.push.recipient == "u-carol" })
         }
     }
 
@@ -251,7 +249,9 @@ struct FleetStoreTests {
                 [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen,
                 context: ApplyContext(partition: 5))
             let outbox = try await store.pendingPushes(limit: 10, partition: 5)
-            try await store.markSent(outbox.map(\.id))
+            let sent = try await claimDue(store, partition: 5)
+            #expect(sent.pushes.map(\.push.badgeVersion) == [1, 2])
+            try await store.recordDeliveries(DeliveryRecord(sent: sent.pushes.map(\.outbox.id)))
             let late = outbox[1].push  // the first alert, badge 1, landed after the second (badge 2)
 
             #expect(try await store.refreshBadge(after: late, partition: 5, policy: .unseen))
@@ -263,7 +263,7 @@ struct FleetStoreTests {
             #expect(refresh.push.badgeVersion == 3)
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
             // It goes out like any push: newer than anything the device got.
-            #expect(try await store.claimPush(refresh, policy: .unseen, recordingSent: []) == refresh.push)
+            #expect(try await claimDue(store, partition: 5).pushes.map(\.push) == [refresh.push])
 
             // A token that moved to another user gets nothing of the old owner.
             _ = try await store.apply([register("d2", token: tokenA, for: "u-carol")], policy: .unseen)
@@ -298,13 +298,16 @@ struct FleetStoreTests {
                 [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)], policy: .unseen)
             let outbox = try await store.pendingPushes(limit: 10)
             let (alert1, alert2) = (outbox[1], outbox[2])
-            #expect(try await store.claimPush(alert2, policy: .unseen, recordingSent: []) == alert2.push)
+            // The newer alert went out first.
+            try await claimedElsewhere(store, token: tokenA, version: alert2.push.badgeVersion)
+            try await store.recordDeliveries(DeliveryRecord(sent: [alert2.id]))
             // The device is unregistered; the older alert, planned before, is taken up only now (a takeover).
             let unregister = Event(
                 id: "u1", type: .deviceUnregistered, recipient: "u-alice", occurredAt: at(3),
                 device: DeviceInfo(token: tokenA))
             _ = try await store.apply([unregister], policy: .unseen)
-            let late = try #require(try await store.claimPush(alert1, policy: .unseen, recordingSent: [alert2.id]))
+            let late = try #require(
+                try await claimDue(store, partition: nil).pushes.first { $0.outbox.id == alert1.id }?.push)
             #expect(late.eventID == "n1")
             #expect(late.badgeVersion > alert2.push.badgeVersion)
             // And it gets nothing planned after the unregistration.
@@ -350,7 +353,7 @@ struct FleetStoreTests {
             _ = try await store.apply([follow("n4", at: 4), follow("n5", at: 5)], policy: .unseen, context: context)
             let planned = try await store.pendingPushes(limit: 10, partition: 0)
             #expect(planned.map(\.push.badgeVersion) == [3, 4])
-            #expect(try await store.claimPush(planned[1], policy: .unseen, recordingSent: []) == planned[1].push)
+            try await claimedElsewhere(store, token: tokenA, version: planned[1].push.badgeVersion)
             let stale = try await claim()
             #expect(stale.pushes.map(\.push.eventID) == ["n4", "n5"])
             #expect(stale.pushes.map(\.push.badgeVersion) == [5, 6])
@@ -460,7 +463,7 @@ struct FleetStoreTests {
                 }, policy: .unseen, context: context)
             let registrations = try await claim(limit: 100)
             #expect(registrations.pushes.count == users.count)
-            try await store.markSent(registrations.pushes.map(\.outbox.id))
+            try await store.recordDeliveries(DeliveryRecord(sent: registrations.pushes.map(\.outbox.id)))
             // As autovacuum does when it finds the outbox drained: the statistics say it is empty. Statements are
             // prepared on their third run on a connection: enough empty rounds that every connection the pool
             // hands out has the claim's plan made on those statistics.
@@ -484,33 +487,37 @@ struct FleetStoreTests {
 }
 
 /// Worker w1's lease on the only partition (a minute long).
-private func onlyLease(of store: any BadgeStore) async throws -> PartitionLease {
+private func onlyLease(of store: any SQLBackedBadgeStore) async throws -> PartitionLease {
     let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
     return try #require(round.leases.first)
 }
 
-/// Runs `statement` (no binds) on the store's database.
-private func execute(_ store: any BadgeStore, _ statement: String) async throws {
-    if let store = store as? PostgresBadgeStore {
-        try await store.database.transaction { try await $0.execute(statement, []) }
-    }
-    if let store = store as? SQLiteBadgeStore {
-        try await store.database.transaction { try await $0.execute(statement, []) }
+/// A claim of the due pushes of `partition` (all when nil), as a delivery round makes it, recording nothing.
+private func claimDue(
+    _ store: any SQLBackedBadgeStore, partition: Int?, lease: PartitionLease? = nil
+) async throws -> ClaimedPushes {
+    try await store.claimPushes(
+        partition: partition, limit: 100, policy: .unseen, lease: lease, skipClaimedBefore: nil,
+        recording: DeliveryRecord())
+}
+
+/// What another worker's claim of a newer push of `token` left behind (a zombie that raced ahead, say): the device's
+/// `pushed_version` at `version`.
+private func claimedElsewhere(_ store: any SQLBackedBadgeStore, token: String, version: Int64) async throws {
+    try await store.sqlBackend.database.transaction { sql in
+        try await sql.execute(
+            "UPDATE devices SET pushed_version = $1 WHERE token = $2", [.int(version), .text(token)])
     }
 }
 
+/// Runs `statement` (no binds) on the store's database.
+private func execute(_ store: any SQLBackedBadgeStore, _ statement: String) async throws {
+    try await store.sqlBackend.database.transaction { try await $0.execute(statement, []) }
+}
+
 /// The `pushed_version` of a device, read as it is stored.
-private func pushedVersion(_ store: any BadgeStore, _ token: String) async throws -> Int64? {
-    let statement = "SELECT pushed_version FROM devices WHERE token = $1"
-    if let store = store as? PostgresBadgeStore {
-        return try await store.database.transaction { try await $0.query(statement, [.text(token)]) }.first?[
-            "pushed_version"
-        ].int64
-    }
-    if let store = store as? SQLiteBadgeStore {
-        return try await store.database.transaction { try await $0.query(statement, [.text(token)]) }.first?[
-            "pushed_version"
-        ].int64
-    }
-    return nil
+private func pushedVersion(_ store: any SQLBackedBadgeStore, _ token: String) async throws -> Int64? {
+    try await store.sqlBackend.database.transaction { sql in
+        try await sql.query("SELECT pushed_version FROM devices WHERE token = $1", [.text(token)])
+    }.first?["pushed_version"].int64
 }

@@ -3,7 +3,7 @@ import BadgeSupport
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// A database a version-4 worker left behind (before retention and the device cap) is migrated in place, and the
 /// store carries on from its state.
@@ -13,7 +13,7 @@ struct MigrationTests {
     func aPopulatedVersion4DatabaseMigratesAndTheStoreCarriesOnFromItsState(backend: Backend) async throws {
         try await withStores(backend, migrate: false) { stores in
             let store = stores[0]
-            let database = try #require((store as? any SQLBackedBadgeStore)?.sqlBackend.database)
+            let database = store.sqlBackend.database
             let prelude = (store as? PostgresBadgeStore)?.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
             try await Schema.migrate(database, prelude: prelude, through: 4)
             // What a version-4 worker wrote after `register("d1")` and `follow("n1")`, and a read notification n0
@@ -80,7 +80,7 @@ struct MigrationTests {
     func aSchemaNewerThanTheCodeIsRefused(backend: Backend) async throws {
         try await withStores(backend) { stores in
             let store = stores[0]
-            let database = try #require((store as? any SQLBackedBadgeStore)?.sqlBackend.database)
+            let database = store.sqlBackend.database
             let newer = Schema.latestVersion + 1
             try await database.transaction { sql in
                 try await sql.execute(

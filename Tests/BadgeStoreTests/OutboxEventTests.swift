@@ -3,7 +3,7 @@ import BadgeWire
 import Foundation
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// An alert's event is stored once per event (`outbox_events`), not once per device, and goes with the last outbox
 /// row of the event, whatever removes it.
@@ -28,19 +28,19 @@ struct OutboxEventTests {
         }
     }
 
-    static func database(_ store: any BadgeStore) throws -> any SQLTransactor {
-        try #require((store as? any SQLBackedBadgeStore)?.sqlBackend.database)
+    static func database(_ store: any SQLBackedBadgeStore) throws -> any SQLTransactor {
+        store.sqlBackend.database
     }
 
     static func claim(
-        _ store: any BadgeStore, lease: PartitionLease?, recording: DeliveryRecord = DeliveryRecord()
+        _ store: any SQLBackedBadgeStore, lease: PartitionLease?, recording: DeliveryRecord = DeliveryRecord()
     ) async throws -> ClaimedPushes {
         try await store.claimPushes(
             partition: 0, limit: 256, policy: .unseen, lease: lease,
             skipClaimedBefore: nil, recording: recording)
     }
 
-    static func lease(_ store: any BadgeStore, _ leased: Bool) async throws -> PartitionLease? {
+    static func lease(_ store: any SQLBackedBadgeStore, _ leased: Bool) async throws -> PartitionLease? {
         guard leased else { return nil }
         return try #require(
             try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: []).leases.first
@@ -111,7 +111,7 @@ struct OutboxEventTests {
             #expect(rows.map(\.push.token) == Array(Self.tokens.prefix(3)))
             try await store.recordDeliveries(DeliveryRecord(deadTokens: [Self.tokens[0]]))
             #expect(try await Self.stored(database).events == 1)
-            try await store.deactivateDevice(token: Self.tokens[1])
+            try await store.recordDeliveries(DeliveryRecord(deadTokens: [Self.tokens[1]]))
             #expect(try await Self.stored(database).events == 1)
             try await store.recordDeliveries(DeliveryRecord(failed: [rows[2].id]))
             #expect(try await Self.stored(database).events == 0)

@@ -2,7 +2,7 @@ import Foundation
 import PostgresNIO
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 @Suite("Prepared statements: the cache's decisions")
 struct PostgresStatementCacheTests {

@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// The push guard's decisions, pure.
 @Suite("Push guard")

@@ -4,7 +4,7 @@ import BadgeSupport
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// Random valid events over a few users, devices and conversations: every type, duplicates, self-actions,
 /// tombstones for ids that arrive later, watermarks older and newer than the notifications they meet, device
@@ -172,7 +172,7 @@ struct RandomizedModelTests {
                 // The outbox rebuilds the same pushes (alerts decode their event back).
                 let outbox = try await store.pendingPushes(limit: 100_000)
                 #expect(outbox == planned, "\(context): outbox")
-                try await store.markSent(outbox.map(\.id))
+                try await store.recordDeliveries(DeliveryRecord(sent: outbox.map(\.id)))
 
                 for user in RandomEvents.users {
                     expectMatches(try await store.snapshot(user: user), model, context)

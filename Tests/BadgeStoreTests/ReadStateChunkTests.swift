@@ -1,7 +1,7 @@
 import BadgeCore
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// A read-state event over more rows than one transaction may change (``ApplyContext/readStateChunk``): the batch
 /// fails before writing anything, naming the event; the event alone is then applied chunk by chunk, the counts right
@@ -16,7 +16,7 @@ struct ReadStateChunkTests {
 
     /// Applies `event` in chunks of `chunk`; returns the counts after each chunk and the last chunk's pushes.
     private func applyInChunks(
-        _ event: Event, chunk: Int, store: any BadgeStore
+        _ event: Event, chunk: Int, store: any SQLBackedBadgeStore
     ) async throws -> (counts: [Counts], pushes: [PlannedPush]) {
         let context = ApplyContext(readStateChunk: chunk, chunked: true)
         var counts: [Counts] = []

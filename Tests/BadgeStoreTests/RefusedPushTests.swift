@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// An outbox row the code cannot read never wedges its partition: the claim that meets it moves it into
 /// `refused_pushes` with its reason, in the claim's transaction, and claims the other rows as if it were not there.

@@ -3,13 +3,13 @@ import BadgeWire
 import Foundation
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// Retention deletes exactly what is read (or recorded) and old, and keeps everything a count depends on.
 @Suite("Retention")
 struct RetentionTests {
     /// The ids of one table's rows (column `id` of `query`), sorted.
-    private func ids(_ store: any BadgeStore, _ query: String) async throws -> [String] {
+    private func ids(_ store: any SQLBackedBadgeStore, _ query: String) async throws -> [String] {
         let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
         return try await database.transaction { sql in
             try await sql.query(query, []).compactMap { try $0["id"].string }.sorted()
@@ -23,7 +23,9 @@ struct RetentionTests {
 
     /// Purges `kind` older than `age` batch by batch (`limit` rows each) until a batch finds less; returns the rows
     /// deleted.
-    private func purgeAll(_ store: any BadgeStore, _ kind: RetentionKind, olderThan age: Duration) async throws -> Int {
+    private func purgeAll(
+        _ store: any SQLBackedBadgeStore, _ kind: RetentionKind, olderThan age: Duration
+    ) async throws -> Int {
         var total = 0
         while true {
             let deleted = try await store.purge(kind, olderThan: age, limit: 1)

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 @Suite("SQL read batches")
 struct SQLReadBatchTests {
@@ -12,12 +12,12 @@ struct SQLReadBatchTests {
 
     @Test func postgresReadsEveryPartThroughTypedSlotsFromItsOwnPlaceholders() {
         var batch = SQLReadBatch()
-        batch.setPrelude("p AS MATERIALIZED (SELECT $1::bigint AS x)", binds: [.int(7)])
+        batch.setPrelude { "p AS MATERIALIZED (SELECT \($0.add(.int(7)))::bigint AS x)" }
         let a = set(["a"])
         let b = set(["b"])
-        batch.add(columns: [("id", .text), ("n", .int)], binds: [a.bind]) { "SELECT id, 1 AS n FROM $\($0)" }
-        batch.add(columns: [("flag", .bool), ("id", .text), ("name", .text)], binds: [b.bind, .int(3)]) {
-            "SELECT true AS flag, id, id AS name FROM $\($0) LIMIT $\($0 + 1)"
+        batch.add(columns: [("id", .text), ("n", .int)]) { "SELECT id, 1 AS n FROM \($0.add(a.bind))" }
+        batch.add(columns: [("flag", .bool), ("id", .text), ("name", .text)]) {
+            "SELECT true AS flag, id, id AS name FROM \($0.add(b.bind)) LIMIT \($0.add(.int(3)))"
         }
         let (sql, binds) = batch.postgresStatement(0..<2)
         #expect(binds == [.int(7), a.bind, b.bind, .int(3)])
@@ -33,10 +33,10 @@ struct SQLReadBatchTests {
 
     @Test func aSecondStatementNumbersItsPlaceholdersFromOneWithoutThePrelude() {
         var batch = SQLReadBatch()
-        batch.setPrelude("p AS (SELECT $1::bigint AS x)", binds: [.int(7)])
-        batch.add(columns: [("id", .text)], binds: [.text("a")]) { "SELECT $\($0)::text AS id" }
+        batch.setPrelude { "p AS (SELECT \($0.add(.int(7)))::bigint AS x)" }
+        batch.add(columns: [("id", .text)]) { "SELECT \($0.add(.text("a")))::text AS id" }
         batch.startSecondStatement()
-        batch.add(columns: [("id", .text)], binds: [.text("b")]) { "SELECT $\($0)::text AS id" }
+        batch.add(columns: [("id", .text)]) { "SELECT \($0.add(.text("b")))::text AS id" }
         let second = batch.postgresStatement(1..<2)
         #expect(second.binds == [.text("b")])
         #expect(
@@ -48,26 +48,23 @@ struct SQLReadBatchTests {
     @Test(arguments: Backend.allCases)
     func everyPartsRowsComeBackUnderItsOwnNames(backend: Backend) async throws {
         try await withStore(backend) { store in
-            let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+            let database = store.sqlBackend.database
             let results = try await database.transaction { sql in
                 try await sql.execute("INSERT INTO users (user_id, badge_version) VALUES ('u1', 5), ('u2', 9)")
                 var batch = SQLReadBatch()
                 var users = SQLRowSet([("user_id", .text)])
                 for user in ["u1", "u2"] { users.append([.text(user)]) }
                 let dialect = sql.dialect
-                batch.add(
-                    columns: [("user_id", .text), ("badge_version", .int), ("badge_enabled", .bool)],
-                    binds: [users.bind]
-                ) {
+                batch.add(columns: [("user_id", .text), ("badge_version", .int), ("badge_enabled", .bool)]) {
                     "SELECT user_id, badge_version, badge_enabled FROM users WHERE user_id IN (SELECT user_id FROM "
-                        + "\(users.table("s", bind: $0, dialect: dialect))) ORDER BY user_id" + dialect.forUpdate
+                        + "\(users.table("s", binds: &$0, dialect: dialect))) ORDER BY user_id" + dialect.forUpdate
                 }
-                batch.add(columns: [("absent", .text)], binds: [.text("none")]) {
-                    "SELECT user_id AS absent FROM users WHERE user_id = $\($0)"
+                batch.add(columns: [("absent", .text)]) {
+                    "SELECT user_id AS absent FROM users WHERE user_id = \($0.add(.text("none")))"
                 }
                 batch.startSecondStatement()
-                batch.add(columns: [("label", .text), ("missing", .int), ("twice", .int)], binds: [.int(21)]) {
-                    "SELECT 'x' AS label, NULL AS missing, $\($0) * 2 AS twice"
+                batch.add(columns: [("label", .text), ("missing", .int), ("twice", .int)]) {
+                    "SELECT 'x' AS label, NULL AS missing, \($0.add(.int(21))) * 2 AS twice"
                 }
                 return try await batch.run(sql: sql)
             }

@@ -3,7 +3,7 @@ import BadgeModel
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// The contract's scenarios (`Fixtures/*.json`), on both backends.
 @Suite("Contract scenarios")
@@ -54,7 +54,7 @@ struct ScenarioTests {
                 for row in outbox {
                     shown[row.push.token] = row.push.badge
                 }
-                try await store.markSent(outbox.map(\.id))
+                try await store.recordDeliveries(DeliveryRecord(sent: outbox.map(\.id)))
             }
 
             for (index, step) in steps.enumerated() {

@@ -2,7 +2,7 @@ import Logging
 import Synchronization
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 @Suite("PostgreSQL store start-up", .timeLimit(.minutes(1)))
 struct StoreStartupTests {

@@ -4,7 +4,7 @@ import BadgeSupport
 import Foundation
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 @Suite("Store behaviour")
 struct StoreTests {
@@ -133,7 +133,7 @@ struct StoreTests {
             _ = try await store.apply(
                 [register("d1", token: tokenA), register("d2", token: tokenB), follow("n1", at: 1)], policy: .unseen)
             #expect(try await store.pendingPushes(limit: 100).count == 4)
-            try await store.deactivateDevice(token: tokenA)
+            try await store.recordDeliveries(DeliveryRecord(deadTokens: [tokenA]))
             let pending = try await store.pendingPushes(limit: 100)
             #expect(pending.map(\.push.token) == [tokenB, tokenB])
             let applied = try await store.apply([follow("n2", at: 2)], policy: .unseen)
@@ -155,7 +155,7 @@ struct StoreTests {
                 let page = try await store.pendingPushes(limit: 3)
                 if page.isEmpty { break }
                 seen += page
-                try await store.markSent(page.map(\.id))
+                try await store.recordDeliveries(DeliveryRecord(sent: page.map(\.id)))
             }
             #expect(seen == planned)
             #expect(seen.map(\.push.badge) == Array(0...7))
@@ -348,7 +348,7 @@ struct StoreTests {
 }
 
 extension BadgeStoreFactory {
-    static func makeOrNil(_ url: String) -> (any BadgeStore)? {
+    static func makeOrNil(_ url: String) -> (any SQLBackedBadgeStore)? {
         try? make(url: url, logger: testLogger)
     }
 }
@@ -371,16 +371,8 @@ actor Gate {
 }
 
 /// The versions recorded in `schema_migrations`.
-func migrationVersions(_ store: any BadgeStore) async throws -> [Int64] {
-    let database: any SQLTransactor
-    if let store = store as? SQLiteBadgeStore {
-        database = store.database
-    } else if let store = store as? PostgresBadgeStore {
-        database = store.database
-    } else {
-        return []
-    }
-    return try await database.transaction { sql in
+func migrationVersions(_ store: any SQLBackedBadgeStore) async throws -> [Int64] {
+    try await store.sqlBackend.database.transaction { sql in
         try await sql.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap {
             try $0["version"].int64
         }

@@ -7,7 +7,7 @@ import PostgresNIO
 import TestServices
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// The two backends every shared test runs against.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -47,7 +47,7 @@ struct TestDatabase: Sendable {
     }
 
     /// A new store on this location (not migrated, not running).
-    func makeStore() throws -> any BadgeStore {
+    func makeStore() throws -> any SQLBackedBadgeStore {
         switch backend {
         case .sqlite:
             return SQLiteBadgeStore(path: sqlitePath, logger: testLogger)
@@ -59,7 +59,7 @@ struct TestDatabase: Sendable {
     }
 
     /// Drops the schema or deletes the file, through `store` (still open) on PostgreSQL.
-    func drop(using store: any BadgeStore) async {
+    func drop(using store: any SQLBackedBadgeStore) async {
         switch backend {
         case .sqlite:
             for suffix in ["", "-wal", "-shm"] {
@@ -78,7 +78,7 @@ struct TestDatabase: Sendable {
 /// closes them and drops the database.
 func withStores<T: Sendable>(
     _ backend: Backend, count: Int = 1, migrate: Bool = true,
-    _ body: @Sendable ([any BadgeStore]) async throws -> T
+    _ body: @Sendable ([any SQLBackedBadgeStore]) async throws -> T
 ) async throws -> T {
     let database = TestDatabase(backend)
     let stores = try (0..<count).map { _ in try database.makeStore() }
@@ -106,21 +106,22 @@ func withStores<T: Sendable>(
 
 /// Runs `body` with one running, migrated store on a fresh database.
 func withStore<T: Sendable>(
-    _ backend: Backend, _ body: @Sendable (any BadgeStore) async throws -> T
+    _ backend: Backend, _ body: @Sendable (any SQLBackedBadgeStore) async throws -> T
 ) async throws -> T {
     try await withStores(backend) { stores in try await body(stores[0]) }
 }
 
 /// Sets the test hook that runs before each event of a batch.
 func setBeforeEvent(
-    _ store: any BadgeStore, _ hook: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
+    _ store: any SQLBackedBadgeStore, _ hook: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
 ) {
-    if let store = store as? SQLiteBadgeStore { store.hooks.beforeEvent = hook }
-    if let store = store as? PostgresBadgeStore { store.hooks.beforeEvent = hook }
+    store.sqlBackend.hooks.beforeEvent = hook
 }
 
 /// Applies `events`, retrying the whole batch on transient errors (as a worker does).
-func applyRetrying(_ store: any BadgeStore, _ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
+func applyRetrying(
+    _ store: any SQLBackedBadgeStore, _ events: [Event], policy: BadgePolicy
+) async throws -> [AppliedEvent] {
     var attempt = 0
     while true {
         do {

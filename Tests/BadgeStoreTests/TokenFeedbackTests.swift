@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeWire
 import Testing
 
-@testable import BadgeStore
+@_spi(Testing) @testable import BadgeStore
 
 /// Dead tokens reported back: the record that deactivates a token writes its feedback in the same transaction;
 /// publishers take entries (each for a hold), delete what they published; and a registration older than the

@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeStore
 import Synchronization
 
-/// A store that runs a hook right after its first successful push claim (single or bulk) (to make something happen between a
+/// A store that runs a hook right after its first successful push claim (to make something happen between a
 /// worker's claim and its send) and counts claims; everything else goes to `base` unchanged.
 final class ClaimHookStore: BadgeStore {
     private let base: any BadgeStore
@@ -16,18 +16,6 @@ final class ClaimHookStore: BadgeStore {
 
     /// Successful claims so far.
     var claims: Int { claimCount.withLock { $0 } }
-
-    func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
-    ) async throws -> PlannedPush? {
-        let claimed = try await base.claimPush(outbox, policy: policy, recordingSent: sent, lease: lease)
-        let first = claimCount.withLock { count in
-            count += 1
-            return count == 1
-        }
-        if first { try await afterFirstClaim() }
-        return claimed
-    }
 
     func claimPushes(
         partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease?,
@@ -52,14 +40,8 @@ final class ClaimHookStore: BadgeStore {
     func deleteFeedback(_ ids: [Int64]) async throws { try await base.deleteFeedback(ids) }
     func run() async { await base.run() }
     func migrate() async throws { try await base.migrate() }
-    func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
-        try await base.apply(events, policy: policy, context: context)
-    }
     func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]] {
         try await base.apply(batches, policy: policy)
-    }
-    func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
-        try await base.pendingPushes(limit: limit, partition: partition)
     }
     func leaseRound(
         worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool
@@ -74,9 +56,6 @@ final class ClaimHookStore: BadgeStore {
     func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
         try await base.refreshBadge(after: push, partition: partition, policy: policy)
     }
-    func markSent(_ outboxIDs: [Int64]) async throws { try await base.markSent(outboxIDs) }
-    func deactivateDevice(token: String) async throws { try await base.deactivateDevice(token: token) }
-    func snapshot(user: String) async throws -> UserSnapshot { try await base.snapshot(user: user) }
     func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog] {
         try await base.outboxBacklog(partitions: partitions)
     }

@@ -1,5 +1,6 @@
 import AMQPClient
 import BadgeCore
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Foundation
 import Testing

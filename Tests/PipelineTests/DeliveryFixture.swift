@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import BadgeCore
 import BadgeDelivery
 import BadgeSink
-import BadgeStore
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Logging
 import ServiceLifecycle
@@ -13,7 +13,9 @@ import Testing
 /// A fresh store, a sink on an ephemeral port, and a way to make a dispatcher on some store that sends there.
 func withDeliveryFixture(
     _ backend: Backend,
-    _ body: @Sendable (any BadgeStore, SinkState, @Sendable (any BadgeStore) -> PushDispatcher) async throws -> Void
+    _ body:
+        @Sendable (any SQLBackedBadgeStore, SinkState, @Sendable (any BadgeStore) -> PushDispatcher) async throws ->
+        Void
 ) async throws {
     let logger = {
         var logger = Logger(label: "lease-fencing-test")

@@ -1,6 +1,6 @@
 import AMQPClient
 import BadgeSink
-import BadgeStore
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Foundation
 import Testing

@@ -2,7 +2,7 @@ import AsyncHTTPClient
 import BadgeCore
 import BadgeDelivery
 import BadgeSink
-import BadgeStore
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Logging
 import ServiceLifecycle

@@ -1,6 +1,7 @@
 import BadgeCore
 import BadgeDelivery
 import BadgeSink
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Foundation
 import ProviderAuth

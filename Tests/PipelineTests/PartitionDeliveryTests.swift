@@ -1,6 +1,6 @@
 import BadgeCore
 import BadgeSink
-import BadgeStore
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Testing
 
@@ -113,7 +113,7 @@ struct PartitionDeliveryTests {
     /// Runs partition 0's delivery loop (idle poll 60 s) until the sink has the alert, then `check` (given the
     /// outbox's row count), then stops the loop.
     private static func deliver(
-        _ store: any BadgeStore, _ sink: SinkState, _ dispatcher: PushDispatcher, recordDelay: Duration,
+        _ store: any SQLBackedBadgeStore, _ sink: SinkState, _ dispatcher: PushDispatcher, recordDelay: Duration,
         check: @Sendable (@Sendable () async throws -> Int) async throws -> Void
     ) async throws {
         let doorbell = Doorbell()

@@ -2,7 +2,7 @@ import AMQPClient
 import BadgeCore
 import BadgeDelivery
 import BadgeSink
-import BadgeStore
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import BadgeWorker
 import Foundation
@@ -83,7 +83,7 @@ struct Pipeline: Sendable {
     let topology: Topology
     let publisher: AMQPChannel
     let connection: AMQPConnection
-    let store: any BadgeStore
+    let store: any SQLBackedBadgeStore
     /// The fresh database's URL (`sqlite:PATH` or `postgres://…`).
     let databaseURL: String
 

@@ -1,6 +1,7 @@
 import AMQPClient
 import BadgeCore
 import BadgeSink
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Foundation
 import Testing

@@ -1,5 +1,5 @@
 import BadgeCore
-import BadgeStore
+@_spi(Testing) import BadgeStore
 import BadgeWire
 import Logging
 import Testing

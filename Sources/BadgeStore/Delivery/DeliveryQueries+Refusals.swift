@@ -26,12 +26,14 @@ extension DeliveryQueries {
         }
         // A row can be refused once only (it leaves the outbox in the same transaction); DO NOTHING keeps a claim
         // from failing over it anyway.
+        var binds = SQLBinds()
+        let source = set.table("s", binds: &binds, dialect: sql.dialect)
         try await sql.execute(
             "INSERT INTO refused_pushes (outbox_id, user_id, token, partition_id, reason, detail, outbox_row, "
                 + "refused_at) SELECT s.outbox_id, s.user_id, s.token, s.partition_id, s.reason, s.detail, "
-                + "s.outbox_row, \(FleetQueries.now(sql.dialect)) FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
-                + "WHERE true ON CONFLICT (outbox_id) DO NOTHING",
-            [set.bind])
+                + "s.outbox_row, \(FleetQueries.now(sql.dialect)) FROM \(source) WHERE true "
+                + "ON CONFLICT (outbox_id) DO NOTHING",
+            binds.values)
         try await deleteOutboxRows(refused.map(\.outboxID), sql: sql)
         return refused
     }

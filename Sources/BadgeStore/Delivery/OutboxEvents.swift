@@ -67,12 +67,13 @@ struct OutboxEvents {
         guard !wanted.isEmpty else { return OutboxEvents() }
         var set = SQLRowSet([("event_id", .text)])
         for eventID in wanted.sorted() { set.append([.text(eventID)]) }
+        var binds = SQLBinds()
+        let source = set.table("s", binds: &binds, dialect: sql.dialect)
         var texts: [String: String] = [:]
         for row in try await sql.query(
             "SELECT event_id, event_json FROM outbox_events WHERE "
-                + sql.dialect.among(
-                    "event_id", "SELECT event_id FROM \(set.table("s", bind: 1, dialect: sql.dialect))"),
-            [set.bind])
+                + sql.dialect.among("event_id", "SELECT event_id FROM \(source)"),
+            binds.values)
         {
             guard let eventID = try row["event_id"].string, let text = try row["event_json"].string else {
                 throw StoreError.corrupt("bad outbox_events row")

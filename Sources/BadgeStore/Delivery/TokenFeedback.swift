@@ -60,12 +60,13 @@ enum FeedbackQueries {
                 .int(entry.providerTimestamp),
             ])
         }
-        let source = set.table("s", bind: 1, dialect: sql.dialect)
+        var binds = SQLBinds()
+        let source = set.table("s", binds: &binds, dialect: sql.dialect)
         try await sql.execute(
             "INSERT INTO token_feedback (token, provider, app, reason, provider_timestamp, recorded_at) "
                 + "SELECT s.token, s.provider, s.app, s.reason, s.provider_timestamp, "
                 + "\(FleetQueries.statementNow(sql.dialect)) FROM \(source) ORDER BY s.ord",
-            [set.bind])
+            binds.values)
         let stamped = feedback.filter { $0.providerTimestamp != nil }
         guard !stamped.isEmpty else { return }
         var stamps = SQLRowSet([("token", .text), ("at", .int)])
@@ -75,11 +76,12 @@ enum FeedbackQueries {
             latest[entry.token] = max(latest[entry.token] ?? at, at)
         }
         for (token, at) in latest.sorted(by: { $0.key < $1.key }) { stamps.append([.text(token), .int(at)]) }
+        var stampBinds = SQLBinds()
+        let stampSource = stamps.table("s", binds: &stampBinds, dialect: sql.dialect)
         try await sql.execute(
-            "UPDATE devices SET unregistered_at = s.at FROM \(stamps.table("s", bind: 1, dialect: sql.dialect)) "
-                + "WHERE devices.token = s.token "
+            "UPDATE devices SET unregistered_at = s.at FROM \(stampSource) WHERE devices.token = s.token "
                 + "AND (devices.unregistered_at IS NULL OR devices.unregistered_at < s.at)",
-            [stamps.bind])
+            stampBinds.values)
     }
 
     /// Takes up to `limit` entries to publish, oldest first: those nobody took within `hold` (a publisher that
@@ -87,11 +89,13 @@ enum FeedbackQueries {
     static func take(limit: Int, hold: Duration, database: any SQLTransactor) async throws -> [StoredTokenFeedback] {
         let dialect = database.dialect
         let now = FleetQueries.statementNow(dialect)
-        let rows = try await database.statement(
-            "UPDATE token_feedback SET taken_until = \(now) + $1 WHERE id IN (SELECT id FROM token_feedback "
-                + "WHERE taken_until <= \(now) ORDER BY id LIMIT $2\(dialect.forUpdateSkipLocked)) "
-                + "RETURNING id, token, provider, app, reason, provider_timestamp, recorded_at",
-            [.int(max(0, hold.wholeMicroseconds)), .int(Int64(limit))])
+        var binds = SQLBinds()
+        let statement =
+            "UPDATE token_feedback SET taken_until = \(now) + \(binds.add(.int(max(0, hold.wholeMicroseconds)))) "
+            + "WHERE id IN (SELECT id FROM token_feedback WHERE taken_until <= \(now) ORDER BY id "
+            + "LIMIT \(binds.add(.int(Int64(limit))))\(dialect.forUpdateSkipLocked)) "
+            + "RETURNING id, token, provider, app, reason, provider_timestamp, recorded_at"
+        let rows = try await database.statement(statement, binds.values)
         var taken: [StoredTokenFeedback] = []
         for row in rows {
             guard let id = try row["id"].int64, let token = try row["token"].string,
@@ -114,8 +118,9 @@ enum FeedbackQueries {
         guard !ids.isEmpty else { return }
         var set = SQLRowSet([("id", .int)])
         for id in ids.sorted() { set.append([.int(id)]) }
-        let source = "SELECT id FROM \(set.table("s", bind: 1, dialect: database.dialect))"
+        var binds = SQLBinds()
+        let source = "SELECT id FROM \(set.table("s", binds: &binds, dialect: database.dialect))"
         _ = try await database.statement(
-            "DELETE FROM token_feedback WHERE \(database.dialect.among("id", source))", [set.bind])
+            "DELETE FROM token_feedback WHERE \(database.dialect.among("id", source))", binds.values)
     }
 }

@@ -17,47 +17,53 @@ extension FleetQueries {
     /// them: under `FOR SHARE` every renewal queued behind the in-flight batches and every new batch queued behind
     /// the renewal, a convoy measured at 150 ms per lease round (p99 latency above a second at 2,000 events/s).
     static func checkLease(_ lease: PartitionLease, sql: any SQLExecutor) async throws {
+        var binds = SQLBinds()
         let rows = try await sql.query(
-            "SELECT 1 FROM partition_leases WHERE partition_id = $1 AND owner = $2 AND epoch = $3"
-                + sql.dialect.forKeyShare,
-            [.int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)])
+            "SELECT 1 FROM partition_leases WHERE \(held(lease, binds: &binds))" + sql.dialect.forKeyShare, binds.values
+        )
         if rows.isEmpty { throw leaseLost(lease) }
     }
 
     /// The same check as a PostgreSQL `WITH` query named `lease` (one row while the lease is held, none
-    /// otherwise), for statements that fold it into their first step and so save a round trip; it reads the lease
-    /// from placeholders `$first`, `$first + 1` and `$first + 2`, whose values are `binds`. Materialised, and
-    /// referenced from the statement's first `WHERE`, it is evaluated before the statement locks anything else, so
-    /// the lock order is the one ``checkLease(_:sql:)`` gives.
-    static func leaseQuery(_ lease: PartitionLease, first: Int) -> (sql: String, binds: [SQLValue]) {
-        (
-            "lease AS MATERIALIZED (SELECT 1 FROM partition_leases WHERE partition_id = $\(first) AND owner = "
-                + "$\(first + 1) AND epoch = $\(first + 2)\(SQLDialect.postgres.forKeyShare))",
-            [.int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)]
-        )
+    /// otherwise), for statements that fold it into their first step and so save a round trip; its values go to
+    /// `binds`. Materialised, and referenced from the statement's first `WHERE`, it is evaluated before the
+    /// statement locks anything else, so the lock order is the one ``checkLease(_:sql:)`` gives.
+    static func leaseQuery(_ lease: PartitionLease, binds: inout SQLBinds) -> String {
+        "lease AS MATERIALIZED (SELECT 1 FROM partition_leases WHERE \(held(lease, binds: &binds))"
+            + "\(SQLDialect.postgres.forKeyShare))"
     }
 
-    /// ``leaseQuery(_:first:)`` for a batch of several partitions, held by one worker: the `lease` query has one
+    /// ``leaseQuery(_:binds:)`` reading the lease from placeholders `$first`, `$first + 1` and `$first + 2`, whose
+    /// values are `binds`: for the fenced claim (`DeliveryQueries`), which numbers its placeholders itself until it
+    /// takes ``SQLBinds``.
+    static func leaseQuery(_ lease: PartitionLease, first: Int) -> (sql: String, binds: [SQLValue]) {
+        var binds = SQLBinds(following: first - 1)
+        let sql = leaseQuery(lease, binds: &binds)
+        return (sql, binds.values)
+    }
+
+    /// ``leaseQuery(_:binds:)`` for a batch of several partitions, held by one worker: the `lease` query has one
     /// row per lease still held, all of them key-share-locked in partition order, and ``leaseCondition(count:)``
     /// holds only while every one of them is. One lease gives exactly the single lease's query.
-    static func leaseQuery(_ leases: [PartitionLease], first: Int) -> (sql: String, binds: [SQLValue]) {
-        guard leases.count > 1 else { return leaseQuery(leases[0], first: first) }
+    static func leaseQuery(_ leases: [PartitionLease], binds: inout SQLBinds) -> String {
+        guard leases.count > 1 else { return leaseQuery(leases[0], binds: &binds) }
         let sorted = leases.sorted { $0.partition < $1.partition }
-        var binds: [SQLValue] = [.text(sorted[0].worker)]
-        var pairs: [String] = []
-        for lease in sorted {
-            binds += [.int(Int64(lease.partition)), .int(lease.epoch)]
-            pairs.append("($\(first + binds.count - 2)::bigint, $\(first + binds.count - 1)::bigint)")
+        let owner = binds.add(.text(sorted[0].worker))
+        let pairs = sorted.map { lease in
+            "(\(binds.add(.int(Int64(lease.partition))))::bigint, \(binds.add(.int(lease.epoch)))::bigint)"
         }
-        return (
-            "lease AS MATERIALIZED (SELECT 1 FROM partition_leases WHERE owner = $\(first) AND (partition_id, epoch) "
-                + "IN (\(pairs.joined(separator: ", "))) ORDER BY partition_id"
-                + "\(SQLDialect.postgres.forKeyShare))",
-            binds
-        )
+        return "lease AS MATERIALIZED (SELECT 1 FROM partition_leases WHERE owner = \(owner) AND (partition_id, epoch) "
+            + "IN (\(pairs.joined(separator: ", "))) ORDER BY partition_id"
+            + "\(SQLDialect.postgres.forKeyShare))"
     }
 
-    /// The condition, over the `lease` query of ``leaseQuery(_:first:)``, that all of a batch's `count` leases are
+    /// The condition on a `partition_leases` row that it is `lease`: its partition, owner and epoch.
+    static func held(_ lease: PartitionLease, binds: inout SQLBinds) -> String {
+        "partition_id = \(binds.add(.int(Int64(lease.partition)))) AND owner = \(binds.add(.text(lease.worker))) "
+            + "AND epoch = \(binds.add(.int(lease.epoch)))"
+    }
+
+    /// The condition, over the `lease` query of ``leaseQuery(_:binds:)``, that all of a batch's `count` leases are
     /// held (`true` when there are none).
     static func leaseCondition(count: Int) -> String {
         switch count {

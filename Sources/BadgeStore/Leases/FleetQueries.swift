@@ -43,32 +43,41 @@ enum FleetQueries {
                 "INSERT INTO partition_leases (partition_id) SELECT v.column1 FROM (VALUES \(values)) AS v "
                     + "WHERE NOT EXISTS (SELECT 1 FROM partition_leases l WHERE l.partition_id = v.column1) "
                     + "ON CONFLICT (partition_id) DO NOTHING")
+            var seen = SQLBinds()
             try await sql.execute(
-                "INSERT INTO fleet_workers (worker_id, last_seen) VALUES ($1, \(now)) "
+                "INSERT INTO fleet_workers (worker_id, last_seen) VALUES (\(seen.add(.text(worker))), \(now)) "
                     + "ON CONFLICT (worker_id) DO UPDATE SET last_seen = excluded.last_seen",
-                [.text(worker)])
+                seen.values)
             // Stale workers go; rows another round is deleting right now are skipped (two rounds deleting the
             // same rows in different orders deadlocked).
+            var stale = SQLBinds()
             try await sql.execute(
                 "DELETE FROM fleet_workers WHERE worker_id IN (SELECT worker_id FROM fleet_workers WHERE last_seen < "
-                    + "\(now) - $1" + sql.dialect.forUpdateSkipLocked + ")",
-                [.int(ttl * 20)])
+                    + "\(now) - \(stale.add(.int(ttl * 20)))" + sql.dialect.forUpdateSkipLocked + ")",
+                stale.values)
+            var alive = SQLBinds()
             let live =
                 try await sql.query(
-                    "SELECT COUNT(*) AS live FROM fleet_workers WHERE last_seen >= \(now) - $1", [.int(ttl)]
+                    "SELECT COUNT(*) AS live FROM fleet_workers WHERE last_seen >= \(now) - \(alive.add(.int(ttl)))",
+                    alive.values
                 ).first?["live"].int64 ?? 1
             for partition in releasing.sorted() {
+                var release = SQLBinds()
                 try await sql.execute(
-                    "UPDATE partition_leases SET owner = NULL, expires_at = 0 WHERE partition_id = $1 AND owner = $2",
-                    [.int(Int64(partition)), .text(worker)])
+                    "UPDATE partition_leases SET owner = NULL, expires_at = 0 "
+                        + "WHERE partition_id = \(release.add(.int(Int64(partition)))) "
+                        + "AND owner = \(release.add(.text(worker)))",
+                    release.values)
             }
             // Every lease still in this worker's name is renewed, expired or not: nobody has owned the partition
             // since (a change of owner writes the owner), so nobody committed or sent anything of it. After a
             // database outage longer than the TTL the owners keep their partitions, and the messages they hold,
             // instead of handing them back to the broker (see `checkLease`).
+            var renew = SQLBinds()
             var held = try await sql.query(
-                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE owner = $2 RETURNING partition_id, epoch",
-                [.int(ttl), .text(worker)]
+                "UPDATE partition_leases SET expires_at = \(now) + \(renew.add(.int(ttl))) "
+                    + "WHERE owner = \(renew.add(.text(worker))) RETURNING partition_id, epoch",
+                renew.values
             ).compactMap(lease(worker))
             let target = (partitions + Int(max(1, live)) - 1) / Int(max(1, live))
             if held.count < target {
@@ -86,11 +95,13 @@ enum FleetQueries {
                     UInt(bitPattern: worker.utf8.reduce(5381) { ($0 &* 33) &+ Int($1) }) % UInt(max(1, free.count)))
                 let rotated = Array(free[start...] + free[..<start]).prefix(target - held.count)
                 for partition in rotated {
+                    var take = SQLBinds()
                     let taken = try await sql.query(
-                        "UPDATE partition_leases SET owner = $1, epoch = epoch + 1, expires_at = \(now) + $2 "
-                            + "WHERE partition_id = $3 AND expires_at <= \(now)"
+                        "UPDATE partition_leases SET owner = \(take.add(.text(worker))), epoch = epoch + 1, "
+                            + "expires_at = \(now) + \(take.add(.int(ttl))) "
+                            + "WHERE partition_id = \(take.add(.int(Int64(partition)))) AND expires_at <= \(now)"
                             + (takeExpired ? "" : " AND owner IS NULL") + " RETURNING partition_id, epoch",
-                        [.text(worker), .int(ttl), .int(Int64(partition))]
+                        take.values
                     ).compactMap(lease(worker))
                     held.append(contentsOf: taken)
                 }
@@ -108,11 +119,11 @@ enum FleetQueries {
     {
         try await database.transaction { sql in
             let now = Self.now(sql.dialect)
-            return try await !sql.query(
-                "UPDATE partition_leases SET expires_at = \(now) + $1 WHERE partition_id = $2 AND owner = $3 "
-                    + "AND epoch = $4 RETURNING partition_id",
-                [.int(ttlMilliseconds * 1000), .int(Int64(lease.partition)), .text(lease.worker), .int(lease.epoch)]
-            ).isEmpty
+            var binds = SQLBinds()
+            let statement =
+                "UPDATE partition_leases SET expires_at = \(now) + \(binds.add(.int(ttlMilliseconds * 1000))) "
+                + "WHERE \(held(lease, binds: &binds)) RETURNING partition_id"
+            return try await !sql.query(statement, binds.values).isEmpty
         }
     }
 

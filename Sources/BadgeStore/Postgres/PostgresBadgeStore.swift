@@ -17,7 +17,7 @@ import PostgresNIO
 /// try await withThrowingTaskGroup(of: Void.self) { group in
 ///     group.addTask { await store.run() }
 ///     try await store.migrate()
-///     // … apply, pendingPushes, markSent …
+///     // … apply, claimPushes, recordDeliveries …
 ///     try await store.close()  // makes run() return
 /// }
 /// ```

@@ -19,18 +19,21 @@ enum RetentionQueries {
         case .readMessages: (table, column) = ("messages", "read AND occurred_at")
         }
         return try await database.transaction { sql in
+            var binds = SQLBinds()
             // The cutoff, one value for the statement (an init plan on PostgreSQL, so still an index condition).
-            let old = "\(column) < \(FleetQueries.statementNow(sql.dialect)) - $1"
+            let cutoffAge = binds.add(.int(max(0, age.wholeMicroseconds)))
+            let old = "\(column) < \(FleetQueries.statementNow(sql.dialect)) - \(cutoffAge)"
             // The batch's rows by their physical address (a TID scan on PostgreSQL, the rowid on SQLite), found once:
-            // with `(key) IN (SELECT key … LIMIT $2)`, a generic plan made while the table was small joined the
+            // with `(key) IN (SELECT key … LIMIT n)`, a generic plan made while the table was small joined the
             // subquery to the old rows and ran it again for each of them (1.2 s for 500 of 20,000 rows; with a
             // million it would never finish within the statement timeout, and retention would stop).
             let address = sql.dialect.rowAddress
             let statement =
                 "DELETE FROM \(table) WHERE "
-                + sql.dialect.among(address, "SELECT \(address) FROM \(table) WHERE \(old) LIMIT $2")
+                + sql.dialect.among(
+                    address, "SELECT \(address) FROM \(table) WHERE \(old) LIMIT \(binds.add(.int(Int64(limit))))")
                 + " AND \(old) RETURNING 1"
-            return try await sql.query(statement, [.int(max(0, age.wholeMicroseconds)), .int(Int64(limit))]).count
+            return try await sql.query(statement, binds.values).count
         }
     }
 
@@ -38,16 +41,19 @@ enum RetentionQueries {
         _ name: String, worker: String, ttlMilliseconds: Int64, database: any SQLTransactor
     ) async throws -> Bool {
         try await database.transaction { sql in
+            var insert = SQLBinds()
             try await sql.execute(
-                "INSERT INTO maintenance_leases (name, owner, expires_at) VALUES ($1, NULL, 0) "
-                    + "ON CONFLICT (name) DO NOTHING", [.text(name)])
+                "INSERT INTO maintenance_leases (name, owner, expires_at) VALUES (\(insert.add(.text(name))), NULL, 0) "
+                    + "ON CONFLICT (name) DO NOTHING", insert.values)
             // As partition leases (`FleetQueries.round`): the database's clock after any wait for the row.
             let now = FleetQueries.now(sql.dialect)
+            var binds = SQLBinds()
+            let (lease, owner) = (binds.add(.text(name)), binds.add(.text(worker)))
             let rows = try await sql.query(
                 """
-                UPDATE maintenance_leases SET owner = $2, expires_at = \(now) + $3
-                WHERE name = $1 AND (owner = $2 OR owner IS NULL OR expires_at < \(now)) RETURNING owner
-                """, [.text(name), .text(worker), .int(ttlMilliseconds * 1000)])
+                UPDATE maintenance_leases SET owner = \(owner), expires_at = \(now) + \(binds.add(.int(ttlMilliseconds * 1000)))
+                WHERE name = \(lease) AND (owner = \(owner) OR owner IS NULL OR expires_at < \(now)) RETURNING owner
+                """, binds.values)
             return !rows.isEmpty
         }
     }

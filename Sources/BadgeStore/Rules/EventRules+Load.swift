@@ -16,8 +16,8 @@ extension EventRules {
     mutating func load(_ events: [Event]) async throws {
         var batch = SQLReadBatch()
         if !leases.isEmpty {
-            let check = FleetQueries.leaseQuery(leases, first: 1)
-            batch.setPrelude(check.sql, binds: check.binds)
+            let leases = leases
+            batch.setPrelude { FleetQueries.leaseQuery(leases, binds: &$0) }
         }
         let userIDs = Set(events.map(\.recipient))
         let usersPart = addLockUsers(userIDs, to: &batch)
@@ -115,7 +115,7 @@ extension EventRules {
     /// The part that creates the missing `users` rows and locks all of the batch's rows, in one order (user id) so
     /// that concurrent batches on PostgreSQL do not deadlock: an upsert whose `DO UPDATE` (a no-op) locks an
     /// existing row as `FOR UPDATE` would, in the order of the SELECT. With ``leases`` it reads the prelude's lease
-    /// check (``FleetQueries/leaseQuery(_:first:)``), which the statement evaluates before it locks anything: while
+    /// check (``FleetQueries/leaseQuery(_:binds:)``), which the statement evaluates before it locks anything: while
     /// one of them is not held it creates and locks nothing and returns no row, and the batch fails with
     /// `lease_lost` (see ``readUsers(_:ids:)``).
     private func addLockUsers(_ ids: Set<String>, to batch: inout SQLReadBatch) -> Int {
@@ -127,10 +127,9 @@ extension EventRules {
                 ("user_id", .text), ("unread_notifications", .int), ("unseen_notifications", .int),
                 ("unread_messages", .int), ("badge_version", .int), ("badge_enabled", .bool), ("previews", .bool),
                 ("read_all_until", .int), ("opened_until", .int),
-            ],
-            binds: [set.bind]
-        ) { first in
-            "INSERT INTO users (user_id) SELECT user_id FROM \(set.table("s", bind: first, dialect: dialect)) "
+            ]
+        ) { binds in
+            "INSERT INTO users (user_id) SELECT user_id FROM \(set.table("s", binds: &binds, dialect: dialect)) "
                 + "WHERE \(condition) ORDER BY user_id ON CONFLICT (user_id) DO UPDATE SET user_id = excluded.user_id "
                 + "RETURNING user_id, \(UserRow.columns)"
         }
@@ -159,9 +158,9 @@ extension EventRules {
         for id in ids.sorted() { set.append([.text(id)]) }
         let (condition, now) = (leaseCondition, FleetQueries.statementNow(sql.dialect))
         let dialect = sql.dialect
-        return batch.add(columns: [("event_id", .text)], binds: [set.bind]) { first in
+        return batch.add(columns: [("event_id", .text)]) { binds in
             "INSERT INTO processed_events (event_id, processed_at) SELECT id, \(now) FROM "
-                + "\(set.table("s", bind: first, dialect: dialect)) "
+                + "\(set.table("s", binds: &binds, dialect: dialect)) "
                 + "WHERE \(condition) ORDER BY id ON CONFLICT (event_id) DO NOTHING RETURNING event_id"
         }
     }
@@ -179,8 +178,6 @@ extension EventRules {
     private func addNotifications(
         pairs: SQLRowSet, readAllUntil: [String: Int64], openedUntil: [String: Int64], to batch: inout SQLReadBatch
     ) -> Int? {
-        var binds: [SQLValue] = []
-        if !pairs.isEmpty { binds.append(pairs.bind) }
         var watermarks = SQLRowSet([
             ("user_id", .text), ("read_all", .int), ("opened", .int), ("after_at", .int), ("after_id", .text),
         ])
@@ -190,22 +187,18 @@ extension EventRules {
                 .text(resumeAfter.id),
             ])
         }
-        if !watermarks.isEmpty { binds.append(watermarks.bind) }
-        guard !binds.isEmpty else { return nil }
+        guard !pairs.isEmpty || !watermarks.isEmpty else { return nil }
         let dialect = sql.dialect
         return batch.add(
             columns: [
                 ("kind", .text), ("user_id", .text), ("id", .text), ("occurred_at", .int), ("read", .bool),
                 ("seen", .bool),
-            ],
-            binds: binds
-        ) { first in
+            ]
+        ) { binds in
             var branches: [String] = []
-            var next = first
             let columns = "n.user_id, n.id, n.occurred_at, n.read, n.seen"
             if !pairs.isEmpty {
-                let source = pairs.table("s", bind: next, dialect: dialect)
-                next += 1
+                let source = pairs.table("s", binds: &binds, dialect: dialect)
                 branches.append(
                     "SELECT 'n' AS kind, \(columns) FROM notifications n JOIN \(source) "
                         + "ON n.user_id = s.user_id AND n.id = s.id")
@@ -220,11 +213,13 @@ extension EventRules {
                     SQLRowLimit(count: $0, orderBy: "n.occurred_at, n.id", per: "s.user_id")
                 }
                 // Only rows after where the previous chunk of a chunked event stopped (all of them otherwise).
+                // Both branches read the watermarks from one bind.
+                let rows = binds.add(watermarks.bind)
                 let after =
                     " AND n.occurred_at >= s.after_at AND (n.occurred_at > s.after_at OR n.id > s.after_id)"
                 func each(_ condition: String) -> String {
                     watermarks.joinEach(
-                        "s", bind: next, dialect: dialect, table: "notifications", as: "n", columns: columns,
+                        "s", reading: rows, dialect: dialect, table: "notifications", as: "n", columns: columns,
                         on: "n.user_id = s.user_id AND " + condition + after, limit: limit)
                 }
                 branches.append(
@@ -267,8 +262,8 @@ extension EventRules {
     private func addStoredMessages(pairs: SQLRowSet, to batch: inout SQLReadBatch) -> Int? {
         guard !pairs.isEmpty else { return nil }
         let dialect = sql.dialect
-        return batch.add(columns: [("user_id", .text), ("event_id", .text)], binds: [pairs.bind]) { first in
-            "SELECT m.user_id, m.event_id FROM messages m JOIN \(pairs.table("s", bind: first, dialect: dialect)) "
+        return batch.add(columns: [("user_id", .text), ("event_id", .text)]) { binds in
+            "SELECT m.user_id, m.event_id FROM messages m JOIN \(pairs.table("s", binds: &binds, dialect: dialect)) "
                 + "ON m.user_id = s.user_id AND m.event_id = s.id"
         }
     }
@@ -296,12 +291,12 @@ extension EventRules {
         }
         let dialect = sql.dialect
         return batch.add(
-            columns: [("user_id", .text), ("conversation_id", .text), ("event_id", .text), ("occurred_at", .int)],
-            binds: [conversations.bind]
-        ) { first in
+            columns: [("user_id", .text), ("conversation_id", .text), ("event_id", .text), ("occurred_at", .int)]
+        ) { binds in
             let columns = "m.user_id, m.conversation_id, m.event_id, m.occurred_at"
             let source = conversations.joinEach(
-                "s", bind: first, dialect: dialect, table: "messages", as: "m", columns: columns,
+                "s", reading: binds.add(conversations.bind), dialect: dialect, table: "messages", as: "m",
+                columns: columns,
                 on: "m.user_id = s.user_id AND m.conversation_id = s.conversation_id AND NOT m.read "
                     + "AND m.occurred_at <= s.read_until AND m.occurred_at >= s.after_at "
                     + "AND (m.occurred_at > s.after_at OR m.event_id > s.after_id)",
@@ -331,10 +326,10 @@ extension EventRules {
         for key in keys { set.append([.text(key.user), .text(key.item)]) }
         let dialect = sql.dialect
         return batch.add(
-            columns: [("user_id", .text), ("conversation_id", .text), ("read_until", .int)], binds: [set.bind]
-        ) { first in
+            columns: [("user_id", .text), ("conversation_id", .text), ("read_until", .int)]
+        ) { binds in
             "SELECT w.user_id, w.conversation_id, w.read_until FROM conversation_watermarks w "
-                + "JOIN \(set.table("s", bind: first, dialect: dialect)) "
+                + "JOIN \(set.table("s", binds: &binds, dialect: dialect)) "
                 + "ON w.user_id = s.user_id AND w.conversation_id = s.conversation_id"
         }
     }
@@ -375,8 +370,8 @@ extension EventRules {
         var set = SQLRowSet([(column, .text)])
         for value in values.sorted() { set.append([.text(value)]) }
         let dialect = sql.dialect
-        return batch.add(columns: Self.deviceColumns, binds: [set.bind]) { first in
-            let values = "SELECT \(column) FROM \(set.table("s", bind: first, dialect: dialect))"
+        return batch.add(columns: Self.deviceColumns) { binds in
+            let values = "SELECT \(column) FROM \(set.table("s", binds: &binds, dialect: dialect))"
             // On PostgreSQL `= ANY(ARRAY(…))`, an index condition whatever the statistics say. With `IN (SELECT …)`
             // a generic plan made while `devices` was nearly empty (the first batches) hash-joined the whole
             // `devices_active_user` index, 5,000 rows and about 5 ms for a batch of 26 users (seen with

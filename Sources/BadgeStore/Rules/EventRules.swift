@@ -109,7 +109,9 @@ struct EventRules {
         let rows = try await write()
         if unfinishedChunk, let event = events.first {
             // Not processed yet: the event's next chunk must find it fresh.
-            try await sql.execute("DELETE FROM processed_events WHERE event_id = $1", [.text(event.id)])
+            var binds = SQLBinds()
+            let statement = "DELETE FROM processed_events WHERE event_id = \(binds.add(.text(event.id)))"
+            try await sql.execute(statement, binds.values)
         }
         return zip(events, outcomes).map { event, outcome in
             AppliedEvent(

@@ -9,12 +9,6 @@ public protocol SQLBackedBadgeStore: BadgeStore {
 }
 
 extension SQLBackedBadgeStore {
-    public func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent] {
-        try await StoreQueries.apply(
-            events, policy: policy, context: context, database: sqlBackend.database,
-            beforeEvent: sqlBackend.hooks.beforeEvent)
-    }
-
     public func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]] {
         try await StoreQueries.apply(
             batches, policy: policy, database: sqlBackend.database, beforeEvent: sqlBackend.hooks.beforeEvent)
@@ -33,10 +27,6 @@ extension SQLBackedBadgeStore {
         try await StoreQueries.outboxBacklog(partitions: partitions, database: sqlBackend.database)
     }
 
-    public func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush] {
-        try await StoreQueries.pendingPushes(limit: limit, partition: partition, database: sqlBackend.database)
-    }
-
     public func leaseRound(
         worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool
     ) async throws -> LeaseRound {
@@ -47,13 +37,6 @@ extension SQLBackedBadgeStore {
 
     public func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool {
         try await FleetQueries.renew(lease, ttlMilliseconds: ttlMilliseconds, database: sqlBackend.leases)
-    }
-
-    public func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
-    ) async throws -> PlannedPush? {
-        try await DeliveryQueries.claimPush(
-            outbox, policy: policy, recordingSent: sent, lease: lease, database: sqlBackend.database)
     }
 
     public func claimPushes(
@@ -80,17 +63,5 @@ extension SQLBackedBadgeStore {
     public func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
         try await DeliveryQueries.refreshBadge(
             after: push, partition: partition, policy: policy, database: sqlBackend.database)
-    }
-
-    public func markSent(_ outboxIDs: [Int64]) async throws {
-        try await StoreQueries.markSent(outboxIDs, database: sqlBackend.database)
-    }
-
-    public func deactivateDevice(token: String) async throws {
-        try await StoreQueries.deactivateDevice(token: token, database: sqlBackend.database)
-    }
-
-    public func snapshot(user: String) async throws -> UserSnapshot {
-        try await StoreQueries.snapshot(user: user, database: sqlBackend.database)
     }
 }

@@ -1,8 +1,8 @@
 /// Statements of one transaction whose rows the caller reads, sent together: selects, row-locking selects, and
 /// inserts with `RETURNING`, none of which needs another's result to be written.
 ///
-/// Each part declares the columns it returns (name and type) and is given as a function of the number of its
-/// first placeholder. PostgreSQL runs all the parts as **one** statement, in one round trip: each part becomes a
+/// Each part declares the columns it returns (name and type) and is given as a function that writes its text and
+/// adds its values to the statement's ``SQLBinds``. PostgreSQL runs all the parts as **one** statement, in one round trip: each part becomes a
 /// materialised `WITH` query, and the main query reads them one after another (`UNION ALL`), so they run — and
 /// take their row locks — in the order they were added. Their columns are carried in shared typed slots and given
 /// back under each part's own names. SQLite runs the parts one after another.
@@ -12,23 +12,22 @@
 struct SQLReadBatch {
     private struct Part {
         let columns: [(name: String, type: SQLRowSet.ColumnType)]
-        let binds: [SQLValue]
-        let statement: (Int) -> String
+        let statement: (inout SQLBinds) -> String
     }
 
     private var parts: [Part] = []
-    /// `WITH` queries every part may read (PostgreSQL only), ahead of the parts, and their binds.
-    private var prelude: (sql: String, binds: [SQLValue])?
+    /// `WITH` queries every part may read (PostgreSQL only), ahead of the parts.
+    private var prelude: ((inout SQLBinds) -> String)?
     /// On PostgreSQL, the parts from this index on run as a second statement (see ``startSecondStatement()``).
     private var secondFrom: Int?
 
     init() {}
 
-    /// Puts `sql` (one or more `WITH` queries, `name AS (…)`, reading placeholders from `$1`) ahead of the parts on
-    /// PostgreSQL, where every part may read them; `binds` are its placeholders' values. Set before adding parts.
-    mutating func setPrelude(_ sql: String, binds: [SQLValue]) {
+    /// Puts the text `sql` writes (one or more `WITH` queries, `name AS (…)`, whose values it adds to the binds it
+    /// is given) ahead of the parts on PostgreSQL, where every part may read them. Set before adding parts.
+    mutating func setPrelude(_ sql: @escaping (inout SQLBinds) -> String) {
         precondition(parts.isEmpty, "the prelude comes before the parts")
-        prelude = (sql, binds)
+        prelude = sql
     }
 
     /// Makes the parts added from now on a second statement on PostgreSQL, with a snapshot of its own, taken once
@@ -39,14 +38,14 @@ struct SQLReadBatch {
         secondFrom = parts.count
     }
 
-    /// Adds a part returning `columns`; `statement` is given the number of the part's first placeholder (binds
-    /// are numbered from it, in the order of `binds`). Returns the part's index in ``run(sql:)``'s result.
+    /// Adds a part returning `columns`; `statement` writes the part's text and adds its values to the binds it is
+    /// given (the statement's, which may hold other parts' values already). Returns the part's index in
+    /// ``run(sql:)``'s result.
     @discardableResult
     mutating func add(
-        columns: [(name: String, type: SQLRowSet.ColumnType)], binds: [SQLValue],
-        _ statement: @escaping (Int) -> String
+        columns: [(name: String, type: SQLRowSet.ColumnType)], _ statement: @escaping (inout SQLBinds) -> String
     ) -> Int {
-        parts.append(Part(columns: columns, binds: binds, statement: statement))
+        parts.append(Part(columns: columns, statement: statement))
         return parts.count - 1
     }
 
@@ -58,7 +57,11 @@ struct SQLReadBatch {
         switch sql.dialect {
         case .sqlite:
             var results: [[SQLRow]] = []
-            for part in parts { results.append(try await sql.query(part.statement(1), part.binds)) }
+            for part in parts {
+                var binds = SQLBinds()
+                let statement = part.statement(&binds)
+                results.append(try await sql.query(statement, binds.values))
+            }
             return results
         case .postgres:
             let cut = secondFrom ?? parts.count
@@ -107,16 +110,12 @@ struct SQLReadBatch {
             }
         }
         var queries: [String] = []
-        var binds: [SQLValue] = []
-        if let prelude, range.lowerBound == 0 {
-            queries.append(prelude.sql)
-            binds += prelude.binds
-        }
+        var binds = SQLBinds()
+        if let prelude, range.lowerBound == 0 { queries.append(prelude(&binds)) }
         var branches: [String] = []
         for index in range {
             let part = parts[index]
-            queries.append("r\(index) AS MATERIALIZED (\(part.statement(binds.count + 1)))")
-            binds += part.binds
+            queries.append("r\(index) AS MATERIALIZED (\(part.statement(&binds)))")
             let taken = Dictionary(uniqueKeysWithValues: zip(Self.slots(of: part.columns), part.columns.map(\.name)))
             var cells = ["\(index) AS bp"]
             for type in types {
@@ -128,7 +127,9 @@ struct SQLReadBatch {
             }
             branches.append("SELECT \(cells.joined(separator: ", ")) FROM r\(index)")
         }
-        return ("WITH " + queries.joined(separator: ", ") + " " + branches.joined(separator: " UNION ALL "), binds)
+        return (
+            "WITH " + queries.joined(separator: ", ") + " " + branches.joined(separator: " UNION ALL "), binds.values
+        )
     }
 
     /// A combined result's rows given back per part of `range`, under the part's own column names.

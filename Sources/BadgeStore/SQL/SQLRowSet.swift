@@ -56,8 +56,21 @@ struct SQLRowSet {
             })
     }
 
-    /// A derived table `alias` with the set's columns (and `ord`), reading the rows from placeholder `$index`.
+    /// A derived table `alias` with the set's columns (and `ord`), reading the rows from the set's ``bind``, which
+    /// it adds to `binds`.
+    func table(_ alias: String, binds: inout SQLBinds, dialect: SQLDialect) -> String {
+        table(alias, reading: binds.add(bind), dialect: dialect)
+    }
+
+    /// ``table(_:binds:dialect:)`` reading the rows from placeholder `$index`, for the delivery claims' statements
+    /// (`DeliveryQueries`), which number their placeholders themselves until they take ``SQLBinds``.
     func table(_ alias: String, bind index: Int, dialect: SQLDialect) -> String {
+        table(alias, reading: "$\(index)", dialect: dialect)
+    }
+
+    /// ``table(_:binds:dialect:)`` reading the rows from `placeholder`, the set's ``bind`` added to a statement's
+    /// ``SQLBinds`` once (a statement that reads the set more than once binds it once).
+    func table(_ alias: String, reading placeholder: String, dialect: SQLDialect) -> String {
         switch dialect {
         case .postgres:
             let cells = columns.enumerated().map { position, column in
@@ -83,17 +96,18 @@ struct SQLRowSet {
             // text again from the start (10 outbox rows of 20 columns: 190 µs against 25 µs in psql; at 2,000
             // events/s the ingestion statements' execution time fell by about a fifth).
             return "(SELECT \(cells.joined(separator: ", ")), e.n AS ord "
-                + "FROM jsonb_array_elements($\(index)::jsonb) WITH ORDINALITY AS e(v, n) "
-                + "LIMIT jsonb_array_length($\(index)::jsonb)) AS \(alias)"
+                + "FROM jsonb_array_elements(\(placeholder)::jsonb) WITH ORDINALITY AS e(v, n) "
+                + "LIMIT jsonb_array_length(\(placeholder)::jsonb)) AS \(alias)"
         case .sqlite:
             let cells = columns.enumerated().map { position, column in
                 "json_extract(e.value, '$[\(position)]') AS \(column.name)"
             }
-            return "(SELECT \(cells.joined(separator: ", ")), e.key AS ord FROM json_each($\(index)) AS e) AS \(alias)"
+            return
+                "(SELECT \(cells.joined(separator: ", ")), e.key AS ord FROM json_each(\(placeholder)) AS e) AS \(alias)"
         }
     }
 
-    /// A `FROM` clause joining the set (as `alias`) to `table` (as `tableAlias`) row by row where `condition`
+    /// A `FROM` clause joining the set (as `alias`, read from `placeholder`, see ``table(_:reading:dialect:)``) to `table` (as `tableAlias`) row by row where `condition`
     /// holds; `columns` are the table's columns the statement reads (`tableAlias.column`, …).
     ///
     /// On PostgreSQL a `LATERAL` subquery, so each row of the set is one index lookup whatever the statistics
@@ -101,10 +115,10 @@ struct SQLRowSet {
     /// made the planner scan that whole index once it had filled up, 80–140 ms a batch with 1,000,000 stored
     /// notifications. On SQLite, whose planner already drives such joins from the small side, a plain join.
     func joinEach(
-        _ alias: String, bind index: Int, dialect: SQLDialect, table: String, as tableAlias: String, columns: String,
-        on condition: String, limit: SQLRowLimit? = nil
+        _ alias: String, reading placeholder: String, dialect: SQLDialect, table: String, as tableAlias: String,
+        columns: String, on condition: String, limit: SQLRowLimit? = nil
     ) -> String {
-        let source = self.table(alias, bind: index, dialect: dialect)
+        let source = self.table(alias, reading: placeholder, dialect: dialect)
         switch dialect {
         case .postgres:
             // OFFSET 0 keeps the subquery a subquery: the planner flattens a plain one into the join, after which
@@ -123,7 +137,7 @@ struct SQLRowSet {
     }
 }
 
-/// At most `count` rows per source row of ``SQLRowSet/joinEach(_:bind:dialect:table:as:columns:on:limit:)``, the
+/// At most `count` rows per source row of ``SQLRowSet/joinEach(_:reading:dialect:table:as:columns:on:limit:)``, the
 /// first by `orderBy`; `per` names the source row's key columns (SQLite numbers the rows per key).
 struct SQLRowLimit {
     var count: Int

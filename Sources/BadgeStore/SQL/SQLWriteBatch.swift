@@ -37,26 +37,33 @@ struct SQLWriteBatch {
         switch sql.dialect {
         case .sqlite:
             for part in parts.dropLast() {
-                try await sql.execute(part.statement(part.set.table("s", bind: 1, dialect: .sqlite)), [part.set.bind])
+                var binds = SQLBinds()
+                let statement = part.statement(part.set.table("s", binds: &binds, dialect: .sqlite))
+                try await sql.execute(statement, binds.values)
             }
-            return try await sql.query(last.statement(last.set.table("s", bind: 1, dialect: .sqlite)), [last.set.bind])
+            var binds = SQLBinds()
+            let statement = last.statement(last.set.table("s", binds: &binds, dialect: .sqlite))
+            return try await sql.query(statement, binds.values)
         case .postgres:
-            return try await sql.query(
-                Self.statement(parts.map(\.statement), sets: parts.map(\.set), names: parts.map(\.name)),
-                parts.map(\.set.bind))
+            let (statement, binds) = Self.statement(
+                parts.map(\.statement), sets: parts.map(\.set), names: parts.map(\.name))
+            return try await sql.query(statement, binds)
         }
     }
 
-    /// The one PostgreSQL statement for `statements` over `sets` (placeholder `$n` reads the set of part `n`); a
-    /// part is the `WITH` query `names[n]`, or `wn` when that is nil.
-    static func statement(_ statements: [(String) -> String], sets: [SQLRowSet], names: [String?] = []) -> String {
-        let texts = zip(statements, sets).enumerated().map { index, part in
-            part.0(part.1.table("s", bind: index + 1, dialect: .postgres))
+    /// The one PostgreSQL statement for `statements` over `sets` (placeholder `$n` reads the set of part `n`), and
+    /// its binds; a part is the `WITH` query `names[n]`, or `wn` when that is nil.
+    static func statement(
+        _ statements: [(String) -> String], sets: [SQLRowSet], names: [String?] = []
+    ) -> (sql: String, binds: [SQLValue]) {
+        var binds = SQLBinds()
+        let texts = zip(statements, sets).map { statement, set in
+            statement(set.table("s", binds: &binds, dialect: .postgres))
         }
-        guard texts.count > 1, let last = texts.last else { return texts.first ?? "" }
+        guard texts.count > 1, let last = texts.last else { return (texts.first ?? "", binds.values) }
         let prefix = texts.dropLast().enumerated().map { index, text in
             "\((index < names.count ? names[index] : nil) ?? "w\(index + 1)") AS (\(text))"
         }
-        return "WITH " + prefix.joined(separator: ", ") + " " + last
+        return ("WITH " + prefix.joined(separator: ", ") + " " + last, binds.values)
     }
 }

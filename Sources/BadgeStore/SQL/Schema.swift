@@ -323,13 +323,16 @@ enum Schema {
         // Index builds over large tables take as long as they take; waiting for another migrator too.
         try await sql.execute("SET statement_timeout = 0")
         var locked = false
+        // The statements that take and give back the lock bind its key alone.
+        var key = SQLBinds()
+        let lockKey = key.add(.int(advisoryLockKey))
         do {
             // Polled, never waited for in a statement: a session waiting for the lock would be a transaction that
             // the holder's `CREATE INDEX CONCURRENTLY` waits for in turn (PostgreSQL reports the deadlock and
             // cancels one of them).
-            while try await sql.query("SELECT pg_try_advisory_lock($1) AS locked", [.int(advisoryLockKey)]).first?[
-                "locked"
-            ].bool != true {
+            while try await sql.query("SELECT pg_try_advisory_lock(\(lockKey)) AS locked", key.values).first?["locked"]
+                .bool != true
+            {
                 try await Task.sleep(for: advisoryLockPoll)
             }
             locked = true
@@ -357,11 +360,11 @@ enum Schema {
                 try await ddlTransaction(pending, lockTimeoutMilliseconds: milliseconds, recording: migration, sql: sql)
             }
         } catch {
-            if locked { _ = try? await sql.execute("SELECT pg_advisory_unlock($1)", [.int(advisoryLockKey)]) }
+            if locked { _ = try? await sql.execute("SELECT pg_advisory_unlock(\(lockKey))", key.values) }
             _ = try? await sql.execute("RESET statement_timeout")
             throw error
         }
-        try await sql.execute("SELECT pg_advisory_unlock($1)", [.int(advisoryLockKey)])
+        try await sql.execute("SELECT pg_advisory_unlock(\(lockKey))", key.values)
         try await sql.execute("RESET statement_timeout")
     }
 
@@ -384,8 +387,10 @@ enum Schema {
     /// Builds index `name` with `CREATE INDEX CONCURRENTLY IF NOT EXISTS`, first dropping an invalid index of that
     /// name (what an interrupted concurrent build leaves).
     private static func buildConcurrently(_ name: String, on definition: String, sql: any SQLExecutor) async throws {
+        var binds = SQLBinds()
         let found = try await sql.query(
-            "SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass($1)", [.text(name)])
+            "SELECT i.indisvalid AS valid FROM pg_index i WHERE i.indexrelid = to_regclass(\(binds.add(.text(name))))",
+            binds.values)
         if let row = found.first, try row["valid"].bool == false {
             try await sql.execute("DROP INDEX CONCURRENTLY IF EXISTS \(name)")
         }
@@ -417,8 +422,10 @@ enum Schema {
 
     private static func record(_ migration: Migration, sql: any SQLExecutor) async throws {
         let now = FleetQueries.statementNow(sql.dialect)
+        var binds = SQLBinds()
         try await sql.execute(
-            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, \(now))", [.int(migration.version)])
+            "INSERT INTO schema_migrations (version, applied_at) VALUES (\(binds.add(.int(migration.version))), \(now))",
+            binds.values)
     }
 
     /// The database's time, in microseconds since the epoch.

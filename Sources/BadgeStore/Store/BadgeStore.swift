@@ -23,11 +23,6 @@ public protocol BadgeStore: Sendable {
     /// seconds: one that would wait longer fails with a transient error (`sqlstate_55P03`), to be tried again.
     func migrate() async throws
 
-    /// Applies `events` in order in one database transaction (all or nothing), writes the pushes they cause
-    /// to the outbox (tagged with `context.partition`), and returns what each event did. With `context.lease`, the
-    /// transaction first checks that the lease is still held and fails with `lease_lost` (not transient) if not.
-    func apply(_ events: [Event], policy: BadgePolicy, context: ApplyContext) async throws -> [AppliedEvent]
-
     /// Applies several partitions' batches in one database transaction (all or nothing), as if each were applied
     /// on its own under its context, one after another, and returns what each batch's events did. Batches of one
     /// worker's partitions (their users are disjoint) share the transaction's fixed cost this way. With leases,
@@ -42,10 +37,6 @@ public protocol BadgeStore: Sendable {
     /// (``recordDeliveries(_:)``), or for ``ApplyContext/claimHold`` at most; a claim under a newer epoch (the
     /// partition's next owner) takes them at once.
     func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]]
-
-    /// Outbox pushes not yet marked sent, oldest (lowest id, planning order) first; only those of `partition`
-    /// when it is given.
-    func pendingPushes(limit: Int, partition: Int?) async throws -> [OutboxPush]
 
     /// One round of partition leasing for `worker` (call it every fraction of `ttlMilliseconds`): records the
     /// worker as alive, gives up the partitions in `releasing`, renews what it holds, and takes free partitions up
@@ -67,29 +58,18 @@ public protocol BadgeStore: Sendable {
     /// it sends anything more under the lease.
     func renewLease(_ lease: PartitionLease, ttlMilliseconds: Int64) async throws -> Bool
 
-    /// The push guard, called just before an outbox push is sent; returns what to send, or nil to drop it.
-    ///
-    /// `sent` are outbox rows of pushes sent since the previous call; they are recorded as sent in the same
-    /// transaction (one round trip per push). With `lease` (the partition the push is sent for), the claim fails with
-    /// `lease_lost` once the lease is no longer held, so a worker that lost a partition sends nothing more of it.
-    /// A push whose row is already gone was sent by someone else (a
-    /// partition's new owner while this worker was frozen) and is dropped. The `badge_version` of what reaches one
-    /// device never decreases: a push older than one already sent there is dropped when it is badge-only (a newer
-    /// push superseded it) and, when it is an alert, rebuilt with the user's current counts and badge (under
-    /// `policy`) at a fresh, higher `badge_version`; it keeps its event, so its `apns-id` stays the same. A push to
-    /// a token that moved to another user is dropped.
-    func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64], lease: PartitionLease?
-    ) async throws -> PlannedPush?
-
     /// The delivery stage's claim: up to `limit` pushes of `partition` (all when nil) whose next attempt is due by
     /// the database's clock, oldest first, each with its age (``OutboxPush/age``), in one transaction: with
-    /// `lease`, fails with `lease_lost`
-    /// unless it is still held; a device's pushes are taken in order (a row waiting for a retry holds back the
-    /// later rows of its token); the push guard (see ``claimPush(_:policy:recordingSent:lease:)``) drops stale
-    /// badge-only pushes and rebuilds stale alerts, and a badge-only push followed by a later one to the same
-    /// device is dropped as superseded. Claimed rows are marked with the lease's epoch. With `skipClaimedBefore`,
-    /// rows an earlier owner claimed under an older epoch are left for it to record.
+    /// `lease`, fails with `lease_lost` unless it is still held, so a worker that lost a partition sends nothing
+    /// more of it. A device's pushes are taken in order (a row waiting for a retry holds back the later rows of
+    /// its token), and a badge-only push followed by a later one to the same device is dropped as superseded.
+    ///
+    /// The push guard (`PushGuard`) keeps the `badge_version` of what reaches one device from ever decreasing: a
+    /// push older than one already claimed for that device is dropped when it is badge-only and, when it is an
+    /// alert, rebuilt with the user's current counts and badge (under `policy`) at a fresh, higher
+    /// `badge_version`; it keeps its event, so its `apns-id` stays the same. A push to a token that moved to
+    /// another user is dropped. Claimed rows are marked with the lease's epoch. With `skipClaimedBefore`, rows an
+    /// earlier owner claimed under an older epoch are left for it to record.
     ///
     /// `recording` (the previous round's outcomes) is recorded first, in the same transaction, which saves a
     /// transaction per round; when the claim fails (`lease_lost`, say) nothing of it is recorded, and the caller
@@ -120,15 +100,6 @@ public protocol BadgeStore: Sendable {
     /// the partition's new owner. The owner sends the refresh after them, so the device ends on the current badge.
     func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool
 
-    /// Removes sent pushes from the outbox.
-    func markSent(_ outboxIDs: [Int64]) async throws
-
-    /// Stops all pushes to a token that the provider reported dead, and drops its pending outbox rows.
-    func deactivateDevice(token: String) async throws
-
-    /// The stored state of one user (zero counts and default preferences for an unknown user).
-    func snapshot(user: String) async throws -> UserSnapshot
-
     /// How many pushes wait in the outbox of each of `partitions`, and how old the oldest is by the database's
     /// clock (for metrics). One statement.
     func outboxBacklog(partitions: [Int]) async throws -> [OutboxBacklog]
@@ -154,24 +125,5 @@ extension BadgeStore {
         try await leaseRound(
             worker: worker, partitions: partitions, ttlMilliseconds: ttlMilliseconds, releasing: releasing,
             takeExpired: true)
-    }
-
-    /// The push guard outside any lease (a single node, tests).
-    public func claimPush(
-        _ outbox: OutboxPush, policy: BadgePolicy, recordingSent sent: [Int64]
-    ) async throws
-        -> PlannedPush?
-    {
-        try await claimPush(outbox, policy: policy, recordingSent: sent, lease: nil)
-    }
-
-    /// Applies events outside any partition or lease (a single node, tests).
-    public func apply(_ events: [Event], policy: BadgePolicy) async throws -> [AppliedEvent] {
-        try await apply(events, policy: policy, context: .none)
-    }
-
-    /// Every pending outbox push, whatever its partition.
-    public func pendingPushes(limit: Int) async throws -> [OutboxPush] {
-        try await pendingPushes(limit: limit, partition: nil)
     }
 }

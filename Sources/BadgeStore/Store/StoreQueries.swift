@@ -3,33 +3,6 @@ import BadgeWire
 
 /// The store's operations other than ``EventRules``, written once against ``SQLTransactor``.
 enum StoreQueries {
-    /// The active devices of `user`, in token order. With `lock`, PostgreSQL share-locks the rows until the
-    /// transaction ends, so a concurrent move of one of the tokens to another user waits for it (and its
-    /// outbox rows precede the new owner's).
-    static func activeDevices(
-        of user: String, sql: any SQLExecutor, lock: Bool = false
-    ) async throws
-        -> [RegisteredDevice]
-    {
-        let rows = try await sql.query(
-            "SELECT token, provider, topic, environment, app FROM devices WHERE user_id = $1 AND active"
-                + (lock ? sql.dialect.forKeyShare : ""),
-            [.text(user)])
-        return try rows.map(RegisteredDevice.init(row:))
-            // Same order as InboxModel (Swift string order), independent of the database's collation.
-            .sorted { $0.token < $1.token }
-    }
-
-    static func apply(
-        _ events: [Event], policy: BadgePolicy, context: ApplyContext, database: any SQLTransactor,
-        beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
-    ) async throws -> [AppliedEvent] {
-        try await apply(
-            [ApplyBatch(events: events, context: context)], policy: policy, database: database,
-            beforeEvent: beforeEvent
-        ).first ?? []
-    }
-
     /// Applies `batches` in one transaction: their events concatenated in order, each tagged with its batch's
     /// partition, under all of their leases (see ``BadgeStore/apply(_:policy:)``).
     static func apply(
@@ -70,25 +43,6 @@ enum StoreQueries {
         return results
     }
 
-    static func pendingPushes(
-        limit: Int, partition: Int?, database: any SQLTransactor
-    ) async throws -> [OutboxPush] {
-        guard limit > 0 else { return [] }
-        return try await database.transaction { sql in
-            let rows: [SQLRow]
-            if let partition {
-                rows = try await sql.query(
-                    "SELECT \(OutboxRow.selectColumns) FROM outbox WHERE partition_id = $1 ORDER BY id LIMIT $2",
-                    [.int(Int64(partition)), .int(Int64(limit))])
-            } else {
-                rows = try await sql.query(
-                    "SELECT \(OutboxRow.selectColumns) FROM outbox ORDER BY id LIMIT $1", [.int(Int64(limit))])
-            }
-            var events = try await OutboxEvents.read(for: rows, sql: sql)
-            return try rows.map { try OutboxRow.decodeListed($0, events: &events) }
-        }
-    }
-
     /// Rows and the oldest `created_at` per partition, with its age by the database's clock, for `partitions`
     /// (empty ones included, with depth 0).
     static func outboxBacklog(partitions: [Int], database: any SQLTransactor) async throws -> [OutboxBacklog] {
@@ -115,32 +69,6 @@ enum StoreQueries {
         }
         return Set(partitions).sorted().map {
             found[$0] ?? OutboxBacklog(partition: $0, depth: 0, oldestCreatedAt: nil)
-        }
-    }
-
-    static func markSent(_ ids: [Int64], database: any SQLTransactor) async throws {
-        guard !ids.isEmpty else { return }
-        try await database.transaction { sql in try await DeliveryQueries.deleteOutboxRows(ids, sql: sql) }
-    }
-
-    static func deactivateDevice(token: String, database: any SQLTransactor) async throws {
-        try await database.transaction { sql in
-            try await sql.execute("UPDATE devices SET active = FALSE WHERE token = $1", [.text(token)])
-            try await sql.execute("DELETE FROM outbox WHERE token = $1", [.text(token)])
-        }
-    }
-
-    static func snapshot(user: String, database: any SQLTransactor) async throws -> UserSnapshot {
-        try await database.transaction { sql in
-            let row = try await sql.query(
-                "SELECT \(EventRules.UserRow.columns) FROM users WHERE user_id = $1", [.text(user)]
-            ).first
-            let state = try row.map { try EventRules.UserRow(row: $0) } ?? EventRules.UserRow()
-            return UserSnapshot(
-                user: user, counts: state.counts, badgeVersion: state.badgeVersion, badgeEnabled: state.badgeEnabled,
-                previews: state.previews, readAllUntil: state.readAllUntil.map(Timestamp.init(microsecondsSinceEpoch:)),
-                openedUntil: state.openedUntil.map(Timestamp.init(microsecondsSinceEpoch:)),
-                devices: try await activeDevices(of: user, sql: sql))
         }
     }
 }

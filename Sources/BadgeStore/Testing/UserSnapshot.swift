@@ -1,7 +1,8 @@
 import BadgeCore
 import BadgeWire
 
-/// The stored state of one user, for tests and debugging.
+/// The stored state of one user, for tests (see ``SQLBackedBadgeStore/snapshot(user:)``).
+@_spi(Testing)
 public struct UserSnapshot: Sendable, Equatable {
     /// The user id.
     public var user: String

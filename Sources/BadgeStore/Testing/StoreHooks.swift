@@ -1,4 +1,5 @@
-/// Test hooks of a store.
+/// Test hooks of a store, reached through `@testable import` (internal). The shared SQL rules call
+/// ``beforeEvent`` when it is set; nothing else in the module sets it.
 final class StoreHooks: Sendable {
     private let storage = LockedValue<(@Sendable (Int, any SQLExecutor) async throws -> Void)?>(nil)
 
