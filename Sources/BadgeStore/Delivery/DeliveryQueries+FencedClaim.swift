@@ -92,25 +92,23 @@ extension DeliveryQueries {
         partition: Int?, limit: Int, lease: PartitionLease, skipClaimedBefore: Int64?,
         removing removed: [Int64], settingVersions: Bool
     ) -> (sql: String, binds: [SQLValue]) {
-        var binds: [SQLValue] = [.int(Int64(limit))]
+        var binds = SQLBinds()
         // The rows of the previous round to remove (its sent and failed pushes): deleted by the same statement, and
         // left out of the claim, which sees them (one snapshot).
         var removal = ""
         if !removed.isEmpty {
             var set = SQLRowSet([("id", .int)])
             for id in removed.sorted() { set.append([.int(id)]) }
-            binds.append(set.bind)
             removal =
-                "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", bind: binds.count, dialect: .postgres))), "
+                "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", binds: &binds, dialect: .postgres))), "
                 + "gone AS (DELETE FROM outbox WHERE \(SQLDialect.postgres.among("id", "SELECT id FROM removed"))), "
         }
         let due = dueIDs(
-            partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease.epoch, binds: &binds,
-            dialect: .postgres, excluding: removed.isEmpty ? nil : "removed")
-        let check = FleetQueries.leaseQuery(lease, first: binds.count + 1)
-        binds += check.binds
-        // The lease's epoch (bound for the check) is the claim's mark too.
-        let epoch = binds.count
+            partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, epoch: lease.epoch,
+            binds: &binds, dialect: .postgres, excluding: removed.isEmpty ? nil : "removed")
+        let check = FleetQueries.leaseQuery(lease, binds: &binds)
+        // The claim's mark: the lease's epoch.
+        let epoch = binds.add(.int(lease.epoch))
         // The guard's "send" for every row, per token in id order: the token's user, at or above the device's
         // version, at or above the row before. Then the device's version moves to its last (highest) row.
         let versions =
@@ -127,8 +125,8 @@ extension DeliveryQueries {
                 AND devices.token = x.x_token AND devices.pushed_version <> x.x_top)
             """ : ""
         let sql = """
-            WITH \(removal)\(check.sql),
-            c AS (UPDATE outbox SET claimed_epoch = $\(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
+            WITH \(removal)\(check),
+            c AS (UPDATE outbox SET claimed_epoch = \(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
                 AND \(SQLDialect.postgres.among("id", due))
                 RETURNING \(OutboxRow.claimedColumns(.postgres))),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
@@ -137,7 +135,7 @@ extension DeliveryQueries {
                 c.*, d.d_user_id, d.d_pushed_version, \(OutboxEvents.sharedItem(rows: "c"))
             FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN d ON d.d_token = c.token
             """
-        return (sql, binds)
+        return (sql, binds.values)
     }
 
     /// The claimed rows (in id order) and their devices, from a fenced claim statement's rows (`checked`: made with

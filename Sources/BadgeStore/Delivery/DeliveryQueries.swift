@@ -46,23 +46,22 @@ enum DeliveryQueries {
             }
             try await write(recording, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
-            var binds: [SQLValue] = [.int(Int64(limit))]
+            var binds = SQLBinds()
             let due = dueIDs(
-                partition: partition, skipClaimedBefore: skipClaimedBefore, epoch: lease?.epoch, binds: &binds,
-                dialect: sql.dialect)
+                partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, epoch: lease?.epoch,
+                binds: &binds, dialect: sql.dialect)
             let read: [SQLRow]
             if let lease {
                 // Select, lock and mark with the claimer's epoch in one statement.
-                binds.append(.int(lease.epoch))
                 read = try await sql.query(
-                    "UPDATE outbox SET claimed_epoch = $\(binds.count), \(releasingHold) "
+                    "UPDATE outbox SET claimed_epoch = \(binds.add(.int(lease.epoch))), \(releasingHold) "
                         + "WHERE \(sql.dialect.among("id", due)) RETURNING \(OutboxRow.claimedColumns(sql.dialect))",
-                    binds)
+                    binds.values)
             } else {
                 read = try await sql.query(
                     "SELECT \(OutboxRow.claimedColumns(sql.dialect, alias: "o")) FROM outbox o "
                         + "WHERE \(sql.dialect.among("o.id", due)) ORDER BY o.id",
-                    binds)
+                    binds.values)
             }
             // Each event of the alerts once; rows the code cannot read are moved aside, the claim goes on with the
             // others.
@@ -78,9 +77,8 @@ enum DeliveryQueries {
 
     /// The ids of the due rows, oldest first, as one `SELECT`: rows whose next attempt is due at the database's now
     /// (``FleetQueries/statementNow(_:)``, the same instant for every comparison) and that no earlier row of the
-    /// same token waits ahead of, at most `$1`, and at most ``ClaimedPushes/perDeviceLimit`` of one token (its
-    /// oldest: the rest wait for the next claims); the partition's and the epoch's filters read placeholders
-    /// appended to `binds`. `excluding` names a table of ids (column `id`) to leave out, and not to wait behind
+    /// same token waits ahead of, at most `limit`, and at most ``ClaimedPushes/perDeviceLimit`` of one token (its
+    /// oldest: the rest wait for the next claims); its values go to `binds`. `excluding` names a table of ids (column `id`) to leave out, and not to wait behind
     /// either.
     ///
     /// A claim under lease `epoch` also takes, at once, rows that an ingestion transaction claimed under an
@@ -91,7 +89,7 @@ enum DeliveryQueries {
     ///
     /// How, by queue heads: the claim walks the partition's queued tokens (one descent of the
     /// `(partition_id, token, id)` index each, at most ``claimHorizon``), takes each token's oldest row (its head),
-    /// keeps the heads that do not wait, the `$1` oldest of them, and reads at most ``headWindow`` rows of each
+    /// keeps the heads that do not wait, the `limit` oldest of them, and reads at most ``headWindow`` rows of each
     /// of those tokens from its head. So a claim costs what the partition's queued devices and the rows it takes
     /// cost, not what one device holds: a device with a million queued pushes is one head, and its other devices
     /// are in the same claim (fair delivery: a backlog delays them by one round at most). Within a token, window
@@ -99,23 +97,22 @@ enum DeliveryQueries {
     /// doubt, not excluded), no earlier row of its token waits, and fewer than the bound of its token's earlier
     /// rows were taken.
     static func dueIDs(
-        partition: Int?, skipClaimedBefore: Int64?, epoch: Int64? = nil, binds: inout [SQLValue],
+        partition: Int?, limit: Int, skipClaimedBefore: Int64?, epoch: Int64? = nil, binds: inout SQLBinds,
         dialect: SQLDialect, excluding: String? = nil
     ) -> String {
+        let limit = binds.add(.int(Int64(limit)))
         // The conditions on a row other than its token's earlier rows: due, in the partition, not in doubt, not
         // excluded.
         var filters: [(String) -> String] = []
         var inPartition: (String) -> String = { _ in "" }
         if let excluding { filters.append { "\($0).id NOT IN (SELECT id FROM \(excluding))" } }
         if let partition {
-            binds.append(.int(Int64(partition)))
-            let placeholder = "$\(binds.count)"
+            let placeholder = binds.add(.int(Int64(partition)))
             filters.append { "\($0).partition_id = \(placeholder)" }
             inPartition = { "\($0).partition_id = \(placeholder) AND " }
         }
         if let skipClaimedBefore {
-            binds.append(.int(skipClaimedBefore))
-            let placeholder = "$\(binds.count)"
+            let placeholder = binds.add(.int(skipClaimedBefore))
             filters.append { "(\($0).claimed_epoch IS NULL OR \($0).claimed_epoch >= \(placeholder))" }
         }
         let now = FleetQueries.statementNow(dialect)
@@ -126,8 +123,7 @@ enum DeliveryQueries {
             "\(row).next_attempt_at > \(now)" + (excluding.map { " AND \(row).id NOT IN (SELECT id FROM \($0))" } ?? "")
         }
         if let epoch {
-            binds.append(.int(epoch))
-            let placeholder = "$\(binds.count)"
+            let placeholder = binds.add(.int(epoch))
             func heldBefore(_ row: String) -> String {
                 "\(row).attempts = 0 AND coalesce(\(row).claimed_epoch, \(placeholder)) < \(placeholder)"
             }
@@ -151,7 +147,7 @@ enum DeliveryQueries {
             heads AS (SELECT q.token, (SELECT y.id FROM outbox y WHERE \(inPartition("y"))y.token = q.token\(notRemoved)
                 ORDER BY y.id LIMIT 1) AS head FROM queued q WHERE q.token IS NOT NULL),
             chosen AS (SELECT h.token, h.head FROM heads h JOIN outbox hr ON hr.id = h.head
-                WHERE NOT (\(waiting("hr"))) ORDER BY h.head LIMIT $1),
+                WHERE NOT (\(waiting("hr"))) ORDER BY h.head LIMIT \(limit)),
             spans AS MATERIALIZED (SELECT c.token, c.head, coalesce((SELECT k.id FROM outbox k
                 WHERE \(inPartition("k"))k.token = c.token AND k.id >= c.head ORDER BY k.id
                 LIMIT 1 OFFSET \(headWindow - 1)), \(Int64.max)) AS last FROM chosen c),
@@ -160,7 +156,7 @@ enum DeliveryQueries {
                     sum(CASE WHEN \(candidate("o")) THEN 1 ELSE 0 END) \(inOrder) AS taken
                 FROM spans c JOIN outbox o ON \(inPartition("o"))o.token = c.token AND o.id BETWEEN c.head AND c.last)
             SELECT id FROM ranked WHERE ok = 1 AND blocked = 0 AND taken <= \(ClaimedPushes.perDeviceLimit)
-            ORDER BY id LIMIT $1
+            ORDER BY id LIMIT \(limit)
             """
         // PostgreSQL locks the rows in id order before the claim updates them (window sums cannot be selected
         // `FOR UPDATE` themselves), as every other writer of a partition's rows does: two claims, or a claim and a
@@ -170,13 +166,13 @@ enum DeliveryQueries {
     }
 
     /// How many rows of one token a claim reads from its head (see
-    /// ``dueIDs(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): twice
+    /// ``dueIDs(partition:limit:skipClaimedBefore:epoch:binds:dialect:excluding:)``): twice
     /// ``ClaimedPushes/perDeviceLimit``, so that rows in doubt or held at the head of a token leave room for its
     /// share.
     static let headWindow = 2 * ClaimedPushes.perDeviceLimit
 
     /// How many queued tokens of a partition a claim visits at most (see
-    /// ``dueIDs(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``), in token order: the claim costs
+    /// ``dueIDs(partition:limit:skipClaimedBefore:epoch:binds:dialect:excluding:)``), in token order: the claim costs
     /// one index descent per queued device, so without a bound a provider outage with every device of a large
     /// partition queued made every claim read all of them. A device past the first `claimHorizon` queued tokens of
     /// its partition waits until fewer are queued ahead of it in token order.
@@ -194,7 +190,7 @@ enum DeliveryQueries {
         return false
     }
 
-    /// The `SET` item with which a claim releases a row it takes from a hold (``dueIDs(partition:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a claimed row that was
+    /// The `SET` item with which a claim releases a row it takes from a hold (``dueIDs(partition:limit:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a claimed row that was
     /// never attempted is due again at once if it comes back (its claim stopped before sending it).
     static let releasingHold = "next_attempt_at = CASE WHEN attempts = 0 THEN 0 ELSE next_attempt_at END"
 
@@ -230,12 +226,12 @@ enum DeliveryQueries {
                 let name = column.drop(while: { $0 == " " })
                 return "users.\(name) AS \(name)"
             }
-            for row in try await sql.query(
+            var binds = SQLBinds()
+            let statement =
                 "UPDATE users SET badge_version = users.badge_version + s.k FROM "
-                    + "\(set.table("s", bind: 1, dialect: sql.dialect)) WHERE users.user_id = s.user_id "
-                    + "RETURNING users.user_id AS user_id, \(columns.joined(separator: ", "))",
-                [set.bind])
-            {
+                + "\(set.table("s", binds: &binds, dialect: sql.dialect)) WHERE users.user_id = s.user_id "
+                + "RETURNING users.user_id AS user_id, \(columns.joined(separator: ", "))"
+            for row in try await sql.query(statement, binds.values) {
                 guard let user = try row["user_id"].string else { throw StoreError.corrupt("users row without id") }
                 var state = try EventRules.UserRow(row: row)
                 state.badgeVersion -= rebuilds[user] ?? 0
@@ -284,14 +280,14 @@ enum DeliveryQueries {
         }
         try await deleteOutboxRows(dropped, sql: sql)
         if !marked.isEmpty {
-            try await sql.execute(
-                """
+            var binds = SQLBinds()
+            let statement = """
                 UPDATE outbox SET claimed_epoch = s.claimed_epoch, unread_notifications = s.unread_notifications,
                     unseen_notifications = s.unseen_notifications, unread_messages = s.unread_messages,
                     badge = s.badge, badge_version = s.badge_version, previews = s.previews
-                FROM \(marked.table("s", bind: 1, dialect: sql.dialect)) WHERE outbox.id = s.id
-                """,
-                [marked.bind])
+                FROM \(marked.table("s", binds: &binds, dialect: sql.dialect)) WHERE outbox.id = s.id
+                """
+            try await sql.execute(statement, binds.values)
         }
         var versions: [(token: String, user: String, version: Int64)] = []
         for (token, entry) in pushedVersions.sorted(by: { $0.key < $1.key })
@@ -324,11 +320,12 @@ enum DeliveryQueries {
             for retry in record.retries.sorted(by: { $0.id < $1.id }) {
                 set.append([.int(retry.id), .int(max(0, retry.delay.wholeMicroseconds))])
             }
-            try await sql.execute(
+            var binds = SQLBinds()
+            let statement =
                 "UPDATE outbox SET next_attempt_at = \(FleetQueries.statementNow(sql.dialect)) + s.delay, "
-                    + "attempts = outbox.attempts + 1 FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
-                    + "WHERE outbox.id = s.id",
-                [set.bind])
+                + "attempts = outbox.attempts + 1 FROM \(set.table("s", binds: &binds, dialect: sql.dialect)) "
+                + "WHERE outbox.id = s.id"
+            try await sql.execute(statement, binds.values)
             // Each device's first push that must wait is the lowest version of the round that did not go out
             // (a device's pushes go in order and stop at the first that must wait).
             var lowest: [String: DeliveryRecord.Retry] = [:]
@@ -343,10 +340,11 @@ enum DeliveryQueries {
         if !record.deadTokens.isEmpty {
             var set = SQLRowSet([("token", .text)])
             for token in record.deadTokens.sorted() { set.append([.text(token)]) }
-            let source = set.table("s", bind: 1, dialect: sql.dialect)
+            var binds = SQLBinds()
+            let source = set.table("s", binds: &binds, dialect: sql.dialect)
             let tokens = sql.dialect.among("token", "SELECT token FROM \(source)")
-            try await sql.execute("UPDATE devices SET active = FALSE WHERE \(tokens)", [set.bind])
-            try await sql.execute("DELETE FROM outbox WHERE \(tokens)", [set.bind])
+            try await sql.execute("UPDATE devices SET active = FALSE WHERE \(tokens)", binds.values)
+            try await sql.execute("DELETE FROM outbox WHERE \(tokens)", binds.values)
         }
         try await FeedbackQueries.insert(record.feedback, sql: sql)
     }
@@ -359,11 +357,12 @@ enum DeliveryQueries {
         guard !versions.isEmpty else { return }
         var set = SQLRowSet([("token", .text), ("user_id", .text), ("pushed_version", .int)])
         for entry in versions { set.append([.text(entry.token), .text(entry.user), .int(entry.version)]) }
-        try await sql.execute(
-            "UPDATE devices SET pushed_version = s.pushed_version FROM \(set.table("s", bind: 1, dialect: sql.dialect)) "
-                + "WHERE devices.token = s.token AND devices.user_id = s.user_id"
-                + (onlyLowering ? " AND devices.pushed_version > s.pushed_version" : ""),
-            [set.bind])
+        var binds = SQLBinds()
+        let statement =
+            "UPDATE devices SET pushed_version = s.pushed_version FROM \(set.table("s", binds: &binds, dialect: sql.dialect)) "
+            + "WHERE devices.token = s.token AND devices.user_id = s.user_id"
+            + (onlyLowering ? " AND devices.pushed_version > s.pushed_version" : "")
+        try await sql.execute(statement, binds.values)
     }
 
     /// Deletes outbox rows (sent, dropped or failed pushes), in one statement.
@@ -377,9 +376,8 @@ enum DeliveryQueries {
     static func deleteStatement(_ ids: [Int64], dialect: SQLDialect) -> (sql: String, binds: [SQLValue]) {
         var set = SQLRowSet([("id", .int)])
         for id in ids.sorted() { set.append([.int(id)]) }
-        return (
-            "DELETE FROM outbox WHERE \(dialect.among("id", "SELECT id FROM \(set.table("s", bind: 1, dialect: dialect))"))",
-            [set.bind]
-        )
+        var binds = SQLBinds()
+        let source = set.table("s", binds: &binds, dialect: dialect)
+        return ("DELETE FROM outbox WHERE \(dialect.among("id", "SELECT id FROM \(source)"))", binds.values)
     }
 }

@@ -33,15 +33,6 @@ extension FleetQueries {
             + "\(SQLDialect.postgres.forKeyShare))"
     }
 
-    /// ``leaseQuery(_:binds:)`` reading the lease from placeholders `$first`, `$first + 1` and `$first + 2`, whose
-    /// values are `binds`: for the fenced claim (`DeliveryQueries`), which numbers its placeholders itself until it
-    /// takes ``SQLBinds``.
-    static func leaseQuery(_ lease: PartitionLease, first: Int) -> (sql: String, binds: [SQLValue]) {
-        var binds = SQLBinds(following: first - 1)
-        let sql = leaseQuery(lease, binds: &binds)
-        return (sql, binds.values)
-    }
-
     /// ``leaseQuery(_:binds:)`` for a batch of several partitions, held by one worker: the `lease` query has one
     /// row per lease still held, all of them key-share-locked in partition order, and ``leaseCondition(count:)``
     /// holds only while every one of them is. One lease gives exactly the single lease's query.

@@ -62,12 +62,6 @@ struct SQLRowSet {
         table(alias, reading: binds.add(bind), dialect: dialect)
     }
 
-    /// ``table(_:binds:dialect:)`` reading the rows from placeholder `$index`, for the delivery claims' statements
-    /// (`DeliveryQueries`), which number their placeholders themselves until they take ``SQLBinds``.
-    func table(_ alias: String, bind index: Int, dialect: SQLDialect) -> String {
-        table(alias, reading: "$\(index)", dialect: dialect)
-    }
-
     /// ``table(_:binds:dialect:)`` reading the rows from `placeholder`, the set's ``bind`` added to a statement's
     /// ``SQLBinds`` once (a statement that reads the set more than once binds it once).
     func table(_ alias: String, reading placeholder: String, dialect: SQLDialect) -> String {
