@@ -1,26 +1,7 @@
 import BadgeCore
 
 extension DeliveryQueries {
-    /// The fenced claim on PostgreSQL in one statement instead of three (see ``fencedClaimStatement``), inside the
-    /// caller's transaction; then the push guard runs as in ``claim(_:policy:lease:marked:devices:sql:)``.
-    static func claimDueFenced(
-        partition: Int?, limit: Int, policy: BadgePolicy, lease: PartitionLease,
-        skipClaimedBefore: Int64?, removing removed: [Int64] = [], sql: any SQLExecutor
-    ) async throws -> ClaimedPushes {
-        let statement = fencedClaimStatement(
-            partition: partition, limit: limit, lease: lease, skipClaimedBefore: skipClaimedBefore,
-            removing: removed, settingVersions: false)
-        let result = try decodeFencedClaim(
-            try await sql.query(statement.sql, statement.binds), lease: lease, checked: false)
-        let refused = try await refuse(result.unreadable, events: result.events, sql: sql)
-        let pushes = try await claim(
-            result.claimed, policy: policy, lease: lease, marked: true, devices: result.devices, sql: sql)
-        return ClaimedPushes(
-            pushes: pushes, reachedLimit: result.rows >= limit || result.reachedDeviceLimit, refused: refused)
-    }
-
-    /// The fenced claim of ``claimDueFenced(partition:limit:policy:lease:skipClaimedBefore:removing:sql:)`` as
-    /// one statement on its own (no `BEGIN`, no `COMMIT`: one round trip instead of four), for the usual round:
+    /// The fenced claim on PostgreSQL as one statement on its own (no `BEGIN`, no `COMMIT`: one round trip instead of four), for the usual round:
     /// every claimed push to a stored device is its user's, at or above the device's `pushed_version`, and above
     /// or at the one before it for the same device. Then the push guard would send them all and move each
     /// device's `pushed_version` to its last push, and the statement does exactly that itself (the `simple`
@@ -38,9 +19,8 @@ extension DeliveryQueries {
     ) async throws -> ClaimedPushes? {
         let statement = fencedClaimStatement(
             partition: partition, limit: limit, lease: lease, skipClaimedBefore: skipClaimedBefore,
-            removing: removed, settingVersions: true)
-        let result = try decodeFencedClaim(
-            try await database.statement(statement.sql, statement.binds), lease: lease, checked: true)
+            removing: removed)
+        let result = try decodeFencedClaim(try await database.statement(statement.sql, statement.binds), lease: lease)
         // A row that cannot be read is moved aside in a transaction: the transaction's claim takes the rows again.
         guard result.simple, result.unreadable.isEmpty else { return nil }
         var guardState = PushGuard(devices: result.devices)
@@ -73,7 +53,7 @@ extension DeliveryQueries {
         /// The statement claimed ``ClaimedPushes/perDeviceLimit`` rows of some token.
         var reachedDeviceLimit: Bool
         var devices: [String: PushGuard.Device]
-        /// The statement's `simple` check held (and it set the devices' versions), when it made one.
+        /// The statement's `simple` check held (and it set the devices' versions).
         var simple: Bool
         /// The events of the claimed alerts, each read and decoded once.
         var events: OutboxEvents
@@ -81,16 +61,16 @@ extension DeliveryQueries {
 
     /// The fenced claim statement: the removal of `removed`, the lease check, the claim (marking the due rows with
     /// the lease's epoch) and the lock of their devices, in that order (each step reads the one before: the claim
-    /// runs only while the lease is held, the devices are those of the claimed rows); with `settingVersions`, also
-    /// the `simple` check and, when it holds, each device's new `pushed_version`.
+    /// runs only while the lease is held, the devices are those of the claimed rows), then the `simple` check and,
+    /// when it holds, each device's new `pushed_version`.
     ///
-    /// It always returns at least one row: `lease_held` (1 or 0), `simple` (with `settingVersions`), and the
+    /// It always returns at least one row: `lease_held` (1 or 0), `simple`, and the
     /// claimed rows joined to their devices (`d_user_id`, `d_pushed_version`, NULL for a token without a devices
     /// row), or NULLs when nothing was due; each alert's event once, on the first row of that event
     /// (``OutboxEvents/sharedItem(rows:)``).
     private static func fencedClaimStatement(
         partition: Int?, limit: Int, lease: PartitionLease, skipClaimedBefore: Int64?,
-        removing removed: [Int64], settingVersions: Bool
+        removing removed: [Int64]
     ) -> (sql: String, binds: [SQLValue]) {
         var binds = SQLBinds()
         // The rows of the previous round to remove (its sent and failed pushes): deleted by the same statement, and
@@ -111,10 +91,7 @@ extension DeliveryQueries {
         let epoch = binds.add(.int(lease.epoch))
         // The guard's "send" for every row, per token in id order: the token's user, at or above the device's
         // version, at or above the row before. Then the device's version moves to its last (highest) row.
-        let versions =
-            settingVersions
-            ? """
-            ,
+        let versions = """
             x AS MATERIALIZED (SELECT token AS x_token, max(badge_version) AS x_top, bool_and(ok) AS x_ok FROM (
                 SELECT c.token, c.badge_version, c.user_id = d.d_user_id AND c.badge_version >= d.d_pushed_version
                     AND c.badge_version >= coalesce(lag(c.badge_version) OVER (PARTITION BY c.token ORDER BY c.id),
@@ -123,25 +100,25 @@ extension DeliveryQueries {
             simple AS MATERIALIZED (SELECT coalesce(bool_and(x_ok), true) AS ok FROM x),
             v AS (UPDATE devices SET pushed_version = x.x_top FROM x WHERE (SELECT ok FROM simple)
                 AND devices.token = x.x_token AND devices.pushed_version <> x.x_top)
-            """ : ""
+            """
         let sql = """
             WITH \(removal)\(check),
             c AS (UPDATE outbox SET claimed_epoch = \(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
                 AND \(SQLDialect.postgres.among("id", due))
                 RETURNING \(OutboxRow.claimedColumns(.postgres))),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version
-                FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")) ORDER BY token FOR NO KEY UPDATE)\(versions)
-            SELECT (SELECT count(*) FROM lease) AS lease_held\(settingVersions ? ", (SELECT ok FROM simple) AS simple" : ""),
+                FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")) ORDER BY token FOR NO KEY UPDATE),
+            \(versions)
+            SELECT (SELECT count(*) FROM lease) AS lease_held, (SELECT ok FROM simple) AS simple,
                 c.*, d.d_user_id, d.d_pushed_version, \(OutboxEvents.sharedItem(rows: "c"))
             FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN d ON d.d_token = c.token
             """
         return (sql, binds.values)
     }
 
-    /// The claimed rows (in id order) and their devices, from a fenced claim statement's rows (`checked`: made with
-    /// the `simple` check); throws `lease_lost` when the lease was not held.
-    private static func decodeFencedClaim(_ rows: [SQLRow], lease: PartitionLease, checked: Bool) throws -> FencedClaim
-    {
+    /// The claimed rows (in id order) and their devices, from a fenced claim statement's rows; throws `lease_lost`
+    /// when the lease was not held.
+    private static func decodeFencedClaim(_ rows: [SQLRow], lease: PartitionLease) throws -> FencedClaim {
         guard let first = rows.first, let held = try first["lease_held"].int64 else {
             throw StoreError.corrupt("the claim returned no lease row")
         }
@@ -167,7 +144,7 @@ extension DeliveryQueries {
         // The statement returns its rows in no particular order.
         claimed.sort { $0.id < $1.id }
         unreadable.sort { $0.id < $1.id }
-        let simple = checked ? try first["simple"].bool ?? false : false
+        let simple = try first["simple"].bool ?? false
         return FencedClaim(
             claimed: claimed, unreadable: unreadable.map { ($0.row, $0.why) }, rows: claimed.count + unreadable.count,
             reachedDeviceLimit: try reachedDeviceLimit(rows), devices: devices, simple: simple, events: events)

@@ -35,15 +35,10 @@ enum DeliveryQueries {
             }
             recording = DeliveryRecord()
         }
+        // One claim in a transaction, on both databases, for what the one statement does not cover (a record with
+        // retries or dead tokens, a round the push guard must rebuild or drop): rare rounds, so the statements it
+        // takes more than the one-statement claim do not count.
         return try await database.transaction { [recording] sql in
-            if let lease, sql.dialect == .postgres {
-                // A record that only removes rows joins the claim's statement; any other is written first.
-                let removed = recording.onlyRemovedRows
-                if removed == nil { try await write(recording, sql: sql) }
-                return try await claimDueFenced(
-                    partition: partition, limit: limit, policy: policy, lease: lease,
-                    skipClaimedBefore: skipClaimedBefore, removing: removed ?? [], sql: sql)
-            }
             try await write(recording, sql: sql)
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
             var binds = SQLBinds()
@@ -196,19 +191,13 @@ enum DeliveryQueries {
 
     /// Runs the push guard over `rows` (locked, in id order) and writes its decisions: dropped rows are deleted,
     /// claimed ones are marked with the claimer's epoch (unless `marked` says the select did it) and rebuilt ones
-    /// rewritten, and each token's `pushed_version` moves up. Returns what to send, in id order. `devices` are
-    /// the rows' devices when the caller has already read and locked them (see `claimDueFenced`).
+    /// rewritten, and each token's `pushed_version` moves up. Returns what to send, in id order.
     static func claim(
         _ rows: [OutboxPush], policy: BadgePolicy, lease: PartitionLease?, marked alreadyMarked: Bool = false,
-        devices: [String: PushGuard.Device]? = nil, sql: any SQLExecutor
+        sql: any SQLExecutor
     ) async throws -> [ClaimedPush] {
         guard !rows.isEmpty else { return [] }
-        let stored: [String: PushGuard.Device]
-        if let devices {
-            stored = devices
-        } else {
-            stored = try await lockDevices(of: rows, sql: sql)
-        }
+        let stored = try await lockDevices(of: rows, sql: sql)
         var guardState = PushGuard(devices: stored)
         let decisions = guardState.decide(rows.map(\.push))
 
