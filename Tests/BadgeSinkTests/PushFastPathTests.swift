@@ -31,6 +31,12 @@ struct PushFastPathTests {
         Case(path: "/3/device/odd%20token", body: Array("{\"aps\":{}}".utf8), headers: [("apns-id", "x-6")]),
         Case(path: "/3/device/\(token)", body: Array("not json".utf8), headers: [("apns-id", "x-7")]),
         Case(
+            path: "/3/device/\(token)", body: Array("{\"aps\":{}}".utf8),
+            headers: [("apns-id", "x-9"), ("apns-id", "x-10"), ("Connection", "keep-alive")]),
+        Case(
+            path: "/3/device/\(token)", body: Array("{\"aps\":{}}".utf8),
+            headers: [("apns-id", "x-11"), ("authorization", "bearer abc.def.ghi"), ("connection", "Keep-Alive")]),
+        Case(
             path: "/3/device/\(token)", body: Array(repeating: UInt8(ascii: "x"), count: 70_000),
             headers: [("apns-id", "x-8")]),
         Case(
@@ -48,15 +54,15 @@ struct PushFastPathTests {
         let (piped, fast) = try await SocketSinkHarness.withSink { sink in
             (try await Self.run(Self.cases, on: sink), sink.state.recordedUnlessFaulted.load(ordering: .relaxed))
         }
-        // Recorded: all but the two bodies over the request limit; in the pipeline: all but those and the two the
-        // fast path leaves to the router (a query, a token with an escape).
-        #expect(fast == 8)
+        // Recorded: all but the two bodies over the request limit; in the pipeline: all but those and the three the
+        // fast path leaves to the router (a query, a token with an escape, a header given twice).
+        #expect(fast == 9)
         #expect(routed.answers.count == Self.cases.count)
         for (index, (router, socket)) in zip(routed.answers, piped.answers).enumerated() {
             #expect(router == socket, "case \(index): \(Self.cases[index].path)")
         }
         #expect(routed.deliveries == piped.deliveries)
-        #expect(routed.deliveries.count == 10)
+        #expect(routed.deliveries.count == 12)
     }
 
     @Test("an APNs push without apns-id gets a new UUID; with faults active the router answers")

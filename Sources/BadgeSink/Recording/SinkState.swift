@@ -129,7 +129,7 @@ public final class SinkState: Sendable {
     ) -> PushAnswer? {
         let authorization =
             authorization
-            ?? headers.first { $0.name.lowercased() == "authorization" }.map {
+            ?? headers.first { Self.isAuthorization($0.name) }.map {
                 RecordedAuthorization.unverified($0.value)
             }
         let bodyIsJSON = JSONValue.isWellFormed(body)
@@ -404,6 +404,11 @@ public final class SinkState: Sendable {
                 tokens: filter.tokens, after: filter.after, limit: filter.isNarrowerThanIndexes ? nil : filter.limit)
         }
         return indexed.filtered(by: filter)
+    }
+
+    /// Whether `name` is `authorization` in any case (compared without making a lowercased copy).
+    private static func isAuthorization(_ name: String) -> Bool {
+        name.utf8.count == 13 && name.utf8.elementsEqual("authorization".utf8) { $0 | 0x20 == $1 }
     }
 
     private static func rejection(provider: PushProvider, token: String, bodySize: Int) -> (Int, String?)? {

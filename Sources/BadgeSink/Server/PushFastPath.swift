@@ -10,9 +10,9 @@ import NIOHTTPTypes
 /// push the fast path does not take, goes on to the router unchanged.
 ///
 /// A push is taken when it is a `POST` to one of those paths with a plain token or project (letters, digits, `-`,
-/// `_`, `.`), no query, a `content-length` of at most `maxBody` bytes, no `connection: close` and no `expect`, and
-/// no request passed on to the router is still unanswered on the connection (so that HTTP/1.1 answers stay in
-/// order). It is recorded as the route records it, and answered as the route answers, with the same status, body
+/// `_`, `.`), no query, a `content-length` of at most `maxBody` bytes, no `expect` header, no `connection` header
+/// but `keep-alive`, none of `authorization`, `apns-topic` and `apns-id` twice, and no request passed on to the
+/// router still unanswered on the connection (so that HTTP/1.1 answers stay in order). It is recorded as the route records it, and answered as the route answers, with the same status, body
 /// and headers. When faults are active the push is passed on to the router after all (faults delay answers and
 /// break connections, which the route does), so that the fast path only ever answers at once.
 final class PushFastPath: ChannelDuplexHandler, RemovableChannelHandler {
@@ -29,6 +29,41 @@ final class PushFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         var pathValue: String
         var sandbox: Bool
         var body: ByteBuffer?
+        /// The headers the answer reads.
+        var fields: Fields
+    }
+
+    /// The request headers the fast path reads, found in one pass.
+    private struct Fields {
+        var contentLength: Int?
+        /// An `expect` header, a `connection` header but `keep-alive`, or a header read here given twice: the
+        /// router answers such a request.
+        var routerOnly = false
+        var authorization: String?
+        var apnsTopic: String?
+        var apnsID: String?
+
+        init(_ headers: HTTPFields) {
+            for field in headers {
+                switch field.name {
+                case .contentLength: Self.set(&self.contentLength, Int(field.value), &self.routerOnly)
+                case .authorization: Self.set(&self.authorization, field.value, &self.routerOnly)
+                case PushFastPath.apnsTopic: Self.set(&self.apnsTopic, field.value, &self.routerOnly)
+                case PushFastPath.apnsID: Self.set(&self.apnsID, field.value, &self.routerOnly)
+                case .connection where field.value.lowercased() == "keep-alive": continue
+                case .expect, .connection: self.routerOnly = true
+                default: continue
+                }
+            }
+        }
+
+        /// Sets `value`, or leaves the request to the router when the header came twice (it joins the values).
+        private static func set<Value>(_ stored: inout Value?, _ value: Value?, _ routerOnly: inout Bool) {
+            if stored != nil {
+                routerOnly = true
+            }
+            stored = value
+        }
     }
 
     private enum Reading {
@@ -94,39 +129,39 @@ final class PushFastPath: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The push `head` starts, when the fast path takes it.
     private func push(_ head: HTTPRequest) -> Push? {
-        guard head.method == .post, let path = head.path,
-            let length = head.headerFields[.contentLength].flatMap({ Int($0) }), length <= self.maxBody,
-            head.headerFields[.expect] == nil, head.headerFields[.connection] == nil
-        else { return nil }
+        guard head.method == .post, let path = head.path else { return nil }
+        let fields = Fields(head.headerFields)
+        guard let length = fields.contentLength, length <= self.maxBody, !fields.routerOnly else { return nil }
         for (prefix, sandbox) in [(Self.apnsPrefix, false), (Self.sandboxPrefix, true)] where path.hasPrefix(prefix) {
             let token = path.dropFirst(prefix.utf8.count)
             guard Self.isPlain(token.utf8) else { return nil }
-            return Push(head: head, provider: .apns, pathValue: String(token), sandbox: sandbox, body: nil)
+            return Push(
+                head: head, provider: .apns, pathValue: String(token), sandbox: sandbox, body: nil, fields: fields)
         }
         guard path.hasPrefix(Self.fcmPrefix), path.hasSuffix(Self.fcmSuffix),
             path.utf8.count > Self.fcmPrefix.utf8.count + Self.fcmSuffix.utf8.count
         else { return nil }
         let project = path.dropFirst(Self.fcmPrefix.utf8.count).dropLast(Self.fcmSuffix.utf8.count)
         guard Self.isPlain(project.utf8) else { return nil }
-        return Push(head: head, provider: .fcm, pathValue: String(project), sandbox: false, body: nil)
+        return Push(head: head, provider: .fcm, pathValue: String(project), sandbox: false, body: nil, fields: fields)
     }
 
     /// Records `push` and writes its answer; passes it on to the router instead when faults are active.
     private func answer(_ push: Push, context: ChannelHandlerContext) {
         let body = push.body ?? ByteBuffer()
-        let fields = push.head.headerFields
+        let fields = push.fields
         let check: SinkCredentials.Check
         let token: String
         switch push.provider {
         case .apns:
             token = push.pathValue
-            check = self.credentials.checkAPNs(authorization: fields[.authorization], topic: fields[Self.apnsTopic])
+            check = self.credentials.checkAPNs(authorization: fields.authorization, topic: fields.apnsTopic)
         case .fcm:
             token = SinkServer.fcmToken(in: body.readableBytesView)
-            check = self.credentials.checkFCM(authorization: fields[.authorization], project: push.pathValue)
+            check = self.credentials.checkFCM(authorization: fields.authorization, project: push.pathValue)
         }
         let recorded = self.state.recordUnlessFaulted(
-            provider: push.provider, token: token, headers: SinkServer.headerList(fields),
+            provider: push.provider, token: token, headers: SinkServer.headerList(push.head.headerFields),
             authorization: check.recorded, body: body.readableBytesView,
             http2: context.channel.parent?.parent != nil, refusal: check.refusal, sandbox: push.sandbox)
         guard let answer = recorded else {
@@ -145,7 +180,7 @@ final class PushFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let bytes: [UInt8]
         switch push.provider {
         case .apns:
-            headers[Self.apnsID] = fields[Self.apnsID] ?? UUID().uuidString.lowercased()
+            headers[Self.apnsID] = fields.apnsID ?? UUID().uuidString.lowercased()
             bytes = answer.apnsBody
         case .fcm:
             bytes = answer.fcmBody(project: push.pathValue)
