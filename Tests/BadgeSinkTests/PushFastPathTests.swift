@@ -94,6 +94,16 @@ struct PushFastPathTests {
         }
     }
 
+    @Test("a new apns-id is a lowercase UUID, different each time")
+    func newAPNsID() {
+        let ids = (0..<100).map { _ in SinkServer.newAPNsID() }
+        for id in ids {
+            #expect(id.count == 36)
+            #expect(UUID(uuidString: id)?.uuidString.lowercased() == id)
+        }
+        #expect(Set(ids).count == 100)
+    }
+
     @Test("the date header is IMF-fixdate")
     func dateFormat() {
         #expect(HTTPDateCache.format(seconds: 784_111_777) == "Sun, 06 Nov 1994 08:49:37 GMT")

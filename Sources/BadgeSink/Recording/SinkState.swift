@@ -16,8 +16,9 @@ public final class SinkState: Sendable {
         var faults: FaultTable
         var waiters = PushWaiters()
         var nextSeq = 1
-        /// `badgepipe_sink_pushes_total` by provider and status, made once each.
-        var counters: [String: Counter] = [:]
+        /// `badgepipe_sink_pushes_total` by provider and status, made once each; keyed by the status shifted left
+        /// by one, plus one for FCM.
+        var counters: [Int: Counter] = [:]
     }
 
     private let state: Mutex<State>
@@ -180,7 +181,7 @@ public final class SinkState: Sendable {
                 environment: environment,
                 delayMilliseconds: fault?.delayMilliseconds ?? 0
             )
-            let key = "\(provider.rawValue) \(status)"
+            let key = status << 1 | (provider == .fcm ? 1 : 0)
             let counter: Counter
             if let made = state.counters[key] {
                 counter = made

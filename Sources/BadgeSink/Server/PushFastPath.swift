@@ -180,7 +180,7 @@ final class PushFastPath: ChannelDuplexHandler, RemovableChannelHandler {
         let bytes: [UInt8]
         switch push.provider {
         case .apns:
-            headers[Self.apnsID] = fields.apnsID ?? UUID().uuidString.lowercased()
+            headers[Self.apnsID] = fields.apnsID ?? SinkServer.newAPNsID()
             bytes = answer.apnsBody
         case .fcm:
             bytes = answer.fcmBody(project: push.pathValue)
