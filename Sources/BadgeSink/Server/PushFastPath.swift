@@ -103,6 +103,7 @@ final class PushFastPath: ChannelDuplexHandler, RemovableChannelHandler {
                 context.fireChannelRead(data)
             }
         case (.push(var push), .body(var buffer)):
+            self.reading = .idle  // so that `push.body` is the only reference and grows in place
             if push.body == nil {
                 push.body = buffer
             } else {
