@@ -13,6 +13,9 @@ struct FaultTable {
     /// The active faults, oldest first, each with the count it still fires for.
     var all: [Fault] { self.faults }
 
+    /// Whether no fault is active.
+    var isEmpty: Bool { self.faults.isEmpty }
+
     /// Adds a fault after the existing ones.
     mutating func add(_ fault: Fault) {
         self.faults.append(fault)

@@ -1,13 +1,12 @@
 /// The compact byte form of one push's headers and body, as stored in the ``ByteArena``.
 ///
-/// Credential headers (``credentialHeaders``) are left out: the sink keeps what it checked of them instead
+/// Credential headers (`authorization`, `proxy-authorization`) are left out: the sink keeps what it checked of them instead
 /// (``RecordedAuthorization``), never their text.
 ///
 /// Layout: header count (UInt16 LE); per header its name length (UInt16 LE), the lowercased name, its value
 /// length (UInt32 LE) and the value; then the body bytes as received.
 enum ReceivedPushBlob {
-    /// The headers that carry a credential, never stored.
-    static let credentialHeaders: Set<String> = ["authorization", "proxy-authorization"]
+    /// The headers that carry a credential, never stored: `authorization` and `proxy-authorization`.
 
     /// Encodes `headers` (names lowercased, repeated names joined with ", ", credential headers left out)
     /// followed by `body`.
@@ -20,7 +19,7 @@ enum ReceivedPushBlob {
         merged.reserveCapacity(headers.count)
         for header in headers {
             let name = Self.lowercased(header.name)
-            if Self.credentialHeaders.contains(name) {
+            if name == "authorization" || name == "proxy-authorization" {
                 continue
             }
             if let index = merged.firstIndex(where: { $0.name == name }) {

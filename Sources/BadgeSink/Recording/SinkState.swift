@@ -16,8 +16,9 @@ public final class SinkState: Sendable {
         var faults: FaultTable
         var waiters = PushWaiters()
         var nextSeq = 1
-        /// `badgepipe_sink_pushes_total` by provider and status, made once each.
-        var counters: [String: Counter] = [:]
+        /// `badgepipe_sink_pushes_total` by provider and status, made once each; keyed by the status shifted left
+        /// by one, plus one for FCM.
+        var counters: [Int: Counter] = [:]
     }
 
     private let state: Mutex<State>
@@ -25,6 +26,9 @@ public final class SinkState: Sendable {
     private let deviceTable = Mutex(DeviceTable())
     /// The most requests waiting at once.
     private let maxWaiters: Int
+    /// Pushes recorded by ``recordUnlessFaulted(provider:token:headers:authorization:body:http2:refusal:sandbox:)``
+    /// (answered in the channel pipeline rather than by the router).
+    let recordedUnlessFaulted = Atomic<Int>(0)
     /// `badgepipe_sink_dropped_total`: deliveries dropped to stay within the caps.
     private let droppedCounter = Counter(label: "badgepipe_sink_dropped_total")
     /// `badgepipe_sink_kept_bytes`: the bytes the kept deliveries take, updated when `/stats` or `/metrics` is read.
@@ -86,9 +90,47 @@ public final class SinkState: Sendable {
         refusal: (status: Int, reason: String)? = nil,
         sandbox: Bool = false
     ) -> PushAnswer {
+        self.record(
+            provider: provider, token: token, headers: headers, authorization: authorization, body: body,
+            receivedAt: receivedAt, http2: http2, refusal: refusal, sandbox: sandbox, unlessFaulted: false)!
+    }
+
+    /// Records a push as ``record(provider:token:headers:authorization:body:receivedAt:http2:refusal:sandbox:)``
+    /// does, but only while no fault is active: nil (and nothing recorded) when one is.
+    func recordUnlessFaulted<Body: Collection<UInt8>>(
+        provider: PushProvider,
+        token: String,
+        headers: [(name: String, value: String)],
+        authorization: RecordedAuthorization?,
+        body: Body,
+        http2: Bool,
+        refusal: (status: Int, reason: String)?,
+        sandbox: Bool
+    ) -> PushAnswer? {
+        let answer = self.record(
+            provider: provider, token: token, headers: headers, authorization: authorization, body: body,
+            receivedAt: Date(), http2: http2, refusal: refusal, sandbox: sandbox, unlessFaulted: true)
+        if answer != nil {
+            self.recordedUnlessFaulted.add(1, ordering: .relaxed)
+        }
+        return answer
+    }
+
+    private func record<Body: Collection<UInt8>>(
+        provider: PushProvider,
+        token: String,
+        headers: [(name: String, value: String)],
+        authorization: RecordedAuthorization?,
+        body: Body,
+        receivedAt: Date,
+        http2: Bool,
+        refusal: (status: Int, reason: String)?,
+        sandbox: Bool,
+        unlessFaulted: Bool
+    ) -> PushAnswer? {
         let authorization =
             authorization
-            ?? headers.first { $0.name.lowercased() == "authorization" }.map {
+            ?? headers.first { Self.isAuthorization($0.name) }.map {
                 RecordedAuthorization.unverified($0.value)
             }
         let bodyIsJSON = JSONValue.isWellFormed(body)
@@ -99,7 +141,10 @@ public final class SinkState: Sendable {
             ?? Self.rejection(provider: provider, token: token, bodySize: body.count)
         let environment: ReceivedPushRecord.Environment =
             provider == .fcm ? .none : sandbox ? .sandbox : .production
-        let recorded = self.state.withLock { state -> Recorded in
+        let recorded = self.state.withLock { state -> Recorded? in
+            if unlessFaulted, !state.faults.isEmpty {
+                return nil
+            }
             var status = 200
             var reason: String?
             var fault: Fault?
@@ -136,7 +181,7 @@ public final class SinkState: Sendable {
                 environment: environment,
                 delayMilliseconds: fault?.delayMilliseconds ?? 0
             )
-            let key = "\(provider.rawValue) \(status)"
+            let key = status << 1 | (provider == .fcm ? 1 : 0)
             let counter: Counter
             if let made = state.counters[key] {
                 counter = made
@@ -151,6 +196,7 @@ public final class SinkState: Sendable {
                 seq: seq, status: status, reason: reason, counter: counter, fault: fault, dropped: dropped,
                 woken: woken)
         }
+        guard let recorded else { return nil }
         recorded.counter.increment()
         if recorded.dropped > 0 {
             self.droppedCounter.increment(by: recorded.dropped)
@@ -359,6 +405,11 @@ public final class SinkState: Sendable {
                 tokens: filter.tokens, after: filter.after, limit: filter.isNarrowerThanIndexes ? nil : filter.limit)
         }
         return indexed.filtered(by: filter)
+    }
+
+    /// Whether `name` is `authorization` in any case (compared without making a lowercased copy).
+    private static func isAuthorization(_ name: String) -> Bool {
+        name.utf8.count == 13 && name.utf8.elementsEqual("authorization".utf8) { $0 | 0x20 == $1 }
     }
 
     private static func rejection(provider: PushProvider, token: String, bodySize: Int) -> (Int, String?)? {

@@ -16,7 +16,7 @@ extension SinkServer {
             router.post(RouterPath(path)) { request, context -> Response in
                 let token = context.parameters.get("token") ?? ""
                 var headers = HTTPFields()
-                headers[.init("apns-id")!] = request.headers[.init("apns-id")!] ?? UUID().uuidString.lowercased()
+                headers[.init("apns-id")!] = request.headers[.init("apns-id")!] ?? Self.newAPNsID()
                 guard let body = try await Self.body(of: request, upTo: maxBody) else {
                     return Self.json(Array("{\"reason\":\"PayloadTooLarge\"}".utf8), status: 413, headers: headers)
                 }
@@ -230,6 +230,26 @@ extension SinkServer {
             list.append((field.name.canonicalName, field.value))
         }
         return list
+    }
+
+    /// A new random `apns-id` for an answer whose request had none: a UUID in lowercase, as APNs sends it.
+    static func newAPNsID() -> String {
+        let uuid = UUID().uuid
+        let bytes = withUnsafeBytes(of: uuid) { Array($0) }
+        let digits = Array("0123456789abcdef".utf8)
+        return String(unsafeUninitializedCapacity: 36) { text in
+            var index = 0
+            for (position, byte) in bytes.enumerated() {
+                if position == 4 || position == 6 || position == 8 || position == 10 {
+                    text[index] = UInt8(ascii: "-")
+                    index += 1
+                }
+                text[index] = digits[Int(byte >> 4)]
+                text[index + 1] = digits[Int(byte & 0x0f)]
+                index += 2
+            }
+            return index
+        }
     }
 
     /// `message.token` of an FCM v1 request body, or "" when the body has none.

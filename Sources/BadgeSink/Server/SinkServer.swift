@@ -1,5 +1,6 @@
 import BadgeOperations
 import Hummingbird
+import HummingbirdCore
 import HummingbirdHTTP2
 import Logging
 import NIOSSL
@@ -83,9 +84,20 @@ public struct SinkServer: Service {
         let logger = self.logger
         let host = self.configuration.host
         let secure = self.tls != nil
+        // The push endpoints are answered in the pipeline (see PushFastPath); the rest goes to the router.
+        let state = self.state
+        let credentials = self.credentials
+        let maxBody = self.configuration.maxRequestBytes
+        let logDeliveries = self.configuration.logDeliveries
+        let channel = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [
+                PushFastPath(state: state, credentials: credentials, maxBody: maxBody, logDeliveries: logDeliveries)
+            ])
         let app = Application(
             router: router,
-            server: try self.tls.map { try .http2Upgrade(tlsConfiguration: $0) } ?? .http1(),
+            server: try self.tls.map {
+                try .http2Upgrade(tlsConfiguration: $0, configuration: .init(streamConfiguration: channel))
+            } ?? .http1(configuration: channel),
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: configuredPort),
                 serverName: nil
