@@ -483,22 +483,6 @@ struct FleetStoreTests {
     }
 }
 
-/// Worker w1's lease on the only partition (a minute long).
-private func onlyLease(of store: any BadgeStore) async throws -> PartitionLease {
-    let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
-    return try #require(round.leases.first)
-}
-
-/// Runs `statement` (no binds) on the store's database.
-private func execute(_ store: any BadgeStore, _ statement: String) async throws {
-    if let store = store as? PostgresBadgeStore {
-        try await store.database.transaction { try await $0.execute(statement, []) }
-    }
-    if let store = store as? SQLiteBadgeStore {
-        try await store.database.transaction { try await $0.execute(statement, []) }
-    }
-}
-
 /// The `pushed_version` of a device, read as it is stored.
 private func pushedVersion(_ store: any BadgeStore, _ token: String) async throws -> Int64? {
     let statement = "SELECT pushed_version FROM devices WHERE token = $1"
