@@ -192,6 +192,18 @@ let package = Package(
         ),
         // Where the test broker and database are (the variables `scripts/services env` prints). Tests only.
         .target(name: "TestServices", path: "Tests/TestServices"),
+        // The sink on an ephemeral port of 127.0.0.1, run in the test process, with an HTTP client for it. Tests only.
+        .target(
+            name: "SinkTestSupport",
+            dependencies: [
+                "BadgeSink",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/SinkTestSupport"
+        ),
         .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
         // The testing guide's Swift example (docs/testing.md), run by scripts/testing-guide-check against a real sink
         // and worker; skipped without BADGEPIPE_SINK_URL.
@@ -230,6 +242,7 @@ let package = Package(
         .testTarget(
             name: "PipelineTests",
             dependencies: [
+                "SinkTestSupport",
                 "TestCredentials",
                 "TestServices",
                 "ProviderAuth",
@@ -250,6 +263,7 @@ let package = Package(
         .testTarget(
             name: "FleetTests",
             dependencies: [
+                "SinkTestSupport",
                 "badgepipe",
                 "TestServices",
                 "AMQPClient",
@@ -268,6 +282,7 @@ let package = Package(
         .testTarget(
             name: "BadgeSinkTests",
             dependencies: [
+                "SinkTestSupport",
                 "BadgeSink",
                 "BadgePipeTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),

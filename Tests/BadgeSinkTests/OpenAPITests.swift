@@ -69,7 +69,7 @@ struct OpenAPITests {
         let document = try Self.document()
         var configuration = SinkConfiguration()
         configuration.maxRequestBytes = 8192
-        try await SinkHarness.withSink(configuration: configuration) { sink in
+        try await RouterSink.withSink(configuration: configuration) { sink in
             var checked = 0
             func check(_ method: String, _ route: String, _ path: String, body: String? = nil) async throws {
                 let answer = try await sink.send(method, path, body: body.map { Array($0.utf8) }, headers: [])

@@ -31,13 +31,9 @@ struct SinkAppsFileTests {
         func send(
             _ method: String, _ path: String, body: String = "", headers: [String: String] = [:]
         ) async throws -> (status: Int, json: [String: Any]) {
-            var request = URLRequest(url: URL(string: url + path)!)
-            request.httpMethod = method
-            if method != "GET" { request.httpBody = Data(body.utf8) }
-            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, json)
+            let answer = try await http(
+                url + path, method: method, body: method == "GET" ? nil : body, headers: headers)
+            return (answer.status, jsonObject(answer.text))
         }
     }
 
@@ -72,22 +68,9 @@ struct SinkAppsFileTests {
         let amenAccount = try credentials.writeServiceAccount(tokenURI: tokenURI)
         let psalmsAccount = try credentials.writeOtherServiceAccount(project: "psalms-prod", tokenURI: tokenURI)
         let strangerAccount = try credentials.writeOtherServiceAccount(project: "hymns-prod", tokenURI: tokenURI)
-        let appsFile = credentials.directory.appendingPathComponent("apps.yaml").path
-        try """
-        apps:
-          amen:
-            apns:
-              key_file: AuthKey_\(credentials.apnsKeyID).p8
-              key_id: \(credentials.apnsKeyID)
-              team_id: \(credentials.apnsTeamID)
-              topics: [com.example.amen]
-            fcm:
-              credentials_file: \(amenAccount)
-          psalms:
-            apns: {key_file: AuthKey_\(Self.psalmsKeyID).p8, key_id: \(Self.psalmsKeyID), \
-        team_id: \(Self.psalmsTeamID), topics: [org.psalms.app]}
-            fcm: {credentials_file: \(psalmsAccount)}
-        """.write(toFile: appsFile, atomically: true, encoding: .utf8)
+        let appsFile = try credentials.writeTwoAppsFile(
+            amenServiceAccount: amenAccount, psalmsKeyID: Self.psalmsKeyID, psalmsTeamID: Self.psalmsTeamID,
+            psalmsTopics: ["org.psalms.app"], psalmsServiceAccount: psalmsAccount)
         // The credentials the worker signs with, read from the same file.
         let apps = Dictionary(uniqueKeysWithValues: try AppsFile.load(path: appsFile).apps.map { ($0.name, $0) })
         let now = Int64(Date().timeIntervalSince1970)
