@@ -110,9 +110,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            // The OpenAPI document and the web view, embedded in Swift by scripts/sink-assets.
-            exclude: ["Assets"]
+            // The OpenAPI document and the web view, embedded in Swift at build time by the EmbedSinkAssets plugin.
+            exclude: ["Assets"],
+            plugins: ["EmbedSinkAssets"]
         ),
+        // Build time only: embeds the files under Sources/BadgeSink/Assets in Swift (docs/design.md).
+        .plugin(name: "EmbedSinkAssets", capability: .buildTool(), dependencies: ["SinkAssetsEmbedder"]),
+        .executableTarget(name: "SinkAssetsEmbedder", path: "Plugins/SinkAssetsEmbedder"),
         // Operations: the Prometheus /metrics, /healthz and /readyz listener.
         .target(
             name: "BadgeOperations",
