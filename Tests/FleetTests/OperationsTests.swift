@@ -50,16 +50,8 @@ struct OperationsTests {
 
     /// `badgepipe health --url URL [--live]`: its exit status and output.
     private func health(_ url: String, live: Bool = false) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = WorkerProcess.executable
-        process.arguments = ["health", "--url", url] + (live ? ["--live"] : [])
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let run = try runBadgepipe(["health", "--url", url] + (live ? ["--live"] : []))
+        return (run.status, run.output + run.errors)
     }
 
     @Test func withoutABrokerTheWorkerIsAliveButNotReadyAndSaysWhy() async throws {
