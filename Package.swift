@@ -269,6 +269,7 @@ let package = Package(
             dependencies: [
                 "SinkTestSupport",
                 "badgepipe",
+                "BadgePipeTesting",
                 "TestServices",
                 "AMQPClient",
                 "BadgeCore",

@@ -1,4 +1,5 @@
 import BadgeDelivery
+import BadgePipeTesting
 import Foundation
 import ProviderAuth
 import TestCredentials
@@ -133,13 +134,16 @@ struct SinkAppsFileTests {
                 == (401, "UNAUTHENTICATED"))
 
         // Each push is recorded with the app its credential is, and whether it verified.
-        let listed = try await sink.send("GET", "/deliveries")
-        let deliveries = try #require(listed.json["deliveries"] as? [[String: Any]])
+        let deliveries = try await SinkClient(url: sink.url).deliveries()
         var recorded: [String: (app: String?, verified: Bool?)] = [:]
         for delivery in deliveries {
-            guard let token = delivery["token"] as? String else { continue }
-            let authorization = (delivery["headers"] as? [String: Any])?["authorization"] as? [String: Any]
-            recorded[token] = (authorization?["app"] as? String, authorization?["verified"] as? Bool)
+            let authorization = delivery.headers["authorization"] ?? .null
+            let verified: Bool? =
+                switch authorization["verified"] {
+                case .bool(let value): value
+                default: nil
+                }
+            recorded[delivery.token] = (authorization["app"].string, verified)
         }
         #expect(recorded["aa01"]?.app == "amen" && recorded["aa01"]?.verified == true)
         #expect(recorded["aa02"]?.app == "psalms" && recorded["aa02"]?.verified == true)
