@@ -111,9 +111,13 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            // The OpenAPI document and the web view, embedded in Swift by scripts/sink-assets.
-            exclude: ["Assets"]
+            // The OpenAPI document and the web view, embedded in Swift at build time by the EmbedSinkAssets plugin.
+            exclude: ["Assets"],
+            plugins: ["EmbedSinkAssets"]
         ),
+        // Build time only: embeds the files under Sources/BadgeSink/Assets in Swift (docs/design.md).
+        .plugin(name: "EmbedSinkAssets", capability: .buildTool(), dependencies: ["SinkAssetsEmbedder"]),
+        .executableTarget(name: "SinkAssetsEmbedder", path: "Plugins/SinkAssetsEmbedder"),
         // Operations: the Prometheus /metrics, /healthz and /readyz listener.
         .target(
             name: "BadgeOperations",
@@ -193,6 +197,18 @@ let package = Package(
         ),
         // Where the test broker and database are (the variables `scripts/services env` prints). Tests only.
         .target(name: "TestServices", path: "Tests/TestServices"),
+        // The sink on an ephemeral port of 127.0.0.1, run in the test process, with an HTTP client for it. Tests only.
+        .target(
+            name: "SinkTestSupport",
+            dependencies: [
+                "BadgeSink",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/SinkTestSupport"
+        ),
         .testTarget(name: "BadgeSupportTests", dependencies: ["BadgeSupport"]),
         // The testing guide's Swift example (docs/testing.md), run by scripts/testing-guide-check against a real sink
         // and worker; skipped without BADGEPIPE_SINK_URL.
@@ -231,6 +247,7 @@ let package = Package(
         .testTarget(
             name: "PipelineTests",
             dependencies: [
+                "SinkTestSupport",
                 "TestCredentials",
                 "TestServices",
                 "ProviderAuth",
@@ -251,7 +268,9 @@ let package = Package(
         .testTarget(
             name: "FleetTests",
             dependencies: [
+                "SinkTestSupport",
                 "badgepipe",
+                "BadgePipeTesting",
                 "TestServices",
                 "AMQPClient",
                 "BadgeCore",
@@ -269,6 +288,7 @@ let package = Package(
         .testTarget(
             name: "BadgeSinkTests",
             dependencies: [
+                "SinkTestSupport",
                 "BadgeSink",
                 "BadgePipeTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),

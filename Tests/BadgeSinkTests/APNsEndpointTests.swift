@@ -7,7 +7,7 @@ struct APNsEndpointTests {
 
     @Test("accepts a push like APNs and records it")
     func acceptsAndRecords() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let apnsID = "6c2b3f1e-7d42-4a5b-9a51-0e1f3b2c4d5e"
             let payload = """
                 {"aps":{"alert":{"title":"New follower","body":"Ann follows you"},"badge":3,"sound":"default"},
@@ -54,7 +54,7 @@ struct APNsEndpointTests {
 
     @Test("generates an apns-id when the request has none")
     func generatesAPNsID() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let answer = try await sink.pushAPNs(Self.token)
             #expect(answer.status == 200)
             let apnsID = try #require(answer.headers["apns-id"])
@@ -64,7 +64,7 @@ struct APNsEndpointTests {
 
     @Test("answers empty and oversized bodies as APNs does")
     func rejectsBadBodies() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let empty = try await sink.send("POST", "/3/device/\(Self.token)", body: [])
             #expect(empty.status == 400)
             #expect(empty.json["reason"] as? String == "PayloadEmpty")
@@ -79,7 +79,7 @@ struct APNsEndpointTests {
 
     @Test("records a body that is not JSON as a JSON string")
     func recordsNonJSONBodyAsString() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let first = try await sink.send("POST", "/3/device/\(Self.token)", json: "not json {\"a\": \n")
             #expect(first.status == 200)
             let second = try await sink.send("POST", "/3/device/\(Self.token)", body: [0xFF, 0x41, 0x22, 0x0A])

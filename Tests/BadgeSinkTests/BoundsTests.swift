@@ -42,7 +42,7 @@ struct BoundsTests {
     func bodyCap() async throws {
         var configuration = SinkConfiguration()
         configuration.maxRequestBytes = 8192
-        try await SinkHarness.withSink(configuration: configuration) { sink in
+        try await RouterSink.withSink(configuration: configuration) { sink in
             let big = Array(repeating: UInt8(ascii: "x"), count: 9000)
             let apns = try await sink.send("POST", "/3/device/t", body: big)
             #expect(apns.status == 413)

@@ -1,4 +1,5 @@
 import Foundation
+import SinkTestSupport
 import TestCredentials
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 struct ConnectionFaultTests {
     @Test("delay_ms holds the answer back, and the delivery shows it")
     func delay() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             try await sink.addFault("{\"token\":\"slow\",\"delay_ms\":300,\"times\":1}")
             let started = ContinuousClock.now
             let slow = try await sink.pushAPNs("slow")
@@ -27,7 +28,7 @@ struct ConnectionFaultTests {
 
     @Test("connection: close breaks the connection without an answer, once, and records status 0")
     func close() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             try await sink.addFault("{\"connection\":\"close\",\"times\":1}")
             await #expect(throws: (any Error).self) {
                 _ = try await sink.pushAPNs("t1")
@@ -46,7 +47,7 @@ struct ConnectionFaultTests {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         let configuration = SinkConfiguration(
             tlsCertificateFile: credentials.certificateFile, tlsKeyFile: credentials.certificateKeyFile)
-        try await SocketSinkHarness.withSink(configuration: configuration) { sink in
+        try await TestSink.withSink(configuration: configuration) { sink in
             #expect(try await sink.pushAPNs("warm").status == 200)
             try await sink.addFault("{\"connection\":\"goaway\",\"times\":1}")
             let outcome: Int
@@ -75,7 +76,7 @@ struct ConnectionFaultTests {
             ("{\"delay_ms\":0}", true), ("{\"connection\":\"goaway\",\"rate\":0.5}", true),
         ])
     func validation(body: String, valid: Bool) async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let answer = try await sink.send("POST", "/faults", json: body)
             #expect(answer.status == (valid ? 200 : 400), "\(body)")
         }
@@ -83,7 +84,7 @@ struct ConnectionFaultTests {
 
     @Test("GET /faults lists delay_ms and connection")
     func listed() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"token\":\"t\",\"connection\":\"goaway\",\"delay_ms\":5}")
             let faults = try #require(try await sink.send("GET", "/faults").json["faults"] as? [[String: Any]])
             #expect(faults.first?["connection"] as? String == "goaway")

@@ -7,7 +7,7 @@ import Testing
 struct DeviceTests {
     @Test("GET /devices/{token} shows the last accepted badge, its version and counts, the last alert, counters")
     func summary() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             #expect(try await sink.alert("phone-a", badge: 1, version: 1, title: "First", thread: "p-1").status == 200)
             #expect(try await sink.alert("phone-a", badge: 2, version: 2, title: "Second", body: "Ann").status == 200)
             #expect(try await sink.badgeOnly("phone-a", badge: 1, version: 3).status == 200)
@@ -54,7 +54,7 @@ struct DeviceTests {
 
     @Test("FCM devices read the APNs payload of the message and its apns-topic")
     func fcm() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             #expect(try await sink.fcmAlert("fcm-1", badge: 4, version: 7, title: "Hello").status == 200)
             let device = try await sink.send("GET", "/devices/fcm-1").json
             #expect(device["provider"] as? String == "fcm")
@@ -68,7 +68,7 @@ struct DeviceTests {
 
     @Test("DELETE /deliveries?token= forgets those devices and deliveries only")
     func deleteOneTest() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             for token in ["mine-1", "theirs", "mine-2", "theirs"] {
                 _ = try await sink.alert(token, badge: 1, version: 1, title: token)
             }

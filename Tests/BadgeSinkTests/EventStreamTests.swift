@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import SinkTestSupport
 import Testing
 
 @testable import BadgeSink
@@ -42,7 +43,7 @@ struct EventStreamTests {
 
     @Test("GET /events replays the kept pushes, then sends new ones live; shutdown ends the stream")
     func stream() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             _ = try await sink.alert("phone", badge: 1, version: 1, title: "Hello", thread: "th-1")
             _ = try await sink.badgeOnly("phone", badge: 0, version: 2)
             var request = HTTPClientRequest(url: sink.baseURL + "/events?after=0")
@@ -77,7 +78,7 @@ struct EventStreamTests {
 
     @Test("Last-Event-ID resumes after that push")
     func resume() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             for version in 1...3 {
                 _ = try await sink.alert("phone", badge: version, version: version, title: "n\(version)")
             }

@@ -5,7 +5,7 @@ import Testing
 struct FCMEndpointTests {
     @Test("accepts a message like FCM v1, taking the token from the body")
     func acceptsAndRecords() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let body = """
                 {"message":{"token":"fcm-token-1","apns":{"payload":{"aps":{"badge":2},"type":"amen"}},
                  "android":{"notification":{"notification_count":2}},"data":{"type":"amen","badge":"2"}}}
@@ -37,7 +37,7 @@ struct FCMEndpointTests {
 
     @Test("answers a message without a token with INVALID_ARGUMENT, and records it")
     func rejectsMissingToken() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let answer = try await sink.send("POST", "/v1/projects/demo/messages:send", json: "{\"message\":{}}")
             #expect(answer.status == 400)
             #expect(Self.errorCode(answer.json) == "INVALID_ARGUMENT")
@@ -58,7 +58,7 @@ struct FCMEndpointTests {
         ]
     )
     func translatesFaults(apnsStatus: Int, fcmStatus: Int, googleStatus: String, errorCode: String) async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"token\":\"fcm-x\",\"status\":\(apnsStatus),\"reason\":\"Whatever\"}")
             let answer = try await sink.pushFCM("fcm-x")
             #expect(answer.status == fcmStatus)
@@ -86,7 +86,7 @@ struct FCMEndpointTests {
         ]
     )
     func faultsNamingAnFCMCode(apnsStatus: Int, errorCode: String, fcmStatus: Int) async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"token\":\"fcm-x\",\"status\":\(apnsStatus),\"reason\":\"\(errorCode)\"}")
             let answer = try await sink.pushFCM("fcm-x")
             #expect(answer.status == fcmStatus)

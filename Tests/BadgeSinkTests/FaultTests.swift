@@ -5,7 +5,7 @@ import Testing
 struct FaultTests {
     @Test("a fault for one token answers 410 Unregistered to that token only")
     func faultForOneToken() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"token\":\"dead-token\",\"status\":410,\"reason\":\"Unregistered\"}")
             for _ in 0..<2 {
                 let dead = try await sink.pushAPNs("dead-token")
@@ -26,7 +26,7 @@ struct FaultTests {
 
     @Test("a fault with times: 2 fires twice, then pushes succeed")
     func timesThenSuccess() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"status\":429,\"reason\":\"TooManyRequests\",\"times\":2}")
             let listed = try await sink.send("GET", "/faults")
             let faults = try #require(listed.json["faults"] as? [[String: Any]])
@@ -46,7 +46,7 @@ struct FaultTests {
 
     @Test("a fault with rate: 0.3 fires for roughly 30% of pushes")
     func rate() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"status\":503,\"reason\":\"ServiceUnavailable\",\"rate\":0.3}")
             let failures = try await withThrowingTaskGroup(of: Int.self) { group in
                 for worker in 0..<8 {
@@ -74,7 +74,7 @@ struct FaultTests {
 
     @Test("the first matching fault in insertion order applies; DELETE /faults removes all")
     func orderAndDelete() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"token\":\"t1\",\"status\":400,\"reason\":\"BadDeviceToken\"}")
             try await sink.addFault("{\"status\":500}")
             #expect(try await sink.pushAPNs("t1").json["reason"] as? String == "BadDeviceToken")
@@ -99,7 +99,7 @@ struct FaultTests {
         ]
     )
     func invalidFaults(body: String) async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let answer = try await sink.send("POST", "/faults", json: body)
             #expect(answer.status == 400)
             #expect(answer.headers["content-type"]?.hasPrefix("application/json") == true)

@@ -7,7 +7,7 @@ import Testing
 struct FilterTests {
     @Test("filters by tokens, provider, status, type, kind and text, then limit")
     func filters() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             _ = try await sink.alert("a", badge: 1, version: 1, title: "Ann commented", type: "comment")  // 1
             _ = try await sink.badgeOnly("a", badge: 0, version: 2)  // 2
             _ = try await sink.alert("b", badge: 1, version: 1, title: "Bob follows", type: "follow")  // 3

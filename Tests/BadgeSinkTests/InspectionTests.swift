@@ -5,7 +5,7 @@ import Testing
 struct InspectionTests {
     @Test("GET /deliveries filters by token, by after, and by both")
     func filters() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             for token in ["a", "b", "a", "b", "a"] {
                 #expect(try await sink.pushAPNs(token).status == 200)
             }
@@ -29,7 +29,7 @@ struct InspectionTests {
 
     @Test("DELETE /deliveries forgets deliveries and resets stats, but seq goes on")
     func deleteResets() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             for index in 0..<3 {
                 _ = try await sink.pushAPNs("t\(index)")
             }
@@ -47,7 +47,7 @@ struct InspectionTests {
 
     @Test("GET /stats counts pushes by status")
     func stats() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             try await sink.addFault("{\"token\":\"gone\",\"status\":410,\"reason\":\"Unregistered\"}")
             _ = try await sink.pushAPNs("t1")
             _ = try await sink.pushFCM("t2")

@@ -15,13 +15,13 @@ struct OpenAPITests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Sources/BadgeSink/Assets")
 
-    @Test("every asset is embedded as it is on disk (else run scripts/sink-assets)")
+    @Test("every file under Assets is served, embedded as it is on disk")
     func assetsEmbedded() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.assetsDirectory.path).sorted()
         #expect(files == SinkAssets.all.map(\.file).sorted())
         for asset in SinkAssets.all {
             let text = try String(contentsOf: Self.assetsDirectory.appendingPathComponent(asset.file), encoding: .utf8)
-            #expect(text == asset.text, "\(asset.file) differs from its embedded copy: run scripts/sink-assets")
+            #expect(text == asset.text, "\(asset.file) differs from its embedded copy")
         }
     }
 
@@ -69,7 +69,7 @@ struct OpenAPITests {
         let document = try Self.document()
         var configuration = SinkConfiguration()
         configuration.maxRequestBytes = 8192
-        try await SinkHarness.withSink(configuration: configuration) { sink in
+        try await RouterSink.withSink(configuration: configuration) { sink in
             var checked = 0
             func check(_ method: String, _ route: String, _ path: String, body: String? = nil) async throws {
                 let answer = try await sink.send(method, path, body: body.map { Array($0.utf8) }, headers: [])

@@ -1,4 +1,5 @@
 import Foundation
+import SinkTestSupport
 import Testing
 
 @testable import BadgeSink
@@ -50,8 +51,8 @@ struct PushFastPathTests {
 
     @Test("the socket answers every push as the router does, and records it alike")
     func sameAsRouter() async throws {
-        let routed = try await SinkHarness.withSink { sink in try await Self.run(Self.cases, on: sink) }
-        let (piped, fast) = try await SocketSinkHarness.withSink { sink in
+        let routed = try await RouterSink.withSink { sink in try await Self.run(Self.cases, on: sink) }
+        let (piped, fast) = try await TestSink.withSink { sink in
             (try await Self.run(Self.cases, on: sink), sink.state.recordedUnlessFaulted.load(ordering: .relaxed))
         }
         // Recorded: all but the two bodies over the request limit; in the pipeline: all but those and the three the
@@ -67,7 +68,7 @@ struct PushFastPathTests {
 
     @Test("an APNs push without apns-id gets a new UUID; with faults active the router answers")
     func apnsIDAndFaults() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             let first = try await sink.pushAPNs(Self.token)
             let second = try await sink.pushAPNs(Self.token)
             #expect(first.status == 200)
@@ -119,8 +120,9 @@ struct PushFastPathTests {
     }
 
     /// Sends `cases` to `sink`; the answers, and the recorded deliveries without their time.
-    static func run(_ cases: [Case], on sink: some SinkClient) async throws -> (answers: [Answer], deliveries: [String])
-    {
+    static func run(
+        _ cases: [Case], on sink: some SinkRequests
+    ) async throws -> (answers: [Answer], deliveries: [String]) {
         var answers: [Answer] = []
         for request in cases {
             let answer = try await sink.send("POST", request.path, body: request.body, headers: request.headers)

@@ -1,5 +1,6 @@
 import BadgePipeTesting
 import Foundation
+import SinkTestSupport
 import Testing
 
 /// `BadgePipeTesting.SinkClient`, the Swift library for end-to-end tests, against a real sink on a socket.
@@ -7,7 +8,7 @@ import Testing
 struct SinkClientLibraryTests {
     @Test("waits for a badge in the sink, and a wait that times out says what the device shows")
     func waitForBadge() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             let client = BadgePipeTesting.SinkClient(url: sink.baseURL + "/")
             #expect(try await client.device("phone") == nil)
             _ = try await sink.alert("phone", badge: 1, version: 1, title: "one")
@@ -37,7 +38,7 @@ struct SinkClientLibraryTests {
 
     @Test("deliveries with filters, a wait for several, clearing one test's devices, and faults")
     func deliveriesAndFaults() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             let client = BadgePipeTesting.SinkClient(url: sink.baseURL)
             _ = try await sink.alert("a", badge: 1, version: 1, title: "hello, a")
             _ = try await sink.alert("b", badge: 1, version: 1, title: "hello, b", type: "follow")

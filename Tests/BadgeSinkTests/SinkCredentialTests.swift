@@ -1,6 +1,7 @@
 import BadgeSink
 import Foundation
 import ProviderAuth
+import SinkTestSupport
 import TestCredentials
 import Testing
 
@@ -25,7 +26,7 @@ struct SinkCredentialTests {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }
         for http1Only in [false, true] {
-            try await SocketSinkHarness.withSink(configuration: Self.secured(credentials), http1Only: http1Only) {
+            try await TestSink.withSink(configuration: Self.secured(credentials), http1Only: http1Only) {
                 sink in
                 let authorization = try Self.bearer(credentials)
                 let answer = try await sink.pushAPNs("aa11", headers: [authorization])
@@ -55,7 +56,7 @@ struct SinkCredentialTests {
         let now = Int64(Date().timeIntervalSince1970)
         let psalms = try APNsSigningKey(file: other.keyFile, keyID: "PSALMSKEY1", teamID: "PSALMSTEAM")
         let psalmsBearer = ("authorization", "bearer " + (try psalms.token(issuedAt: now)))
-        try await SocketSinkHarness.withSink(configuration: configuration) { sink in
+        try await TestSink.withSink(configuration: configuration) { sink in
             let amen = try await sink.pushAPNs(
                 "aa21", headers: [try Self.bearer(credentials), ("apns-topic", "com.example.amen")])
             #expect(amen.status == 200)
@@ -103,7 +104,7 @@ struct SinkCredentialTests {
         ]
         configuration.apps[0].apnsKeys = [own]
         configuration.apps[1].apnsKeys = [own]
-        try await SocketSinkHarness.withSink(configuration: configuration) { sink in
+        try await TestSink.withSink(configuration: configuration) { sink in
             let authorization = try Self.bearer(credentials)
             let anonymous = try await sink.pushAPNs("ab01", headers: [("apns-topic", "com.example.amen")])
             #expect(anonymous.json["reason"] as? String == "MissingProviderToken", "the apps' keys are checked")
@@ -121,14 +122,14 @@ struct SinkCredentialTests {
             SinkApp.APNsKey(keyID: key.keyID, teamID: key.teamID, publicKeyPEM: strangerKey.publicKeyPEM)
         ]
         await #expect(throws: SinkError.self) {
-            try await SocketSinkHarness.withSink(configuration: configuration) { _ in }
+            try await TestSink.withSink(configuration: configuration) { _ in }
         }
     }
 
     @Test func apnsTokensAreCheckedAsAppleChecksThem() async throws {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }
-        try await SocketSinkHarness.withSink(configuration: Self.secured(credentials)) { sink in
+        try await TestSink.withSink(configuration: Self.secured(credentials)) { sink in
             let missing = try await sink.pushAPNs("aa01")
             #expect(missing.status == 403)
             #expect(missing.json["reason"] as? String == "MissingProviderToken")
@@ -152,7 +153,7 @@ struct SinkCredentialTests {
     @Test func fcmSendsNeedAnAccessTokenFromTheTokenEndpoint() async throws {
         let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
         defer { credentials.remove() }
-        try await SocketSinkHarness.withSink(configuration: Self.secured(credentials, tokenLifetime: 1)) { sink in
+        try await TestSink.withSink(configuration: Self.secured(credentials, tokenLifetime: 1)) { sink in
             let payload = #"{"message":{"token":"fcm-1","data":{"badge":"1"}}}"#
             let path = "/v1/projects/\(credentials.fcmProject)/messages:send"
             let anonymous = try await sink.send("POST", path, json: payload)
@@ -188,7 +189,7 @@ struct SinkCredentialTests {
     }
 
     @Test func deliveriesArePagedAndTheOldestAreDroppedBeyondTheCap() async throws {
-        try await SinkHarness.withSink(configuration: SinkConfiguration(maxDeliveries: 3)) { sink in
+        try await RouterSink.withSink(configuration: SinkConfiguration(maxDeliveries: 3)) { sink in
             for index in 1...5 { _ = try await sink.pushAPNs("cc0\(index)") }
             let kept = try await sink.deliveries()
             #expect(kept.map { $0["seq"] as? Int } == [3, 4, 5])

@@ -1,6 +1,7 @@
 import BadgeSink
 import Foundation
 import ProviderAuth
+import SinkTestSupport
 import TestCredentials
 import Testing
 
@@ -31,7 +32,7 @@ struct SinkSecretsTests {
     }
 
     /// The `secrets` found in any text the sink shows of what it recorded: the deliveries and the counters.
-    private static func leaked(_ secrets: [String], by sink: some SinkClient) async throws -> [String] {
+    private static func leaked(_ secrets: [String], by sink: some SinkRequests) async throws -> [String] {
         let deliveries = try await sink.send("GET", "/deliveries", headers: [])
         let stats = try await sink.send("GET", "/stats", headers: [])
         #expect(deliveries.status == 200 && stats.status == 200)
@@ -50,7 +51,7 @@ struct SinkSecretsTests {
     @Test func apnsProviderTokensAreRecordedAsWhatWasCheckedValidOrNotNeverAsText() async throws {
         let credentials = try TestCredentials()
         defer { credentials.remove() }
-        try await SocketSinkHarness.withSink(configuration: Self.checking(credentials)) { sink in
+        try await TestSink.withSink(configuration: Self.checking(credentials)) { sink in
             let now = Date()
             let valid = try Self.providerToken(credentials, issuedAt: now)
             let expired = try Self.providerToken(credentials, issuedAt: now.addingTimeInterval(-3700))
@@ -111,7 +112,7 @@ struct SinkSecretsTests {
     @Test func fcmAccessTokensAreRecordedAsTheAccountTheyWereIssuedToNeverAsText() async throws {
         let credentials = try TestCredentials()
         defer { credentials.remove() }
-        try await SinkHarness.withSink(configuration: Self.checking(credentials)) { sink in
+        try await RouterSink.withSink(configuration: Self.checking(credentials)) { sink in
             let account = try ServiceAccount(file: credentials.serviceAccountFile)
             let assertion = try account.assertion(issuedAt: Int64(Date().timeIntervalSince1970))
             let issued = try await sink.send(
@@ -149,7 +150,7 @@ struct SinkSecretsTests {
     @Test func withoutKeysNothingIsVerifiedAndTokensAreStillNotKept() async throws {
         let credentials = try TestCredentials()
         defer { credentials.remove() }
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let apnsToken = try Self.providerToken(credentials, issuedAt: Date())
             let fcmToken = "ya29.a0-secret-access-token-7d1e"
             #expect(try await sink.pushAPNs("aa01", headers: [("authorization", "bearer \(apnsToken)")]).status == 200)

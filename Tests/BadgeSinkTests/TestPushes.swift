@@ -1,7 +1,7 @@
 import Foundation
 
 /// Pushes shaped as the pipeline sends them (contract section 3), for the device and filter tests.
-extension SinkClient {
+extension SinkRequests {
     /// An APNs alert push with `badge`, `version`, a title, a body and a thread.
     func alert(
         _ token: String, badge: Int, version: Int, title: String, body: String = "body", thread: String = "t",

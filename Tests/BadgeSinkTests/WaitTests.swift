@@ -1,4 +1,5 @@
 import Foundation
+import SinkTestSupport
 import Testing
 
 @testable import BadgeSink
@@ -7,7 +8,7 @@ import Testing
 struct WaitTests {
     @Test("?wait on /devices/{token} with badge= answers as soon as the badge shows, woken by the push")
     func waitForBadge() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             _ = try await sink.alert("phone", badge: 1, version: 1, title: "one")
             let started = ContinuousClock.now
             async let answer = sink.send("GET", "/devices/phone?wait=20&badge=3")
@@ -29,7 +30,7 @@ struct WaitTests {
 
     @Test("a wait that times out answers 412 with what there is, and Sink-Wait: timeout")
     func timeout() async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             _ = try await sink.alert("phone", badge: 1, version: 1, title: "one")
             let started = ContinuousClock.now
             let answer = try await sink.send("GET", "/devices/phone?wait=0.4&badge=3")
@@ -56,7 +57,7 @@ struct WaitTests {
 
     @Test("?wait on /deliveries with min= and filters wakes when enough matching pushes came")
     func waitForDeliveries() async throws {
-        try await SocketSinkHarness.withSink { sink in
+        try await TestSink.withSink { sink in
             async let answer = sink.send("GET", "/deliveries?kind=alert&type=comment&min=2&wait=20")
             try await Task.sleep(for: .milliseconds(200))
             _ = try await sink.badgeOnly("a", badge: 1, version: 1)
@@ -75,7 +76,7 @@ struct WaitTests {
     func bounded() async throws {
         var configuration = SinkConfiguration()
         configuration.maxWaiters = 2
-        try await SocketSinkHarness.withSink(configuration: configuration) { sink in
+        try await TestSink.withSink(configuration: configuration) { sink in
             async let first = sink.send("GET", "/devices/x?wait=10")
             async let second = sink.send("GET", "/devices/x?wait=10")
             var spins = 0
@@ -95,7 +96,7 @@ struct WaitTests {
 
     @Test("bad wait values are answered 400", arguments: ["wait=-1", "wait=301", "wait=soon", "badge=x&wait=1"])
     func invalid(query: String) async throws {
-        try await SinkHarness.withSink { sink in
+        try await RouterSink.withSink { sink in
             let answer = try await sink.send("GET", "/devices/x?\(query)")
             #expect(answer.status == 400)
             #expect((answer.json["error"] as? [String: Any])?["code"] as? String == "invalid_query")

@@ -21,7 +21,7 @@ struct FairDeliveryTests {
     @Test(arguments: Backend.allCases, [false, true])
     func aLongBacklogOfOneDeviceHoldsBackItsNeighbourOneClaimAtMost(backend: Backend, leased: Bool) async throws {
         try await withStore(backend) { store in
-            let lease = leased ? try await lease(of: store) : nil
+            let lease = leased ? try await onlyLease(of: store) : nil
             let context = ApplyContext(partition: 0, lease: lease)
             @Sendable func claim(recording: DeliveryRecord) async throws -> ClaimedPushes {
                 try await store.claimPushes(
@@ -85,7 +85,7 @@ struct FairDeliveryTests {
     @Test(arguments: Backend.allCases, [false, true])
     func aClaimTakesEveryDevicesShareAndSkipsADeviceThatWaits(backend: Backend, leased: Bool) async throws {
         try await withStore(backend) { store in
-            let lease = leased ? try await lease(of: store) : nil
+            let lease = leased ? try await onlyLease(of: store) : nil
             let context = ApplyContext(partition: 0, lease: lease)
             @Sendable func claim(recording: DeliveryRecord) async throws -> ClaimedPushes {
                 try await store.claimPushes(
@@ -149,7 +149,7 @@ struct FairDeliveryTests {
     /// batch are claimed by it as before.
     @Test func aBatchClaimsADevicesShareAndLeavesTheRestToTheDeliveryClaims() async throws {
         try await withStore(.postgres) { store in
-            let lease = try await lease(of: store)
+            let lease = try await onlyLease(of: store)
             let claiming = ApplyContext(partition: 0, lease: lease, claimsPushes: true)
             func claim(recording: DeliveryRecord = DeliveryRecord()) async throws -> ClaimedPushes {
                 try await store.claimPushes(
@@ -186,21 +186,5 @@ struct FairDeliveryTests {
             let rest = try await claim(recording: DeliveryRecord(sent: handed))
             #expect(rest.pushes.map(\.push.eventID) == (bound..<bound + 4).map { "h\($0)" })
         }
-    }
-}
-
-/// Worker w1's lease on the only partition (a minute long).
-private func lease(of store: any SQLBackedBadgeStore) async throws -> PartitionLease {
-    let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
-    return try #require(round.leases.first)
-}
-
-/// Runs `statement` (no binds) on the store's database.
-private func execute(_ store: any SQLBackedBadgeStore, _ statement: String) async throws {
-    if let store = store as? PostgresBadgeStore {
-        try await store.database.transaction { try await $0.execute(statement, []) }
-    }
-    if let store = store as? SQLiteBadgeStore {
-        try await store.database.transaction { try await $0.execute(statement, []) }
     }
 }

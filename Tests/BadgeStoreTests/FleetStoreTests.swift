@@ -486,12 +486,6 @@ struct FleetStoreTests {
     }
 }
 
-/// Worker w1's lease on the only partition (a minute long).
-private func onlyLease(of store: any SQLBackedBadgeStore) async throws -> PartitionLease {
-    let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
-    return try #require(round.leases.first)
-}
-
 /// A claim of the due pushes of `partition` (all when nil), as a delivery round makes it, recording nothing.
 private func claimDue(
     _ store: any SQLBackedBadgeStore, partition: Int?, lease: PartitionLease? = nil
@@ -508,11 +502,6 @@ private func claimedElsewhere(_ store: any SQLBackedBadgeStore, token: String, v
         try await sql.execute(
             "UPDATE devices SET pushed_version = $1 WHERE token = $2", [.int(version), .text(token)])
     }
-}
-
-/// Runs `statement` (no binds) on the store's database.
-private func execute(_ store: any SQLBackedBadgeStore, _ statement: String) async throws {
-    try await store.sqlBackend.database.transaction { try await $0.execute(statement, []) }
 }
 
 /// The `pushed_version` of a device, read as it is stored.

@@ -250,13 +250,7 @@ struct StoreTests {
     @Test func aStatementThatRunsTooLongIsEndedByTheServerTransientlyAndItsLocksGoWithIt() async throws {
         // What a claim stuck behind a lock (or on a starved server) looks like: the server ends it, so that a retry
         // does not queue behind a statement the worker already gave up on.
-        var configuration = try PostgresURL(testDatabaseURL + "?statement_timeout_ms=300").configuration
-        configuration.options.maximumConnections = 2
-        let name = "stmt_\(UInt32.random(in: 0...UInt32.max))"
-        let store = PostgresBadgeStore(configuration: configuration, schema: name, logger: testLogger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            try await store.migrate()
+        try await withPostgresStore(query: "statement_timeout_ms=300", schemaPrefix: "stmt") { store in
             var failure: (any Error)?
             do {
                 try await store.database.transaction { sql in
@@ -268,23 +262,12 @@ struct StoreTests {
             #expect((failure as? StoreError)?.transient == true, "\(String(describing: failure))")
             #expect((failure as? StoreError)?.code == .sqlState("57014"), "\(String(describing: failure))")
             _ = try await store.apply([register("d1", token: tokenA)], policy: .unseen)
-            _ = try? await store.database.transaction { sql in
-                try await sql.execute("DROP SCHEMA IF EXISTS \(quoteIdentifier(name)) CASCADE")
-            }
-            try await store.close()
-            try await group.waitForAll()
         }
     }
 
     @Test func aPostgresSessionIdleInsideATransactionIsCutOffAndItsLocksGoWithIt() async throws {
         // What a worker frozen mid-transaction looks like to the server: it holds a row lock and sends nothing.
-        var configuration = try PostgresURL(testDatabaseURL + "?idle_in_transaction_timeout_ms=300").configuration
-        configuration.options.maximumConnections = 2
-        let name = "idle_\(UInt32.random(in: 0...UInt32.max))"
-        let store = PostgresBadgeStore(configuration: configuration, schema: name, logger: testLogger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await store.run() }
-            try await store.migrate()
+        try await withPostgresStore(query: "idle_in_transaction_timeout_ms=300", schemaPrefix: "idle") { store in
             _ = try await store.apply([register("d1", token: tokenA)], policy: .unseen)
             var failure: (any Error)?
             do {
@@ -301,11 +284,33 @@ struct StoreTests {
             // The lock went with the session.
             _ = try await store.apply([follow("n1", at: 1)], policy: .unseen)
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 1)
+        }
+    }
+
+    /// Runs `body` on a migrated PostgreSQL store (two connections at most) in a fresh schema named after
+    /// `schemaPrefix`, its URL the test database's with `query`; drops the schema and closes the store afterwards.
+    private func withPostgresStore(
+        query: String, schemaPrefix: String, _ body: (PostgresBadgeStore) async throws -> Void
+    ) async throws {
+        var configuration = try PostgresURL(testDatabaseURL + "?" + query).configuration
+        configuration.options.maximumConnections = 2
+        let name = "\(schemaPrefix)_\(UInt32.random(in: 0...UInt32.max))"
+        let store = PostgresBadgeStore(configuration: configuration, schema: name, logger: testLogger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            let result: Result<Void, any Error>
+            do {
+                try await store.migrate()
+                result = .success(try await body(store))
+            } catch {
+                result = .failure(error)
+            }
             _ = try? await store.database.transaction { sql in
                 try await sql.execute("DROP SCHEMA IF EXISTS \(quoteIdentifier(name)) CASCADE")
             }
             try await store.close()
             try await group.waitForAll()
+            try result.get()
         }
     }
 

@@ -203,3 +203,15 @@ func expectMatches(
         snapshot.devices == model.activeDevices(of: user), "\(context): devices of \(user)",
         sourceLocation: sourceLocation)
 }
+
+/// Worker w1's lease on the only partition (a minute long).
+func onlyLease(of store: any BadgeStore) async throws -> PartitionLease {
+    let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
+    return try #require(round.leases.first)
+}
+
+/// Runs `statement` (no binds) on the store's database.
+func execute(_ store: any BadgeStore, _ statement: String) async throws {
+    let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+    try await database.transaction { try await $0.execute(statement, []) }
+}

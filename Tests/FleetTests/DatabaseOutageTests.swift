@@ -112,19 +112,15 @@ struct DatabaseOutageTests {
 
     /// Channels and connections the broker has opened since it started (its management API's churn counters).
     private static func channelsCreated() async throws -> Int {
-        var request = URLRequest(url: URL(string: "http://127.0.0.1:15672/api/overview")!)
-        request.setValue("Basic " + Data("guest:guest".utf8).base64EncodedString(), forHTTPHeaderField: "Authorization")
-        let (data, _) = try await URLSession.shared.data(for: request)
-        let overview = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-        let churn = overview?["churn_rates"] as? [String: Any]
+        let overview = try await http(
+            "http://127.0.0.1:15672/api/overview",
+            headers: ["Authorization": "Basic " + Data("guest:guest".utf8).base64EncodedString()])
+        let churn = jsonObject(overview.text)["churn_rates"] as? [String: Any]
         return (churn?["channel_created"] as? Int ?? 0) + (churn?["connection_created"] as? Int ?? 0)
     }
 
     private static func readiness(_ port: Int) async -> Int {
-        guard
-            let (_, response) = try? await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/readyz")!)
-        else { return 0 }
-        return (response as? HTTPURLResponse)?.statusCode ?? 0
+        await httpStatus("http://127.0.0.1:\(port)/readyz")
     }
 
     /// Runs `sql` on the test server's main database (not the fleet's, whose sessions may be read-only).

@@ -7,31 +7,10 @@ import Testing
 /// takes from the dead queue only what it replayed.
 @Suite("badgepipe dead", .serialized, .timeLimit(.minutes(3)))
 struct DeadCommandTests {
-    /// Runs `badgepipe arguments`; returns its exit status, standard output and standard error.
-    private func badgepipe(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = WorkerProcess.executable
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        // Read one after the other: fine while each output stays within a pipe's buffer (a few lines here).
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-            String(decoding: errorData, as: UTF8.self)
-        )
-    }
-
     @Test func listShowAndReplayThroughTheCommand() async throws {
         let namespace = "dead-\(UInt32.random(in: 0...UInt32.max))"
         let broker = ["--amqp-url", FleetHarness.amqpURL, "--namespace", namespace]
-        let setup = try badgepipe(["setup", "--partitions", "2"] + broker)
+        let setup = try runBadgepipe(["setup", "--partitions", "2"] + broker)
         #expect(setup.status == 0, "\(setup.errors)")
         let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: FleetHarness.amqpURL))
         let channel = try await connection.openChannel()
@@ -60,7 +39,7 @@ struct DeadCommandTests {
                     messageID: message.id))
         }
 
-        let table = try badgepipe(["dead", "list"] + broker)
+        let table = try runBadgepipe(["dead", "list"] + broker)
         #expect(table.status == 0, "\(table.errors)")
         let lines = table.output.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
@@ -69,7 +48,7 @@ struct DeadCommandTests {
         #expect(lines.last?.contains("follow") == true && lines.last?.contains("unknown_type") == true)
         #expect(table.errors.contains("2 of the 2 parked messages read match"), "\(table.errors)")
 
-        let json = try badgepipe(["dead", "list", "--json", "--reason", "unknown_type"] + broker)
+        let json = try runBadgepipe(["dead", "list", "--json", "--reason", "unknown_type"] + broker)
         #expect(json.status == 0, "\(json.errors)")
         let rows = try json.output.split(separator: "\n").map { try JSONValue.parse(String($0)) }
         #expect(rows.count == 1)
@@ -80,22 +59,22 @@ struct DeadCommandTests {
         #expect(rows.first?["parked_at"]?.stringValue == "2026-11-21T10:00:01.000Z")
         #expect(rows.first?["routing_key"]?.stringValue == "u-cli")
 
-        let shown = try badgepipe(["dead", "show", "cli-1"] + broker)
+        let shown = try runBadgepipe(["dead", "show", "cli-1"] + broker)
         #expect(shown.status == 0, "\(shown.errors)")
         #expect(shown.output.contains("reason        unknown_type"))
         #expect(shown.output.contains(#"  "type": "follow","#), "the body, indented:\n\(shown.output)")
-        let byPosition = try badgepipe(["dead", "show", "1", "--json"] + broker)
+        let byPosition = try runBadgepipe(["dead", "show", "1", "--json"] + broker)
         #expect(try JSONValue.parse(byPosition.output.trimmingCharacters(in: .newlines))["body_text"] == "not json")
-        let missing = try badgepipe(["dead", "show", "cli-9"] + broker)
+        let missing = try runBadgepipe(["dead", "show", "cli-9"] + broker)
         #expect(missing.status != 0)
         #expect(missing.errors.contains("no parked message has the id or position cli-9"))
 
-        let dry = try badgepipe(["dead", "replay", "--reason", "unknown_type", "--dry-run"] + broker)
+        let dry = try runBadgepipe(["dead", "replay", "--reason", "unknown_type", "--dry-run"] + broker)
         #expect(dry.status == 0, "\(dry.errors)")
         #expect(dry.output.contains("would replay 2 cli-1"))
         #expect(try await channel.declareQueue(dead, passive: true).messageCount == 2)
 
-        let replay = try badgepipe(["dead", "replay", "--reason", "unknown_type"] + broker)
+        let replay = try runBadgepipe(["dead", "replay", "--reason", "unknown_type"] + broker)
         #expect(replay.status == 0, "\(replay.errors)")
         #expect(replay.output.contains("replayed 2 cli-1 type=follow reason=unknown_type"))
         #expect(try await channel.declareQueue(dead, passive: true).messageCount == 1)
@@ -117,14 +96,16 @@ struct DeadCommandTests {
         #expect(republished.first?.routingKey == "u-cli")
         #expect(republished.first?.properties.messageID == "cli-1")
         #expect(republished.first?.properties.headers?.keys.contains { $0.hasPrefix("x-badgepipe-") } != true)
-        let again = try badgepipe(["dead", "replay", "--reason", "unknown_type"] + broker)
+        let again = try runBadgepipe(["dead", "replay", "--reason", "unknown_type"] + broker)
         #expect(again.status == 0)
         #expect(again.errors.contains("replayed 0 of 0 matching"), "\(again.errors)")
 
-        let wrong = try badgepipe(["dead", "list", "--amqp-url", FleetHarness.amqpURL, "--namespace", namespace + "x"])
+        let wrong = try runBadgepipe([
+            "dead", "list", "--amqp-url", FleetHarness.amqpURL, "--namespace", namespace + "x",
+        ])
         #expect(wrong.status != 0)
         #expect(wrong.errors.contains("there is no queue \(namespace)x.dead"), "\(wrong.errors)")
-        let badTime = try badgepipe(["dead", "list", "--since", "yesterday"] + broker)
+        let badTime = try runBadgepipe(["dead", "list", "--since", "yesterday"] + broker)
         #expect(badTime.status != 0)
         #expect(badTime.errors.contains("--since must be an RFC 3339 time or an age"), "\(badTime.errors)")
 

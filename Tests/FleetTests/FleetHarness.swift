@@ -4,6 +4,7 @@ import BadgeSink
 import Foundation
 import Logging
 import ServiceLifecycle
+import SinkTestSupport
 import TestServices
 import Testing
 
@@ -35,9 +36,8 @@ struct FleetRun: Sendable {
     func metric(_ prefix: String, combine: (Double, Double) -> Double = (+)) async -> Double? {
         var result: Double?
         for port in metricsPorts {
-            let url = URL(string: "http://127.0.0.1:\(port)/metrics")!
-            guard let (body, _) = try? await URLSession.shared.data(from: url) else { continue }
-            for (name, value) in OperationsTests.samples(String(decoding: body, as: UTF8.self))
+            guard let (_, text) = try? await http("http://127.0.0.1:\(port)/metrics") else { continue }
+            for (name, value) in OperationsTests.samples(text)
             where name == prefix || name.hasPrefix(prefix + "{") {
                 result = result.map { combine($0, value) } ?? value
             }
@@ -133,12 +133,7 @@ struct FleetHarness {
     ) async throws -> T {
         var logger = Logger(label: "fleet-test")
         logger.logLevel = .error
-        let sinkState = SinkState(randomSeed: seed)
-        let (ports, portContinuation) = AsyncStream<Int>.makeStream()
-        let sink = try SinkServer(
-            configuration: SinkConfiguration(host: "127.0.0.1", port: 0), state: sinkState, logger: logger
-        ) { port in portContinuation.yield(port) }
-        let sinkGroup = ServiceGroup(services: [sink], logger: logger)
+        let sink = try TestSink(seed: seed, logger: logger)
 
         let namespace = "fleet-\(seed)-\(UInt16.random(in: 0...UInt16.max))"
         let database = "fleet_\(seed)_\(UInt16.random(in: 0...UInt16.max))"
@@ -153,9 +148,8 @@ struct FleetHarness {
         try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
 
         return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await sinkGroup.run() }
-            var portIterator = ports.makeAsyncIterator()
-            guard let port = await portIterator.next() else { throw FleetError("sink did not start") }
+            group.addTask { try await sink.run() }
+            let port = try await sink.port()
             let environment = [
                 "BADGEPIPE_AMQP_URL": amqpURL(adding: "heartbeat=2"),
                 "BADGEPIPE_DATABASE_URL": databaseURL,
@@ -190,10 +184,10 @@ struct FleetHarness {
             let result = try await body(
                 FleetRun(
                     workers: workers, database: database, databaseURL: databaseURL, namespace: namespace,
-                    metricsPorts: metricsPorts, sink: sinkState, logs: logs))
+                    metricsPorts: metricsPorts, sink: sink.state, logs: logs))
             supervisor.cancel()
             for worker in workers { worker.stop() }
-            await sinkGroup.triggerGracefulShutdown()
+            await sink.shutDown()
             try await group.waitForAll()
             try await cleanUp(namespace: namespace)
             if ProcessInfo.processInfo.environment["BADGEPIPE_FLEET_KEEP"] == nil {

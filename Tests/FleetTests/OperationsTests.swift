@@ -3,6 +3,7 @@ import BadgeSink
 import Foundation
 import Logging
 import ServiceLifecycle
+import SinkTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -12,15 +13,10 @@ import Testing
 /// The worker's operations listener: `/metrics`, `/healthz`, `/readyz` on 127.0.0.1, off unless a port is given.
 @Suite("Operations listener", .serialized)
 struct OperationsTests {
-    private func get(_ url: String) async throws -> (Int, String) {
-        let (data, response) = try await URLSession.shared.data(from: URL(string: url)!)
-        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
-    }
-
     /// Polls `url` until it answers (the listener starts with the worker).
     private func waitFor(_ url: String) async throws -> (Int, String) {
         for _ in 0..<300 {
-            if let answer = try? await get(url) { return answer }
+            if let answer = try? await http(url) { return answer }
             try await Task.sleep(for: .milliseconds(100))
         }
         throw FleetError("\(url) never answered")
@@ -54,16 +50,8 @@ struct OperationsTests {
 
     /// `badgepipe health --url URL [--live]`: its exit status and output.
     private func health(_ url: String, live: Bool = false) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = WorkerProcess.executable
-        process.arguments = ["health", "--url", url] + (live ? ["--live"] : [])
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        let run = try runBadgepipe(["health", "--url", url] + (live ? ["--live"] : []))
+        return (run.status, run.output + run.errors)
     }
 
     @Test func withoutABrokerTheWorkerIsAliveButNotReadyAndSaysWhy() async throws {
@@ -77,10 +65,10 @@ struct OperationsTests {
         }
         let (liveStatus, live) = try await waitFor("http://127.0.0.1:\(port)/healthz")
         #expect(liveStatus == 200, "\(live)")
-        let (readyStatus, ready) = try await get("http://127.0.0.1:\(port)/readyz")
+        let (readyStatus, ready) = try await http("http://127.0.0.1:\(port)/readyz")
         #expect(readyStatus == 503)
         #expect(ready.contains("not connected to the broker"), "\(ready)")
-        let (metricsStatus, _) = try await get("http://127.0.0.1:\(port)/metrics")
+        let (metricsStatus, _) = try await http("http://127.0.0.1:\(port)/metrics")
         #expect(metricsStatus == 200)
         // What a container health check runs.
         let (notReady, said) = try health("http://127.0.0.1:\(port)")
@@ -101,14 +89,14 @@ struct OperationsTests {
         _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
         var ready = (0, "")
         for _ in 0..<100 {
-            ready = try await get("http://127.0.0.1:\(port)/readyz")
+            ready = try await http("http://127.0.0.1:\(port)/readyz")
             if ready.0 == 200 { break }
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(ready.0 == 200, "\(ready.1)")
         #expect(ready.1.contains(#""status":"ok""#))
         #expect(try health("http://127.0.0.1:\(port)").0 == 0)
-        let (_, metrics) = try await get("http://127.0.0.1:\(port)/metrics")
+        let (_, metrics) = try await http("http://127.0.0.1:\(port)/metrics")
         #expect(Self.samples(metrics)["badgepipe_partitions_held"] == 2, "\(metrics.prefix(500))")
         try await FleetHarness.cleanUp(namespace: "ops-\(port)")
     }
@@ -157,9 +145,9 @@ struct OperationsTests {
         let port = try freeListenPort()
         let namespace = "ops-\(port)"
         let database = FileManager.default.temporaryDirectory.appendingPathComponent("ops-\(port).sqlite").path
-        try await withInProcessSink(seed: 3) { sinkPort, sinkState in
+        try await TestSink.withSink(seed: 3, logLevel: .error) { sink in
             let process = try worker(
-                amqpURL: FleetHarness.amqpURL, port: port, database: database, sink: "http://127.0.0.1:\(sinkPort)")
+                amqpURL: FleetHarness.amqpURL, port: port, database: database, sink: sink.baseURL)
             defer {
                 process.terminate()
                 process.waitUntilExit()
@@ -169,7 +157,7 @@ struct OperationsTests {
             _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
             var ready = (0, "")
             for _ in 0..<200 where ready.0 != 200 {
-                ready = try await get("http://127.0.0.1:\(port)/readyz")
+                ready = try await http("http://127.0.0.1:\(port)/readyz")
                 if ready.0 != 200 { try await Task.sleep(for: .milliseconds(100)) }
             }
             #expect(ready.0 == 200, "\(ready.1)")
@@ -189,13 +177,13 @@ struct OperationsTests {
             try await FleetHarness.waitUntilQuiet(timeout: .seconds(120), what: "the worker") {
                 try await FleetHarness.messagesInQueues(namespace: namespace)
             } received: {
-                sinkState.count
+                sink.state.count
             }
-            let deliveries = sinkState.receivedPushes()
+            let deliveries = sink.state.receivedPushes()
             var metrics: [String: Double] = [:]
             // The outbox gauges are sampled every 5 s.
             for _ in 0..<30 {
-                metrics = Self.samples(try await get(metricsURL).1)
+                metrics = Self.samples(try await http(metricsURL).1)
                 if metrics[#"badgepipe_outbox_depth{partition="0"}"#] == 0,
                     metrics[#"badgepipe_outbox_depth{partition="1"}"#] == 0
                 {
@@ -236,7 +224,7 @@ struct OperationsTests {
     private func readiness(port: Int, becomes status: Int, within seconds: Int) async throws -> (Int, String) {
         var answer = (0, "")
         for _ in 0..<(seconds * 10) {
-            answer = try await get("http://127.0.0.1:\(port)/readyz")
+            answer = try await http("http://127.0.0.1:\(port)/readyz")
             if answer.0 == status { break }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -268,7 +256,7 @@ struct OperationsTests {
         #expect(away.0 == 503)
         #expect(away.1.contains("not connected to the broker"), "\(away.1)")
         // Still alive meanwhile: nothing is stuck, it waits for the broker.
-        #expect(try await get("http://127.0.0.1:\(port)/healthz").0 == 200)
+        #expect(try await http("http://127.0.0.1:\(port)/healthz").0 == 200)
         let back = try await readiness(port: port, becomes: 200, within: 60)
         #expect(back.0 == 200, "\(back.1)")
         try await FleetHarness.cleanUp(namespace: "ops-\(port)")
@@ -289,14 +277,12 @@ struct OperationsTests {
         }
         _ = try await waitFor("http://127.0.0.1:\(port)/stats")
         for token in ["aa01", "aa02", "aa03"] {
-            var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/3/device/\(token)")!)
-            request.httpMethod = "POST"
-            request.setValue("com.example.app", forHTTPHeaderField: "apns-topic")
-            request.httpBody = Data(#"{"aps":{"badge":1}}"#.utf8)
-            let (_, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            let answer = try await http(
+                "http://127.0.0.1:\(port)/3/device/\(token)", method: "POST", body: #"{"aps":{"badge":1}}"#,
+                headers: ["apns-topic": "com.example.app"])
+            #expect(answer.status == 200)
         }
-        let (status, text) = try await get("http://127.0.0.1:\(port)/metrics")
+        let (status, text) = try await http("http://127.0.0.1:\(port)/metrics")
         #expect(status == 200)
         let metrics = Self.samples(text)
         #expect(metrics[#"badgepipe_sink_pushes_total{provider="apns",status="200"}"#] == 3, "\(text.prefix(2000))")

@@ -6,33 +6,8 @@ import Testing
 struct SettingsTests {
     /// Runs `badgepipe arguments` with `environment` added; returns its exit status and standard error.
     private func run(_ arguments: [String], environment: [String: String] = [:]) throws -> (Int32, String) {
-        let (status, _, errors) = try runWithOutput(arguments, environment: environment)
+        let (status, _, errors) = try runBadgepipe(arguments, environment: environment)
         return (status, errors)
-    }
-
-    /// Runs `badgepipe arguments` with `environment` added; returns its exit status, standard output and error.
-    private func runWithOutput(
-        _ arguments: [String], environment: [String: String] = [:]
-    ) throws -> (Int32, String, String) {
-        let process = Process()
-        process.executableURL = WorkerProcess.executable
-        process.arguments = arguments
-        var merged = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
-        merged.merge(environment) { $1 }
-        process.environment = merged
-        let errors = Pipe()
-        let output = Pipe()
-        process.standardError = errors
-        process.standardOutput = output
-        try process.run()
-        // Read one after the other: fine while each output stays within a pipe's buffer (these are a few lines).
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: outputData, as: UTF8.self),
-            String(decoding: errorData, as: UTF8.self)
-        )
     }
 
     private static let sink = ["--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1"]
@@ -185,7 +160,7 @@ struct SettingsTests {
     }
 
     @Test func publishPrintsTheEventItsFlagsMake() throws {
-        let (status, output, errors) = try runWithOutput([
+        let (status, output, errors) = try runBadgepipe([
             "publish", "--print", "--type", "device_registered", "--recipient", "u-a", "--id", "d1",
             "--occurred-at", "2026-11-24T10:00:00Z", "--token", "tok-0001", "--provider", "apns", "--topic",
             "com.example.other", "--environment", "sandbox",
@@ -196,12 +171,12 @@ struct SettingsTests {
                 == #"{"id":"d1","type":"device_registered","recipient":"u-a","occurred_at":"2026-11-24T10:00:00Z","#
                 + #""device":{"token":"tok-0001","provider":"apns","topic":"com.example.other","environment":"sandbox"}}"#
                 + "\n")
-        let (_, preferences, _) = try runWithOutput([
+        let (_, preferences, _) = try runBadgepipe([
             "publish", "--print", "--type", "preferences_updated", "--recipient", "u-a", "--id", "p1",
             "--occurred-at", "2026-11-24T10:00:00Z", "--badge-enabled", "false",
         ])
         #expect(preferences.contains(#""preferences":{"badge_enabled":false}"#), "\(preferences)")
-        let (refused, _, said) = try runWithOutput([
+        let (refused, _, said) = try runBadgepipe([
             "publish", "--print", "--type", "device_registered", "--recipient", "u-a", "--token", "tok-0001",
             "--provider", "apns", "--environment", "prod",
         ])
@@ -216,7 +191,7 @@ struct SettingsTests {
             #"[{"id":"ok1","type":"notifications_opened","recipient":"u-a","occurred_at":"2026-11-24T10:00:00Z"},"#
             + #"{"id":"bad1","type":"folow","recipient":"u-a","occurred_at":"2026-11-24T10:00:00Z"}]"#
         try Data(events.utf8).write(to: file)
-        let (status, output, errors) = try runWithOutput(["publish", "--print", "--file", file.path])
+        let (status, output, errors) = try runBadgepipe(["publish", "--print", "--file", file.path])
         #expect(status == 0, "still published: invalid events are how the dead queue is tested")
         #expect(output.split(separator: "\n").count == 2)
         #expect(errors.contains(#"event 2 ("bad1") is invalid: unknown type "folow""#), "\(errors)")

@@ -2,6 +2,7 @@ import BadgeSink
 import Foundation
 import Logging
 import ServiceLifecycle
+import SinkTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -48,11 +49,6 @@ final class SilentProvider {
 /// bound cancels it, losing nothing.
 @Suite("Shutdown bound", .serialized, .timeLimit(.minutes(5)))
 struct ShutdownBoundTests {
-    private func get(_ url: String) async -> Int {
-        guard let (_, response) = try? await URLSession.shared.data(from: URL(string: url)!) else { return 0 }
-        return (response as? HTTPURLResponse)?.statusCode ?? 0
-    }
-
     private func worker(
         database: String, namespace: String, provider: String, metricsPort: Int, extra: [String] = []
     ) async throws -> Process {
@@ -69,7 +65,7 @@ struct ShutdownBoundTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         for _ in 0..<300 {
-            if await get("http://127.0.0.1:\(metricsPort)/readyz") == 200 { return process }
+            if await httpStatus("http://127.0.0.1:\(metricsPort)/readyz") == 200 { return process }
             try await Task.sleep(for: .milliseconds(100))
         }
         process.terminate()
@@ -116,9 +112,9 @@ struct ShutdownBoundTests {
 
         // 3. Nothing was lost: a worker on the same database, with a provider that answers, sends every alert once
         // with the right final badges.
-        try await withInProcessSink(seed: 31) { sinkPort, sinkState in
+        try await TestSink.withSink(seed: 31, logLevel: .error) { sink in
             let second = try await worker(
-                database: database, namespace: namespace, provider: "http://127.0.0.1:\(sinkPort)",
+                database: database, namespace: namespace, provider: sink.baseURL,
                 metricsPort: try freeListenPort())
             defer {
                 second.terminate()
@@ -127,9 +123,9 @@ struct ShutdownBoundTests {
             try await FleetHarness.waitUntilQuiet(timeout: .seconds(120), what: "the second worker") {
                 try await FleetHarness.messagesInQueues(namespace: namespace)
             } received: {
-                sinkState.count
+                sink.state.count
             }
-            let report = FleetReport.check(steps: script.steps, deliveries: sinkState.receivedPushes())
+            let report = FleetReport.check(steps: script.steps, deliveries: sink.state.receivedPushes())
             #expect(report.lostEffects.isEmpty, "lost: \(report.lostEffects.prefix(10))")
             #expect(report.badgeMismatches.isEmpty, "badges: \(report.badgeMismatches.prefix(10))")
             #expect(report.duplicateAlerts == 0)

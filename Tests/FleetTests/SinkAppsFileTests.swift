@@ -1,4 +1,5 @@
 import BadgeDelivery
+import BadgePipeTesting
 import Foundation
 import ProviderAuth
 import TestCredentials
@@ -31,13 +32,9 @@ struct SinkAppsFileTests {
         func send(
             _ method: String, _ path: String, body: String = "", headers: [String: String] = [:]
         ) async throws -> (status: Int, json: [String: Any]) {
-            var request = URLRequest(url: URL(string: url + path)!)
-            request.httpMethod = method
-            if method != "GET" { request.httpBody = Data(body.utf8) }
-            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, json)
+            let answer = try await http(
+                url + path, method: method, body: method == "GET" ? nil : body, headers: headers)
+            return (answer.status, jsonObject(answer.text))
         }
     }
 
@@ -72,22 +69,9 @@ struct SinkAppsFileTests {
         let amenAccount = try credentials.writeServiceAccount(tokenURI: tokenURI)
         let psalmsAccount = try credentials.writeOtherServiceAccount(project: "psalms-prod", tokenURI: tokenURI)
         let strangerAccount = try credentials.writeOtherServiceAccount(project: "hymns-prod", tokenURI: tokenURI)
-        let appsFile = credentials.directory.appendingPathComponent("apps.yaml").path
-        try """
-        apps:
-          amen:
-            apns:
-              key_file: AuthKey_\(credentials.apnsKeyID).p8
-              key_id: \(credentials.apnsKeyID)
-              team_id: \(credentials.apnsTeamID)
-              topics: [com.example.amen]
-            fcm:
-              credentials_file: \(amenAccount)
-          psalms:
-            apns: {key_file: AuthKey_\(Self.psalmsKeyID).p8, key_id: \(Self.psalmsKeyID), \
-        team_id: \(Self.psalmsTeamID), topics: [org.psalms.app]}
-            fcm: {credentials_file: \(psalmsAccount)}
-        """.write(toFile: appsFile, atomically: true, encoding: .utf8)
+        let appsFile = try credentials.writeTwoAppsFile(
+            amenServiceAccount: amenAccount, psalmsKeyID: Self.psalmsKeyID, psalmsTeamID: Self.psalmsTeamID,
+            psalmsTopics: ["org.psalms.app"], psalmsServiceAccount: psalmsAccount)
         // The credentials the worker signs with, read from the same file.
         let apps = Dictionary(uniqueKeysWithValues: try AppsFile.load(path: appsFile).apps.map { ($0.name, $0) })
         let now = Int64(Date().timeIntervalSince1970)
@@ -150,13 +134,16 @@ struct SinkAppsFileTests {
                 == (401, "UNAUTHENTICATED"))
 
         // Each push is recorded with the app its credential is, and whether it verified.
-        let listed = try await sink.send("GET", "/deliveries")
-        let deliveries = try #require(listed.json["deliveries"] as? [[String: Any]])
+        let deliveries = try await SinkClient(url: sink.url).deliveries()
         var recorded: [String: (app: String?, verified: Bool?)] = [:]
         for delivery in deliveries {
-            guard let token = delivery["token"] as? String else { continue }
-            let authorization = (delivery["headers"] as? [String: Any])?["authorization"] as? [String: Any]
-            recorded[token] = (authorization?["app"] as? String, authorization?["verified"] as? Bool)
+            let authorization = delivery.headers["authorization"] ?? .null
+            let verified: Bool? =
+                switch authorization["verified"] {
+                case .bool(let value): value
+                default: nil
+                }
+            recorded[delivery.token] = (authorization["app"].string, verified)
         }
         #expect(recorded["aa01"]?.app == "amen" && recorded["aa01"]?.verified == true)
         #expect(recorded["aa02"]?.app == "psalms" && recorded["aa02"]?.verified == true)

@@ -228,3 +228,29 @@ extension WorkerProcess {
         return kilobytes / 1024
     }
 }
+
+/// Runs `badgepipe arguments` to its end, with this process's environment less its `BADGEPIPE_` variables and with
+/// `environment` added; returns its exit status, standard output and standard error.
+func runBadgepipe(
+    _ arguments: [String], environment: [String: String] = [:]
+) throws -> (status: Int32, output: String, errors: String) {
+    let process = Process()
+    process.executableURL = WorkerProcess.executable
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        .merging(environment) { $1 }
+    let output = Pipe()
+    let errors = Pipe()
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    // Read one after the other: fine while each output stays within a pipe's buffer (a few lines for the commands
+    // the tests run this way).
+    let outputData = output.fileHandleForReading.readDataToEndOfFile()
+    let errorData = errors.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (
+        process.terminationStatus, String(decoding: outputData, as: UTF8.self),
+        String(decoding: errorData, as: UTF8.self)
+    )
+}

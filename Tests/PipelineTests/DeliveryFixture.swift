@@ -6,6 +6,7 @@ import BadgeSink
 import BadgeWire
 import Logging
 import ServiceLifecycle
+import SinkTestSupport
 import Testing
 
 @testable import BadgeWorker
@@ -26,7 +27,7 @@ func withDeliveryFixture(
     let databaseURL = try backend.freshURL()
     let store = try BadgeStoreFactory.make(url: databaseURL, logger: logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
-        group.addTask { try await sink.group.run() }
+        group.addTask { try await sink.run() }
         group.addTask { await store.run() }
         let port = try await sink.port()
         let delivery = DeliveryConfiguration(
@@ -47,7 +48,7 @@ func withDeliveryFixture(
             result = .failure(error)
         }
         try? await store.close()
-        await sink.group.triggerGracefulShutdown()
+        await sink.shutDown()
         try await group.waitForAll()
         try await http.shutdown()
         backend.drop(databaseURL)

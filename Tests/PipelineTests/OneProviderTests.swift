@@ -39,6 +39,21 @@ struct OneProviderTests {
         )
     }
 
+    /// Every push the sink recorded went to `token` (none to the other provider), over HTTP/2, answered 200, with a
+    /// credential the sink verified as `issuer`'s; the alerts accepted for `token` are the events `alerts`.
+    private static func expectOnlyVerifiedPushes(
+        _ pipeline: Pipeline, to token: String, signedBy issuer: String, alerts: [String]
+    ) {
+        let deliveries = pipeline.sink.receivedPushes()
+        #expect(!deliveries.isEmpty && deliveries.allSatisfy { $0.token == token }, "a push went to the other provider")
+        #expect(
+            deliveries.allSatisfy {
+                $0.status == 200 && $0.httpVersion == "2" && $0.authorization?.verified == true
+                    && $0.authorization?.issuer == issuer
+            })
+        #expect(pipeline.acceptedPayloads(token: token).compactMap { $0["event_id"]?.stringValue } == alerts)
+    }
+
     /// Registers `user`'s iPhone and Android phone, then sends them two alerts; returns when all is quiet.
     private static func registerBothAndAlert(
         _ pipeline: Pipeline, user: String, ios: String, android: String
@@ -70,15 +85,8 @@ struct OneProviderTests {
             }
         ) { pipeline in
             try await Self.registerBothAndAlert(pipeline, user: "u-both", ios: ios, android: android)
-            let deliveries = pipeline.sink.receivedPushes()
-            #expect(!deliveries.isEmpty && deliveries.allSatisfy { $0.token == ios }, "nothing went out for FCM")
-            #expect(
-                deliveries.allSatisfy {
-                    $0.status == 200 && $0.httpVersion == "2" && $0.authorization?.verified == true
-                        && $0.authorization?.issuer == credentials.apnsTeamID
-                })
-            let alerts = pipeline.acceptedPayloads(token: ios).compactMap { $0["event_id"]?.stringValue }
-            #expect(alerts == ["u-both-n1", "u-both-n2"])
+            Self.expectOnlyVerifiedPushes(
+                pipeline, to: ios, signedBy: credentials.apnsTeamID, alerts: ["u-both-n1", "u-both-n2"])
             let devices = try await pipeline.store.snapshot(user: "u-both").devices.map(\.token)
             #expect(Set(devices) == [ios, android], "the Android device is kept")
             let (outbox, refused) = try Self.leftovers(pipeline)
@@ -124,15 +132,9 @@ struct OneProviderTests {
             }
         ) { pipeline in
             try await Self.registerBothAndAlert(pipeline, user: "u-droid", ios: ios, android: android)
-            let deliveries = pipeline.sink.receivedPushes()
-            #expect(!deliveries.isEmpty && deliveries.allSatisfy { $0.token == android }, "nothing went out for APNs")
-            #expect(
-                deliveries.allSatisfy {
-                    $0.status == 200 && $0.httpVersion == "2" && $0.authorization?.verified == true
-                        && $0.authorization?.issuer == "pusher@\(credentials.fcmProject).iam.gserviceaccount.com"
-                })
-            let alerts = pipeline.acceptedPayloads(token: android).compactMap { $0["event_id"]?.stringValue }
-            #expect(alerts == ["u-droid-n1", "u-droid-n2"])
+            Self.expectOnlyVerifiedPushes(
+                pipeline, to: android, signedBy: "pusher@\(credentials.fcmProject).iam.gserviceaccount.com",
+                alerts: ["u-droid-n1", "u-droid-n2"])
             let devices = try await pipeline.store.snapshot(user: "u-droid").devices.map(\.token)
             #expect(Set(devices) == [ios, android], "the iPhone is kept")
             let (outbox, refused) = try Self.leftovers(pipeline)

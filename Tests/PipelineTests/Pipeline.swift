@@ -8,6 +8,7 @@ import BadgeWorker
 import Foundation
 import Logging
 import ServiceLifecycle
+import SinkTestSupport
 import TestServices
 import Testing
 
@@ -105,10 +106,10 @@ struct Pipeline: Sendable {
         var logger = Logger(label: "pipeline-test")
         logger.logLevel = .warning
         let sinks = try sinkConfigurations.enumerated().map { index, configuration in
-            try TestSink(seed: 42 + UInt64(index), logger: logger, configuration: configuration)
+            try TestSink(seed: 42 + UInt64(index), configuration: configuration, logger: logger)
         }
         let sinkState = sinks[0].state
-        let sinkGroup = ServiceGroup(services: sinks.map(\.group), logger: logger)
+        let sinkGroup = ServiceGroup(services: sinks, logger: logger)
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await sinkGroup.run() }
@@ -144,9 +145,7 @@ struct Pipeline: Sendable {
             let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: amqpURL))
             let publisher = try await connection.openChannel()
             try await publisher.confirmSelect()
-            let urls = zip(sinkConfigurations, ports).map { configuration, port in
-                (configuration.tlsCertificateFile == nil ? "http" : "https") + "://127.0.0.1:\(port)"
-            }
+            let urls = zip(sinks, ports).map { sink, port in sink.baseURL(port: port) }
             let pipeline = Pipeline(
                 sink: sinkState, sinks: sinks.map(\.state), sinkURLs: urls, topology: topology, publisher: publisher,
                 connection: connection, store: store,

@@ -43,7 +43,6 @@ struct SeveralAppsTests {
         let credentials = try TestCredentials()
         defer { credentials.remove() }
         // The second team's key.
-        let directory = credentials.directory
         let otherPublicFile = try credentials.writeAPNsKey(keyID: Self.otherKeyID).publicKeyFile
         let serviceAccount = "pusher@\(credentials.fcmProject).iam.gserviceaccount.com"
         var sink = SinkConfiguration(
@@ -64,23 +63,11 @@ struct SeveralAppsTests {
             backend: .sqlite, sinks: [sink, sink],
             delivery: { ports in
                 let account = try credentials.writeServiceAccount(tokenURI: "https://127.0.0.1:\(ports[0])/token")
-                let appsFile = directory.appendingPathComponent("apps.yaml").path
-                try """
-                # Two apps under two Apple teams; one Firebase project.
-                default_app: amen
-                apps:
-                  amen:
-                    apns:
-                      key_file: AuthKey_\(credentials.apnsKeyID).p8
-                      key_id: \(credentials.apnsKeyID)
-                      team_id: \(credentials.apnsTeamID)
-                      topics: [com.example.amen]
-                    fcm:
-                      credentials_file: \(account)
-                  psalms:
-                    apns: {key_file: AuthKey_\(Self.otherKeyID).p8, key_id: \(Self.otherKeyID), \
-                team_id: \(Self.otherTeamID), topics: [org.psalms.app, org.psalms.app.voip], environment: sandbox}
-                """.write(toFile: appsFile, atomically: true, encoding: .utf8)
+                // Two apps under two Apple teams; one Firebase project.
+                let appsFile = try credentials.writeTwoAppsFile(
+                    amenServiceAccount: account, psalmsKeyID: Self.otherKeyID, psalmsTeamID: Self.otherTeamID,
+                    psalmsTopics: ["org.psalms.app", "org.psalms.app.voip"], psalmsEnvironment: "sandbox",
+                    defaultApp: "amen")
                 let apps = try AppsFile.load(path: appsFile)
                 var configuration = DeliveryConfiguration(
                     apnsBaseURL: "https://127.0.0.1:\(ports[0])", apnsSandboxBaseURL: "https://localhost:\(ports[1])",

@@ -108,6 +108,40 @@ public struct TestCredentials: Sendable {
         return file
     }
 
+    /// Writes `apps.yaml` in ``directory``, two apps under two Apple teams, and returns its path: `amen` signs with
+    /// this set's APNs key and team for the topic `com.example.amen` and, for FCM, with `amenServiceAccount`;
+    /// `psalms` with the key `psalmsKeyID` (written by ``writeAPNsKey(keyID:)``) of the team `psalmsTeamID` for
+    /// `psalmsTopics`, in the APNs environment `psalmsEnvironment` when given, and for FCM with
+    /// `psalmsServiceAccount` when given. With `defaultApp`, devices that name no app are that app's.
+    public func writeTwoAppsFile(
+        amenServiceAccount: String, psalmsKeyID: String, psalmsTeamID: String, psalmsTopics: [String],
+        psalmsEnvironment: String? = nil, psalmsServiceAccount: String? = nil, defaultApp: String? = nil
+    ) throws -> String {
+        let file = directory.appendingPathComponent("apps.yaml").path
+        var psalmsAPNs = [
+            "key_file: AuthKey_\(psalmsKeyID).p8", "key_id: \(psalmsKeyID)", "team_id: \(psalmsTeamID)",
+            "topics: [\(psalmsTopics.joined(separator: ", "))]",
+        ]
+        if let psalmsEnvironment { psalmsAPNs.append("environment: \(psalmsEnvironment)") }
+        var lines = defaultApp.map { ["default_app: \($0)"] } ?? []
+        lines += [
+            "apps:",
+            "  amen:",
+            "    apns:",
+            "      key_file: AuthKey_\(apnsKeyID).p8",
+            "      key_id: \(apnsKeyID)",
+            "      team_id: \(apnsTeamID)",
+            "      topics: [com.example.amen]",
+            "    fcm:",
+            "      credentials_file: \(amenServiceAccount)",
+            "  psalms:",
+            "    apns: {\(psalmsAPNs.joined(separator: ", "))}",
+        ]
+        if let psalmsServiceAccount { lines.append("    fcm: {credentials_file: \(psalmsServiceAccount)}") }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
     /// Removes the directory.
     public func remove() {
         try? FileManager.default.removeItem(at: directory)

@@ -1,8 +1,8 @@
 import Hummingbird
 
 /// The static files the sink serves: the OpenAPI document of its API and the web view. Their sources are the
-/// files under `Sources/BadgeSink/Assets`, embedded by `scripts/sink-assets` so that the binary needs nothing
-/// beside it.
+/// files under `Sources/BadgeSink/Assets`, embedded in Swift at build time by the EmbedSinkAssets plugin so that
+/// the binary needs nothing beside it.
 enum SinkAssets {
     /// One served file.
     struct Asset: Sendable {

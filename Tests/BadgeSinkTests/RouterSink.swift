@@ -5,8 +5,8 @@ import HummingbirdTesting
 import Logging
 
 /// A sink for one test, its routes served in process by HummingbirdTesting's router mode (no socket), and a
-/// client for it. Tests where the socket is the point (TLS, HTTP/2) use ``SocketSinkHarness`` instead.
-struct SinkHarness: SinkClient {
+/// client for it. Tests where the socket is the point (TLS, HTTP/2, streams) use `TestSink.withSink` instead.
+struct RouterSink: SinkRequests {
     let state: SinkState
     private let client: any TestClientProtocol
 
@@ -14,7 +14,7 @@ struct SinkHarness: SinkClient {
     static func withSink<Result: Sendable>(
         seed: UInt64 = 20_240_601,
         configuration: SinkConfiguration = SinkConfiguration(),
-        _ body: @Sendable (SinkHarness) async throws -> Result
+        _ body: @Sendable (RouterSink) async throws -> Result
     ) async throws -> Result {
         var logger = Logger(label: "badgesink-tests")
         logger.logLevel = .warning
@@ -22,7 +22,7 @@ struct SinkHarness: SinkClient {
         let server = try SinkServer(configuration: configuration, state: state, logger: logger)
         let application = Application(router: server.makeRouter(), logger: logger)
         return try await application.test(.router) { client in
-            try await body(SinkHarness(state: state, client: client))
+            try await body(RouterSink(state: state, client: client))
         }
     }
 

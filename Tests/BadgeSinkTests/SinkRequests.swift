@@ -1,5 +1,7 @@
+import AsyncHTTPClient
 import BadgeSink
 import Foundation
+import SinkTestSupport
 
 /// An HTTP answer of the sink.
 struct SinkAnswer: Sendable {
@@ -21,8 +23,9 @@ struct SinkAnswer: Sendable {
     }
 }
 
-/// What the sink's tests do with a sink: send requests, in process or over a socket.
-protocol SinkClient: Sendable {
+/// What the sink's tests do with a sink: send raw requests, to its routes in process (``RouterSink``) or over a
+/// socket (`RunningSink`, from `TestSink.withSink`), and read the raw answers.
+protocol SinkRequests: Sendable {
     /// The sink's store.
     var state: SinkState { get }
 
@@ -30,7 +33,7 @@ protocol SinkClient: Sendable {
     func send(_ method: String, _ path: String, body: [UInt8]?, headers: [(String, String)]) async throws -> SinkAnswer
 }
 
-extension SinkClient {
+extension SinkRequests {
     /// Sends a request without a body.
     func send(_ method: String, _ path: String, headers: [(String, String)] = []) async throws -> SinkAnswer {
         try await self.send(method, path, body: nil, headers: headers)
@@ -77,5 +80,35 @@ extension SinkClient {
         guard answer.status == 200 else {
             throw SinkAnswer.Failure(description: "POST /faults answered \(answer.status): \(answer.text)")
         }
+    }
+}
+
+extension RunningSink: SinkRequests {
+    /// Sends one request to the sink over ``client``.
+    func send(
+        _ method: String,
+        _ path: String,
+        body: [UInt8]?,
+        headers: [(String, String)]
+    ) async throws -> SinkAnswer {
+        var request = HTTPClientRequest(url: self.baseURL + path)
+        request.method = .init(rawValue: method)
+        for (name, value) in headers {
+            request.headers.add(name: name, value: value)
+        }
+        if let body {
+            request.body = .bytes(body)
+        }
+        let response = try await self.client.execute(request, timeout: .seconds(30))
+        let collected = try await response.body.collect(upTo: 1 << 30)
+        var answerHeaders: [String: String] = [:]
+        for header in response.headers {
+            answerHeaders[header.name.lowercased()] = header.value
+        }
+        return SinkAnswer(
+            status: Int(response.status.code),
+            headers: answerHeaders,
+            body: Array(collected.readableBytesView)
+        )
     }
 }
