@@ -48,11 +48,11 @@ let package = Package(
         ),
         // Wire formats shared by the worker and the sink: strict JSON, RFC 3339 timestamps, provider names,
         // push payload keys. No dependencies.
-        .target(name: "BadgeWire"),
+        .target(name: "BadgeWire", dependencies: ["BadgeSupport"]),
         // Pure core: events, counts, badge policy, payloads. No I/O. (swift-crypto for the SHA-1 of push ids.)
         .target(
             name: "BadgeCore",
-            dependencies: ["BadgeWire", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["BadgeSupport", "BadgeWire", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Storage adapter: PostgreSQL for fleets, embedded SQLite for one node.
         .target(
@@ -72,6 +72,7 @@ let package = Package(
         .target(
             name: "ProviderAuth",
             dependencies: [
+                "BadgeSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
@@ -80,6 +81,7 @@ let package = Package(
         .target(
             name: "BadgeDelivery",
             dependencies: [
+                "BadgeSupport",
                 "BadgeCore",
                 "BadgeWire",
                 "ProviderAuth",
@@ -171,6 +173,7 @@ let package = Package(
         .target(
             name: "BadgePipeTesting",
             dependencies: [
+                "BadgeSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import BadgeSupport
 import Foundation
 
 /// What one device shows, as the sink saw its pushes (`GET /devices/{token}`).
@@ -145,18 +146,7 @@ public struct SinkFault: Encodable, Sendable, Equatable {
 /// A failure of ``SinkClient``: a struct with a ``Code``, as every error of BadgePipe.
 public struct SinkClientError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, machine-readable.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-        public var description: String { rawValue }
-        /// The wait ended before its condition held (``SinkClientError/device`` or ``deliveries`` say what there
-        /// was).
-        public static let timeout = Code("timeout")
-        /// The sink could not be reached.
-        public static let unreachable = Code("unreachable")
-        /// The sink answered with a status or a body the client did not expect.
-        public static let unexpectedAnswer = Code("unexpected_answer")
-    }
+    public typealias Code = ErrorCode<SinkClientError>
 
     public var code: Code
     public var message: String
@@ -217,4 +207,14 @@ public enum SinkJSON: Decodable, Sendable, Equatable {
         if case .number(let value) = self, value.rounded() == value, abs(value) < 9e15 { return Int(value) }
         return nil
     }
+}
+
+extension ErrorCode<SinkClientError> {
+    /// The wait ended before its condition held (``SinkClientError/device`` or ``deliveries`` say what there
+    /// was).
+    public static var timeout: Self { Self("timeout") }
+    /// The sink could not be reached.
+    public static var unreachable: Self { Self("unreachable") }
+    /// The sink answered with a status or a body the client did not expect.
+    public static var unexpectedAnswer: Self { Self("unexpected_answer") }
 }

@@ -1,3 +1,5 @@
+import BadgeSupport
+
 /// A store failure.
 ///
 /// Every failure has exactly one ``DatabaseFailure`` class (``failure``), which says what the worker does about it:
@@ -6,69 +8,7 @@
 /// class had no effect.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// A typed, machine-readable error code. Its ``rawValue`` is the short name logs and parked messages show.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, e.g. `lease_lost`, `sqlstate_22021`.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
-        /// A read-state event of the batch (read-all, opened, conversation read) would change more rows than one
-        /// transaction may (``ApplyContext/readStateChunk``): apply the batch up to it, then it alone, chunk by chunk
-        /// (``ApplyContext/chunked``). ``StoreError/subject`` names the event.
-        public static let readStateTooLarge = Code("read_state_too_large")
-        /// A transaction of several events ran out of time (``ranOutOfTime``): apply its events in smaller
-        /// transactions (halves, down to one event, which is retried in place as any transient failure).
-        public static let batchTooLong = Code("batch_too_long")
-        /// The batch's or claim's lease is no longer this worker's.
-        public static let leaseLost = Code("lease_lost")
-        /// This worker's own record of its lease ran out (see `LeaseTerm`).
-        public static let leaseTermEnded = Code("lease_term_ended")
-        /// The store was closed.
-        public static let closed = Code("closed")
-        /// A stored row could not be read back.
-        public static let corruptData = Code("corrupt_data")
-        /// A statement's result has no column of the name the code reads (a statement and its reader disagree).
-        public static let missingColumn = Code("missing_column")
-        /// The database URL is not usable.
-        public static let badDatabaseURL = Code("bad_database_url")
-        /// The connection failed or was lost.
-        public static let connection = Code("connection")
-        /// The connection had closed when a statement was to be written.
-        public static let connectionClosed = Code("connection_closed")
-        /// The connection had closed before the transaction began (nothing was sent).
-        public static let connectionClosedBeforeBegin = Code("connection_closed_before_begin")
-        /// PostgreSQL serialization failure (40001).
-        public static let serializationFailure = Code("serialization_failure")
-        /// PostgreSQL deadlock (40P01).
-        public static let deadlock = Code("deadlock")
-        /// An operation took longer than its limit.
-        public static let timeout = Code("timeout")
-        /// SQLite: the database is busy (another writer).
-        public static let sqliteBusy = Code("sqlite_busy")
-        /// SQLite: a table is locked.
-        public static let sqliteLocked = Code("sqlite_locked")
-        /// SQLite: a constraint refused the data.
-        public static let sqliteConstraint = Code("sqlite_constraint")
-        /// SQLite: the disk or the database file is full.
-        public static let sqliteFull = Code("sqlite_full")
-        /// SQLite: any other error.
-        public static let sqlite = Code("sqlite")
-        /// PostgreSQL: a client-side error of the driver.
-        public static let postgres = Code("postgres")
-        /// PostgreSQL: a server error without an SQLSTATE.
-        public static let server = Code("server")
-        /// The database's schema is at a version newer than this code knows: an older badgepipe must not write to
-        /// it (see `Schema`). Upgrading badgepipe is the fix; retrying is not.
-        public static let schemaTooNew = Code("schema_too_new")
-
-        /// A PostgreSQL server error by SQLSTATE.
-        public static func sqlState(_ state: String) -> Code { Code("sqlstate_\(state)") }
-    }
+    public typealias Code = ErrorCode<StoreError>
 
     /// The error's code.
     public var code: Code
@@ -143,4 +83,57 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     }
 
     static let closed = StoreError(code: .closed, message: "the store is closed", transient: false)
+}
+
+extension ErrorCode<StoreError> {
+    /// A PostgreSQL server error by SQLSTATE.
+    public static func sqlState(_ state: String) -> Self { Self("sqlstate_\(state)") }
+    /// A read-state event of the batch (read-all, opened, conversation read) would change more rows than one
+    /// transaction may (``ApplyContext/readStateChunk``): apply the batch up to it, then it alone, chunk by chunk
+    /// (``ApplyContext/chunked``). ``StoreError/subject`` names the event.
+    public static var readStateTooLarge: Self { Self("read_state_too_large") }
+    /// A transaction of several events ran out of time (``ranOutOfTime``): apply its events in smaller
+    /// transactions (halves, down to one event, which is retried in place as any transient failure).
+    public static var batchTooLong: Self { Self("batch_too_long") }
+    /// The batch's or claim's lease is no longer this worker's.
+    public static var leaseLost: Self { Self("lease_lost") }
+    /// This worker's own record of its lease ran out (see `LeaseTerm`).
+    public static var leaseTermEnded: Self { Self("lease_term_ended") }
+    /// The store was closed.
+    public static var closed: Self { Self("closed") }
+    /// A stored row could not be read back.
+    public static var corruptData: Self { Self("corrupt_data") }
+    /// A statement's result has no column of the name the code reads (a statement and its reader disagree).
+    public static var missingColumn: Self { Self("missing_column") }
+    /// The database URL is not usable.
+    public static var badDatabaseURL: Self { Self("bad_database_url") }
+    /// The connection failed or was lost.
+    public static var connection: Self { Self("connection") }
+    /// The connection had closed when a statement was to be written.
+    public static var connectionClosed: Self { Self("connection_closed") }
+    /// The connection had closed before the transaction began (nothing was sent).
+    public static var connectionClosedBeforeBegin: Self { Self("connection_closed_before_begin") }
+    /// PostgreSQL serialization failure (40001).
+    public static var serializationFailure: Self { Self("serialization_failure") }
+    /// PostgreSQL deadlock (40P01).
+    public static var deadlock: Self { Self("deadlock") }
+    /// An operation took longer than its limit.
+    public static var timeout: Self { Self("timeout") }
+    /// SQLite: the database is busy (another writer).
+    public static var sqliteBusy: Self { Self("sqlite_busy") }
+    /// SQLite: a table is locked.
+    public static var sqliteLocked: Self { Self("sqlite_locked") }
+    /// SQLite: a constraint refused the data.
+    public static var sqliteConstraint: Self { Self("sqlite_constraint") }
+    /// SQLite: the disk or the database file is full.
+    public static var sqliteFull: Self { Self("sqlite_full") }
+    /// SQLite: any other error.
+    public static var sqlite: Self { Self("sqlite") }
+    /// PostgreSQL: a client-side error of the driver.
+    public static var postgres: Self { Self("postgres") }
+    /// PostgreSQL: a server error without an SQLSTATE.
+    public static var server: Self { Self("server") }
+    /// The database's schema is at a version newer than this code knows: an older badgepipe must not write to
+    /// it (see `Schema`). Upgrading badgepipe is the fix; retrying is not.
+    public static var schemaTooNew: Self { Self("schema_too_new") }
 }

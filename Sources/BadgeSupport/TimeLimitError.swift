@@ -1,20 +1,9 @@
+import BadgeSupport
+
 /// What ``withTimeLimit(_:_:)`` throws when its body took too long.
 public struct TimeLimitError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is the name logs show.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, e.g. `time_limit_exceeded`.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
-        /// The body ran past its limit and was cancelled.
-        public static let exceeded = Code("time_limit_exceeded")
-    }
+    public typealias Code = ErrorCode<TimeLimitError>
 
     /// The error's code.
     public var code: Code
@@ -32,4 +21,9 @@ public struct TimeLimitError: Error, Sendable, Hashable, CustomStringConvertible
 
     /// `code: message`.
     public var description: String { "\(code): \(message)" }
+}
+
+extension ErrorCode<TimeLimitError> {
+    /// The body ran past its limit and was cancelled.
+    public static var exceeded: Self { Self("time_limit_exceeded") }
 }

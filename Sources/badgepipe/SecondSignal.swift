@@ -1,3 +1,4 @@
+import BadgeSupport
 import ServiceLifecycle
 import UnixSignals
 
@@ -9,18 +10,7 @@ struct SecondSignal: Service {
     /// The worker was told twice to stop.
     struct Interrupted: Error, Sendable, CustomStringConvertible {
         /// A typed, machine-readable error code.
-        struct Code: Hashable, Sendable, CustomStringConvertible {
-            let rawValue: String
-
-            init(_ rawValue: String) {
-                self.rawValue = rawValue
-            }
-
-            var description: String { rawValue }
-
-            /// A second SIGTERM or SIGINT came during the graceful shutdown.
-            static let secondSignal = Code("second_signal")
-        }
+        typealias Code = ErrorCode<SecondSignal.Interrupted>
 
         var code = Code.secondSignal
         var message = "a second SIGTERM or SIGINT: stopping at once"
@@ -39,4 +29,9 @@ struct SecondSignal: Service {
             }
         }
     }
+}
+
+extension ErrorCode<SecondSignal.Interrupted> {
+    /// A second SIGTERM or SIGINT came during the graceful shutdown.
+    static var secondSignal: Self { Self("second_signal") }
 }

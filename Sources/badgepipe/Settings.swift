@@ -1,3 +1,4 @@
+import BadgeSupport
 import Foundation
 
 /// Every setting is a flag and an environment variable; the flag wins, then the variable, then the default.
@@ -44,49 +45,43 @@ enum Settings {
 /// A command-line failure with a one-line message.
 struct CommandError: Error, Sendable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is stable (an invalid event's code is the decoder's).
-    struct Code: Hashable, Sendable, CustomStringConvertible {
-        let rawValue: String
-
-        init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        var description: String { rawValue }
-
-        /// A file cannot be opened, or is neither a JSON event nor NDJSON.
-        static let badFile = Code("bad_file")
-        /// A load scenario cannot be used.
-        static let badScenario = Code("bad_scenario")
-        /// A time is not RFC 3339.
-        static let badTime = Code("bad_time")
-        /// An option's value cannot be used.
-        static let badValue = Code("bad_value")
-        /// The apps file is not valid.
-        static let invalidAppsFile = Code("invalid_apps_file")
-        /// A provider credential cannot be loaded.
-        static let invalidCredentials = Code("invalid_credentials")
-        /// The badge policy is neither `unseen` nor `unread`.
-        static let invalidPolicy = Code("invalid_policy")
-        /// A setting is out of its range or malformed.
-        static let invalidSetting = Code("invalid_setting")
-        /// An event names no recipient.
-        static let missingRecipient = Code("missing_recipient")
-        /// An event has no type.
-        static let missingType = Code("missing_type")
-        /// The events exchange does not exist.
-        static let noExchange = Code("no_exchange")
-        /// What was asked for does not exist.
-        static let notFound = Code("not_found")
-        /// The sink answered with an error.
-        static let sinkError = Code("sink_error")
-        /// The sink could not be reached.
-        static let sinkUnreachable = Code("sink_unreachable")
-        /// A file cannot be read.
-        static let unreadableFile = Code("unreadable_file")
-    }
+    typealias Code = ErrorCode<CommandError>
 
     var code: Code
     var message: String
     /// The message alone: the command prints it as it is.
     var description: String { message }
+}
+
+extension ErrorCode<CommandError> {
+    /// A file cannot be opened, or is neither a JSON event nor NDJSON.
+    static var badFile: Self { Self("bad_file") }
+    /// A load scenario cannot be used.
+    static var badScenario: Self { Self("bad_scenario") }
+    /// A time is not RFC 3339.
+    static var badTime: Self { Self("bad_time") }
+    /// An option's value cannot be used.
+    static var badValue: Self { Self("bad_value") }
+    /// The apps file is not valid.
+    static var invalidAppsFile: Self { Self("invalid_apps_file") }
+    /// A provider credential cannot be loaded.
+    static var invalidCredentials: Self { Self("invalid_credentials") }
+    /// The badge policy is neither `unseen` nor `unread`.
+    static var invalidPolicy: Self { Self("invalid_policy") }
+    /// A setting is out of its range or malformed.
+    static var invalidSetting: Self { Self("invalid_setting") }
+    /// An event names no recipient.
+    static var missingRecipient: Self { Self("missing_recipient") }
+    /// An event has no type.
+    static var missingType: Self { Self("missing_type") }
+    /// The events exchange does not exist.
+    static var noExchange: Self { Self("no_exchange") }
+    /// What was asked for does not exist.
+    static var notFound: Self { Self("not_found") }
+    /// The sink answered with an error.
+    static var sinkError: Self { Self("sink_error") }
+    /// The sink could not be reached.
+    static var sinkUnreachable: Self { Self("sink_unreachable") }
+    /// A file cannot be read.
+    static var unreadableFile: Self { Self("unreadable_file") }
 }

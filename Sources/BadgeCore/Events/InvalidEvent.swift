@@ -1,33 +1,10 @@
+import BadgeSupport
+
 /// Why a message is not a valid event. The worker parks such messages with `message` as the
 /// `x-badgepipe-error` header.
 public struct InvalidEvent: Error, Sendable, Equatable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is the parked message's `x-badgepipe-reason`.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, e.g. `missing_field`.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
-        /// The body is over the contract's 64 KiB.
-        public static let tooLarge = Code("too_large")
-        /// The body is not valid UTF-8.
-        public static let badEncoding = Code("bad_encoding")
-        /// The body is not JSON, or not a JSON object.
-        public static let invalidJSON = Code("invalid_json")
-        /// The message's content type is not `application/json`.
-        public static let badContentType = Code("bad_content_type")
-        /// The event's `type` is not one the contract names.
-        public static let unknownType = Code("unknown_type")
-        /// A field the event's type requires is missing.
-        public static let missingField = Code("missing_field")
-        /// A field's value breaks the contract.
-        public static let invalidField = Code("invalid_field")
-    }
+    public typealias Code = ErrorCode<InvalidEvent>
 
     /// The error's code.
     public let code: Code
@@ -64,4 +41,21 @@ extension InvalidEvent {
     static func invalid(_ field: String, _ requirement: String) -> InvalidEvent {
         InvalidEvent(code: .invalidField, message: "field \"\(field)\" \(requirement)")
     }
+}
+
+extension ErrorCode<InvalidEvent> {
+    /// The body is over the contract's 64 KiB.
+    public static var tooLarge: Self { Self("too_large") }
+    /// The body is not valid UTF-8.
+    public static var badEncoding: Self { Self("bad_encoding") }
+    /// The body is not JSON, or not a JSON object.
+    public static var invalidJSON: Self { Self("invalid_json") }
+    /// The message's content type is not `application/json`.
+    public static var badContentType: Self { Self("bad_content_type") }
+    /// The event's `type` is not one the contract names.
+    public static var unknownType: Self { Self("unknown_type") }
+    /// A field the event's type requires is missing.
+    public static var missingField: Self { Self("missing_field") }
+    /// A field's value breaks the contract.
+    public static var invalidField: Self { Self("invalid_field") }
 }

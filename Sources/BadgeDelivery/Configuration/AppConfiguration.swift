@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 import BadgeWire
 import ProviderAuth
 
@@ -98,20 +99,7 @@ public struct AppRegistry: Sendable {
     /// Why no app serves a push: it is refused unsent (``Code/providerNotConfigured``).
     public struct Unserved: Error, Sendable, Equatable, CustomStringConvertible {
         /// A typed, machine-readable error code; its ``rawValue`` is the `reason` label of the refusal's metric.
-        public struct Code: Hashable, Sendable, CustomStringConvertible {
-            /// The code's name, `provider_not_configured`.
-            public let rawValue: String
-
-            /// A code by name.
-            public init(_ rawValue: String) {
-                self.rawValue = rawValue
-            }
-
-            public var description: String { rawValue }
-
-            /// The deployment does not deliver to the push's provider, or no app of it serves the push.
-            public static let providerNotConfigured = Code("provider_not_configured")
-        }
+        public typealias Code = ErrorCode<AppRegistry.Unserved>
 
         /// The error's code.
         public var code: Code
@@ -168,4 +156,9 @@ public struct AppRegistry: Sendable {
         default: return .success(found)
         }
     }
+}
+
+extension ErrorCode<AppRegistry.Unserved> {
+    /// The deployment does not deliver to the push's provider, or no app of it serves the push.
+    public static var providerNotConfigured: Self { Self("provider_not_configured") }
 }

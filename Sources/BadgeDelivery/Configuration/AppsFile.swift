@@ -1,4 +1,5 @@
 import BadgeCore
+import BadgeSupport
 import BadgeWire
 import Foundation
 import ProviderAuth
@@ -29,22 +30,7 @@ public enum AppsFile {
     /// An error in the file, with the line it is about (1-based; 0 when it is about the whole file).
     public struct Problem: Error, Sendable, CustomStringConvertible, Equatable {
         /// A typed, machine-readable error code.
-        public struct Code: Hashable, Sendable, CustomStringConvertible {
-            /// The code's name, e.g. `invalid_apps_file`.
-            public let rawValue: String
-
-            /// A code by name.
-            public init(_ rawValue: String) {
-                self.rawValue = rawValue
-            }
-
-            public var description: String { rawValue }
-
-            /// The file cannot be read.
-            public static let unreadableFile = Code("unreadable_file")
-            /// The file is not valid YAML, or not a valid apps file.
-            public static let invalidAppsFile = Code("invalid_apps_file")
-        }
+        public typealias Code = ErrorCode<AppsFile.Problem>
 
         /// The error's code.
         public var code: Code
@@ -272,4 +258,11 @@ public enum AppsFile {
             return AppConfiguration.FCM(credentials: account, project: project)
         }
     }
+}
+
+extension ErrorCode<AppsFile.Problem> {
+    /// The file cannot be read.
+    public static var unreadableFile: Self { Self("unreadable_file") }
+    /// The file is not valid YAML, or not a valid apps file.
+    public static var invalidAppsFile: Self { Self("invalid_apps_file") }
 }

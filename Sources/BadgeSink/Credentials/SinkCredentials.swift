@@ -1,3 +1,4 @@
+import BadgeSupport
 import Foundation
 import ProviderAuth
 import Synchronization
@@ -208,24 +209,7 @@ final class SinkCredentials: Sendable {
     /// An OAuth2 error answer (RFC 6749 §5.2): ``code`` is its `error`, ``message`` its `error_description`.
     struct TokenError: Error, Sendable, CustomStringConvertible {
         /// An OAuth2 error code (RFC 6749 §5.2); its ``rawValue`` is the answer's `error`.
-        struct Code: Hashable, Sendable, CustomStringConvertible {
-            let rawValue: String
-
-            init(_ rawValue: String) {
-                self.rawValue = rawValue
-            }
-
-            var description: String { rawValue }
-
-            /// The sink cannot verify assertions at all (answered 401).
-            static let invalidClient = Code("invalid_client")
-            /// The grant type is not the JWT bearer grant.
-            static let unsupportedGrantType = Code("unsupported_grant_type")
-            /// The form has no assertion.
-            static let invalidRequest = Code("invalid_request")
-            /// The assertion does not verify or is not for this endpoint.
-            static let invalidGrant = Code("invalid_grant")
-        }
+        typealias Code = ErrorCode<SinkCredentials.TokenError>
 
         var code: Code
         var message: String
@@ -242,4 +226,15 @@ final class SinkCredentials: Sendable {
             throw SinkError.configuration(error.message)
         }
     }
+}
+
+extension ErrorCode<SinkCredentials.TokenError> {
+    /// The sink cannot verify assertions at all (answered 401).
+    static var invalidClient: Self { Self("invalid_client") }
+    /// The grant type is not the JWT bearer grant.
+    static var unsupportedGrantType: Self { Self("unsupported_grant_type") }
+    /// The form has no assertion.
+    static var invalidRequest: Self { Self("invalid_request") }
+    /// The assertion does not verify or is not for this endpoint.
+    static var invalidGrant: Self { Self("invalid_grant") }
 }

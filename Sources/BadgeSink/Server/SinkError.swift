@@ -1,32 +1,11 @@
+import BadgeSupport
+
 /// An error of the sink's inspection API: a bad fault body or a bad query.
 ///
 /// Served as HTTP status ``httpStatus`` with the body `{"error": {"code": …, "message": …}}`.
 public struct SinkError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is the `code` of the HTTP answer's body.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, e.g. `invalid_fault`.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
-        /// A fault description that the sink refuses.
-        public static let invalidFault = Code("invalid_fault")
-        /// A setting the sink cannot start with.
-        public static let invalidConfiguration = Code("invalid_configuration")
-        /// A query parameter that the sink cannot use.
-        public static let invalidQuery = Code("invalid_query")
-        /// A request body over the sink's limit (413).
-        public static let bodyTooLarge = Code("body_too_large")
-        /// No push to the device is recorded (404).
-        public static let unknownDevice = Code("unknown_device")
-        /// As many requests wait already as the sink allows (503).
-        public static let tooManyWaiters = Code("too_many_waiters")
-    }
+    public typealias Code = ErrorCode<SinkError>
 
     /// The error's code.
     public let code: Code
@@ -63,4 +42,19 @@ public struct SinkError: Error, Sendable, Equatable, CustomStringConvertible {
     static func invalidQuery(_ message: String) -> SinkError {
         SinkError(code: .invalidQuery, message: message)
     }
+}
+
+extension ErrorCode<SinkError> {
+    /// A fault description that the sink refuses.
+    public static var invalidFault: Self { Self("invalid_fault") }
+    /// A setting the sink cannot start with.
+    public static var invalidConfiguration: Self { Self("invalid_configuration") }
+    /// A query parameter that the sink cannot use.
+    public static var invalidQuery: Self { Self("invalid_query") }
+    /// A request body over the sink's limit (413).
+    public static var bodyTooLarge: Self { Self("body_too_large") }
+    /// No push to the device is recorded (404).
+    public static var unknownDevice: Self { Self("unknown_device") }
+    /// As many requests wait already as the sink allows (503).
+    public static var tooManyWaiters: Self { Self("too_many_waiters") }
 }

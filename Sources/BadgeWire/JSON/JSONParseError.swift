@@ -1,22 +1,9 @@
+import BadgeSupport
+
 /// Why ``JSONValue/parse(_:)`` rejected its input.
 public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is stable.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, e.g. `invalid_json`.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
-        /// The input is not valid UTF-8.
-        public static let badEncoding = Code("bad_encoding")
-        /// The input is not JSON (everything but an encoding error).
-        public static let invalidJSON = Code("invalid_json")
-    }
+    public typealias Code = ErrorCode<JSONParseError>
 
     /// The error's code.
     public let code: Code
@@ -34,4 +21,11 @@ public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertibl
 
     /// The message.
     public var description: String { message }
+}
+
+extension ErrorCode<JSONParseError> {
+    /// The input is not valid UTF-8.
+    public static var badEncoding: Self { Self("bad_encoding") }
+    /// The input is not JSON (everything but an encoding error).
+    public static var invalidJSON: Self { Self("invalid_json") }
 }

@@ -1,24 +1,9 @@
+import BadgeSupport
+
 /// Why `badgepipe dead` could not read or replay the dead queue.
 public struct DeadLetterError: Error, Sendable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is the name `badgepipe dead` prints.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, e.g. `not_declared`.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
-        /// The dead queue or the events exchange does not exist (a wrong `--namespace`, or nothing set up yet).
-        public static let notDeclared = Code("not_declared")
-        /// The dead queue has a consumer already (another `badgepipe dead`): a pass would see only part of it.
-        public static let busy = Code("busy")
-        /// A replayed message was not confirmed by the broker; it stays in the dead queue.
-        public static let replayFailed = Code("replay_failed")
-    }
+    public typealias Code = ErrorCode<DeadLetterError>
 
     /// The error's code.
     public var code: Code
@@ -33,4 +18,13 @@ public struct DeadLetterError: Error, Sendable, CustomStringConvertible {
 
     /// `code: message`.
     public var description: String { "\(code): \(message)" }
+}
+
+extension ErrorCode<DeadLetterError> {
+    /// The dead queue or the events exchange does not exist (a wrong `--namespace`, or nothing set up yet).
+    public static var notDeclared: Self { Self("not_declared") }
+    /// The dead queue has a consumer already (another `badgepipe dead`): a pass would see only part of it.
+    public static var busy: Self { Self("busy") }
+    /// A replayed message was not confirmed by the broker; it stays in the dead queue.
+    public static var replayFailed: Self { Self("replay_failed") }
 }

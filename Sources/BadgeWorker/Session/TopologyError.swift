@@ -1,22 +1,9 @@
+import BadgeSupport
+
 /// The broker's topology disagrees with this process's settings, in a way that would lose events silently.
 public struct TopologyError: Error, Sendable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is the name logs show.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        /// The code's name, e.g. `more_partitions_declared`.
-        public let rawValue: String
-
-        /// A code by name.
-        public init(_ rawValue: String) {
-            self.rawValue = rawValue
-        }
-
-        public var description: String { rawValue }
-
-        /// A partition queue beyond `--partitions` exists: the deployment was set up with more partitions.
-        public static let morePartitionsDeclared = Code("more_partitions_declared")
-        /// The deployment exists with fewer partition queues than `--partitions`.
-        public static let fewerPartitionsDeclared = Code("fewer_partitions_declared")
-    }
+    public typealias Code = ErrorCode<TopologyError>
 
     /// The error's code.
     public var code: Code
@@ -31,4 +18,11 @@ public struct TopologyError: Error, Sendable, CustomStringConvertible {
 
     /// `code: message`.
     public var description: String { "\(code): \(message)" }
+}
+
+extension ErrorCode<TopologyError> {
+    /// A partition queue beyond `--partitions` exists: the deployment was set up with more partitions.
+    public static var morePartitionsDeclared: Self { Self("more_partitions_declared") }
+    /// The deployment exists with fewer partition queues than `--partitions`.
+    public static var fewerPartitionsDeclared: Self { Self("fewer_partitions_declared") }
 }
