@@ -30,13 +30,15 @@ enum Retry {
     /// Runs `body` until it succeeds or fails with an error that is not retried. `waitingFor`, when given, names the
     /// dependency the retries wait for, in the log line of every retry (e.g. "the database" at start). `health`
     /// hears whether the database answered, and keeps the one record of an outage of the whole worker; without it
-    /// the outage is this call's own.
+    /// the outage is this call's own. `refining` sees every store failure of an attempt first, the attempt's own
+    /// time limit included, and may turn it into another (one that is not retried, to end the call).
     static func transient<T: Sendable>(
         _ what: String,
         waitingFor dependency: String? = nil,
         health: WorkerHealth? = nil,
         attemptTimeout: Duration? = Retry.attemptTimeout,
         logger: Logger,
+        refining refine: @escaping @Sendable (StoreError) -> StoreError = { $0 },
         _ body: @escaping @Sendable () async throws -> T
     ) async throws -> T {
         var attempt = 0
@@ -46,16 +48,10 @@ enum Retry {
         while true {
             do {
                 let value: T
-                if let attemptTimeout {
-                    do {
-                        value = try await withTimeLimit(attemptTimeout, body)
-                    } catch let timeout as TimeLimitError {
-                        // Running out of time is transient: the attempt is retried like a lost connection.
-                        throw StoreError(
-                            code: .timeout, message: "\(what) took longer than \(timeout.limit)", transient: true)
-                    }
-                } else {
-                    value = try await body()
+                do {
+                    value = try await oneAttempt(what, attemptTimeout: attemptTimeout, body)
+                } catch let error as StoreError {
+                    throw refine(error)
                 }
                 if let health {
                     if waitingSince != nil {
@@ -98,6 +94,19 @@ enum Retry {
                     try await Task.sleep(for: backoff.delay(attempt: attempt))
                 }
             }
+        }
+    }
+
+    /// Runs `body` once, within `attemptTimeout` when given: running out of it fails with a transient `timeout`,
+    /// retried like a lost connection unless the caller's refinement says otherwise.
+    private static func oneAttempt<T: Sendable>(
+        _ what: String, attemptTimeout: Duration?, _ body: @escaping @Sendable () async throws -> T
+    ) async throws -> T {
+        guard let attemptTimeout else { return try await body() }
+        do {
+            return try await withTimeLimit(attemptTimeout, body)
+        } catch let timeout as TimeLimitError {
+            throw StoreError(code: .timeout, message: "\(what) took longer than \(timeout.limit)", transient: true)
         }
     }
 

@@ -24,9 +24,7 @@ struct FairDeliveryTests {
             let lease = leased ? try await onlyLease(of: store) : nil
             let context = ApplyContext(partition: 0, lease: lease)
             @Sendable func claim(recording: DeliveryRecord) async throws -> ClaimedPushes {
-                try await store.claimPushes(
-                    partition: 0, limit: 256, policy: .unseen,
-                    lease: lease, skipClaimedBefore: nil, recording: recording)
+                try await claimPartitionZero(store, lease: lease, limit: 256, recording: recording)
             }
             _ = try await store.apply(
                 [register("d-heavy", token: tokenA, for: "u-heavy"), register("d-next", token: tokenB, for: "u-next")],
@@ -88,9 +86,7 @@ struct FairDeliveryTests {
             let lease = leased ? try await onlyLease(of: store) : nil
             let context = ApplyContext(partition: 0, lease: lease)
             @Sendable func claim(recording: DeliveryRecord) async throws -> ClaimedPushes {
-                try await store.claimPushes(
-                    partition: 0, limit: 1_000, policy: .unseen,
-                    lease: lease, skipClaimedBefore: nil, recording: recording)
+                try await claimPartitionZero(store, lease: lease, limit: 1_000, recording: recording)
             }
             let devices = 12
             let tokens = (0..<devices).map { String(format: "cccc%04d", $0) + String(repeating: "c", count: 24) }
@@ -152,9 +148,7 @@ struct FairDeliveryTests {
             let lease = try await onlyLease(of: store)
             let claiming = ApplyContext(partition: 0, lease: lease, claimsPushes: true)
             func claim(recording: DeliveryRecord = DeliveryRecord()) async throws -> ClaimedPushes {
-                try await store.claimPushes(
-                    partition: 0, limit: 256, policy: .unseen,
-                    lease: lease, skipClaimedBefore: nil, recording: recording)
+                try await claimPartitionZero(store, lease: lease, limit: 256, recording: recording)
             }
             _ = try await store.apply(
                 [register("d-heavy", token: tokenA, for: "u-heavy"), register("d-next", token: tokenB, for: "u-next")],
@@ -187,4 +181,13 @@ struct FairDeliveryTests {
             #expect(rest.pushes.map(\.push.eventID) == (bound..<bound + 4).map { "h\($0)" })
         }
     }
+}
+
+/// A delivery claim of partition 0 as a delivery round makes it (under `lease`, none when nil), recording
+/// `recording` first.
+private func claimPartitionZero(
+    _ store: any BadgeStore, lease: PartitionLease?, limit: Int, recording: DeliveryRecord
+) async throws -> ClaimedPushes {
+    try await store.claimPushes(
+        partition: 0, limit: limit, policy: .unseen, lease: lease, skipClaimedBefore: nil, recording: recording)
 }

@@ -106,8 +106,10 @@ struct PartitionProcessor: Sendable {
                 {
                     // One of its read-state events changes too many rows for one transaction: the events before
                     // it, it in chunks (meanwhile, the messages that arrive for other users go through), the
-                    // events after it. Or the transaction ran out of time: its events in halves.
-                    committed.add(try await applyAlone(slice, heldBack: heldBack))
+                    // events after it. Or the transaction ran out of time: its events in halves at once (the slice
+                    // alone again could run out of time as it did).
+                    committed.add(
+                        try await applyAlone(slice, heldBack: heldBack, halved: error.code == .batchTooLong))
                 }
             } catch let error as StoreError where error.refusesInput {
                 WorkerMetrics.databaseErrors(error).increment()
@@ -187,13 +189,17 @@ struct PartitionProcessor: Sendable {
     /// users' events after it go first (each user's events keep their order; users' events are independent), then
     /// it alone in chunks (``applyInChunks(_:)``), then its user's events after it, each step the same way. A
     /// transaction of several events that ran out of time (`batch_too_long`) is applied again as two halves, in
-    /// order, each the same way; one event alone is retried in place. An event
-    /// committed before a later one failed is a duplicate when the caller applies them again (bisecting a
-    /// refusal): it has one effect.
-    private func applyAlone(_ events: some Collection<Event>, heldBack: HeldBack? = nil) async throws -> [AppliedEvent]
-    {
+    /// order, each the same way; one event alone is retried in place. With `halved`, the events start as two
+    /// halves (they ran out of time together already). An event committed before a later one failed is a duplicate
+    /// when the caller applies them again (bisecting a refusal): it has one effect.
+    private func applyAlone(
+        _ events: some Collection<Event>, heldBack: HeldBack? = nil, halved: Bool = false
+    ) async throws -> [AppliedEvent] {
         var applied: [AppliedEvent] = []
-        var pending = [Array(events)]
+        let all = Array(events)
+        // Last in, first out.
+        var pending =
+            halved && all.count > 1 ? [Array(all[(all.count / 2)...]), Array(all[..<(all.count / 2)])] : [all]
         while let next = pending.popLast() {
             guard !next.isEmpty else { continue }
             do {

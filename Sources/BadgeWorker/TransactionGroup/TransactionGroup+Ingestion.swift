@@ -16,13 +16,16 @@ extension TransactionGroup where Request == ApplyBatch, Answer == [AppliedEvent]
     ) -> TransactionGroup {
         TransactionGroup("ingestion", maxWeight: maxWeight, interval: interval, logger: logger) { batches in
             let events = batches.reduce(0) { $0 + $1.events.count }
-            return try await Retry.transient("apply", health: health, logger: logger) {
-                do {
-                    return try await store.apply(batches, policy: policy)
-                } catch let error as StoreError where error.ranOutOfTime && events > 1 {
-                    throw StoreError(
+            // The attempt's own time limit (`Retry.attemptTimeout`) counts as running out of time too.
+            return try await Retry.transient(
+                "apply", health: health, logger: logger,
+                refining: { error in
+                    guard error.ranOutOfTime && events > 1 else { return error }
+                    return StoreError(
                         code: .batchTooLong, message: "\(events) events in one transaction: \(error)", failure: .other)
                 }
+            ) {
+                try await store.apply(batches, policy: policy)
             }
         }
     }
