@@ -2,6 +2,7 @@
 
 import datetime
 import math
+import os
 
 
 def percentile(sorted_values, fraction):
@@ -91,3 +92,9 @@ def windows(series, size):
 
 def rate(count, seconds):
     return count / seconds if seconds > 0 else float("nan")
+
+
+def utilisation(busy_seconds, wall_seconds, cores=None):
+    """The share of the machine's cores busy over `wall_seconds` (0 to 1)."""
+    cores = cores or os.cpu_count() or 1
+    return busy_seconds / (wall_seconds * cores) if wall_seconds > 0 else float("nan")

@@ -180,11 +180,19 @@ def live(setup, count, users, seed, rate):
     (the sink's received_at less the event's occurred_at) and returns its p99 in ms."""
     setup.sink.clear()
     log = os.path.join(setup.work, "publish-live.log")
-    started = time.monotonic()
-    summary, _ = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users), "--seed",
-                                                     str(seed), "--rate", f"{rate:.0f}"], log)
-    print(f"  {summary} ({time.monotonic() - started:.0f} s)", flush=True)
-    setup.wait_drained()
+    with cpu.Sampler(setup.cpu_parts) as sampler:
+        started = time.monotonic()
+        summary, publisher_cpu = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users),
+                                                                   "--seed", str(seed), "--rate", f"{rate:.0f}"], log)
+        ended = time.monotonic()
+        print(f"  {summary} ({ended - started:.0f} s)", flush=True)
+        setup.wait_drained()
+    first, last = sampler.nearest(started), sampler.nearest(ended)
+    seconds = figures.cpu_between(first[1], last[1])
+    report = CpuReport(seconds, count, "event while publishing")
+    report.print(extra={"publisher": publisher_cpu})
+    print(f"  machine busy while publishing: {figures.utilisation(seconds['machine'], last[0] - first[0]):.0%} of "
+          f"{os.cpu_count()} cores", flush=True)
     deliveries = setup.sink.deliveries()
     occurred = {}
     notifications, messages = setup.database.table("notifications"), setup.database.table("messages")
