@@ -56,12 +56,12 @@ class Windows(unittest.TestCase):
         self.assertEqual(figures.windows([], 5), [])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class Utilisation(unittest.TestCase):
     def test_share_of_the_cores(self):
         self.assertAlmostEqual(figures.utilisation(3.0, 2.0, cores=2), 0.75)
         self.assertAlmostEqual(figures.utilisation(1.0, 1.0, cores=1), 1.0)
         self.assertTrue(figures.utilisation(1.0, 0.0, cores=2) != figures.utilisation(1.0, 0.0, cores=2))  # NaN
+
+
+if __name__ == "__main__":
+    unittest.main()
