@@ -98,3 +98,38 @@ def utilisation(busy_seconds, wall_seconds, cores=None):
     """The share of the machine's cores busy over `wall_seconds` (0 to 1)."""
     cores = cores or os.cpu_count() or 1
     return busy_seconds / (wall_seconds * cores) if wall_seconds > 0 else float("nan")
+
+
+def histogram_buckets(metrics, name):
+    """A Prometheus histogram's cumulative buckets as sorted [(upper bound in s, count)], from `/metrics` parsed into
+    {"name_bucket{le=\"0.05\"}": count, …} (other labels are summed over)."""
+    found = {}
+    prefix = name + "_bucket{"
+    for key, value in metrics.items():
+        if not key.startswith(prefix):
+            continue
+        for label in key[len(prefix):-1].split(","):
+            label_name, _, label_value = label.partition("=")
+            if label_name.strip() == "le":
+                bound = float("inf") if label_value.strip('"') == "+Inf" else float(label_value.strip('"'))
+                found[bound] = found.get(bound, 0.0) + value
+    return sorted(found.items())
+
+
+def bucket_delta(before, after):
+    """The buckets of what was recorded between two readings of one histogram (cumulative buckets, summed over
+    workers)."""
+    earlier = dict(before)
+    return [(bound, count - earlier.get(bound, 0.0)) for bound, count in after]
+
+
+def bucket_quantile(buckets, fraction):
+    """The upper bound of the bucket that holds the `fraction` quantile of cumulative `buckets` (Prometheus reports
+    no finer); NaN when the histogram is empty."""
+    total = buckets[-1][1] if buckets else 0
+    if total <= 0:
+        return float("nan")
+    for bound, count in buckets:
+        if count >= fraction * total:
+            return bound
+    return float("inf")

@@ -180,6 +180,8 @@ def live(setup, count, users, seed, rate):
     (the sink's received_at less the event's occurred_at) and returns its p99 in ms."""
     setup.sink.clear()
     log = os.path.join(setup.work, "publish-live.log")
+    stages = {"event to commit": "badgepipe_event_lag_seconds", "commit to accepted": "badgepipe_push_latency_seconds"}
+    stages_before = worker_histograms(setup.fleet, stages.values())
     with cpu.Sampler(setup.cpu_parts) as sampler:
         started = time.monotonic()
         summary, publisher_cpu = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users),
@@ -193,6 +195,16 @@ def live(setup, count, users, seed, rate):
     report.print(extra={"publisher": publisher_cpu})
     print(f"  machine busy while publishing: {figures.utilisation(seconds['machine'], last[0] - first[0]):.0%} of "
           f"{os.cpu_count()} cores", flush=True)
+    stages_after = worker_histograms(setup.fleet, stages.values())
+    described = []
+    for label, name in stages.items():
+        delta = figures.bucket_delta(stages_before[name], stages_after[name])
+        if delta and delta[-1][1] > 0:
+            within = next((count for bound, count in delta if bound >= 0.05), 0) / delta[-1][1]
+            described.append(f"{label} p50 <= {figures.bucket_quantile(delta, 0.5) * 1000:.0f} ms, p99 <= "
+                             f"{figures.bucket_quantile(delta, 0.99) * 1000:.0f} ms, {within:.1%} within 50 ms")
+    if described:
+        print("  the workers' histograms (bucket bounds): " + "; ".join(described), flush=True)
     deliveries = setup.sink.deliveries()
     occurred = {}
     notifications, messages = setup.database.table("notifications"), setup.database.table("messages")
@@ -213,6 +225,23 @@ def live(setup, count, users, seed, rate):
         with open(series, "w") as out:
             out.writelines(f"{value:.1f}\n" for value in latencies)
     return p99
+
+
+def worker_histograms(fleet, names):
+    """{name: cumulative buckets summed over the fleet's workers} of the workers' `/metrics` histograms `names`
+    (empty buckets for a worker without metrics)."""
+    totals = {name: {} for name in names}
+    for worker in fleet.workers if fleet else []:
+        if not worker.metrics_port:
+            continue
+        try:
+            metrics = worker.metrics()
+        except OSError:
+            continue
+        for name in totals:
+            for bound, count in figures.histogram_buckets(metrics, name):
+                totals[name][bound] = totals[name].get(bound, 0.0) + count
+    return {name: sorted(buckets.items()) for name, buckets in totals.items()}
 
 
 def broker_only(setup, count):

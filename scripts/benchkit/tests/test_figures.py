@@ -1,3 +1,4 @@
+import math
 import unittest
 
 from benchkit import cpu, figures
@@ -61,6 +62,20 @@ class Utilisation(unittest.TestCase):
         self.assertAlmostEqual(figures.utilisation(3.0, 2.0, cores=2), 0.75)
         self.assertAlmostEqual(figures.utilisation(1.0, 1.0, cores=1), 1.0)
         self.assertTrue(figures.utilisation(1.0, 0.0, cores=2) != figures.utilisation(1.0, 0.0, cores=2))  # NaN
+
+
+class Histograms(unittest.TestCase):
+    def test_buckets_summed_over_labels_and_quantiles_of_a_delta(self):
+        before = {'lag_bucket{le="0.005"}': 1, 'lag_bucket{le="0.05"}': 2, 'lag_bucket{le="+Inf"}': 2}
+        after = {'lag_bucket{le="0.005"}': 41, 'lag_bucket{le="0.05"}': 100, 'lag_bucket{le="+Inf"}': 102,
+                 'lag_bucket{partition="1",le="0.05"}': 0, 'lag_count': 102, 'other_bucket{le="1"}': 7}
+        first = figures.histogram_buckets(before, "lag")
+        delta = figures.bucket_delta(first, figures.histogram_buckets(after, "lag"))
+        self.assertEqual(delta, [(0.005, 40), (0.05, 98), (float("inf"), 100)])
+        self.assertEqual(figures.bucket_quantile(delta, 0.4), 0.005)
+        self.assertEqual(figures.bucket_quantile(delta, 0.5), 0.05)
+        self.assertEqual(figures.bucket_quantile(delta, 0.99), float("inf"))
+        self.assertTrue(math.isnan(figures.bucket_quantile([], 0.5)))
 
 
 if __name__ == "__main__":
