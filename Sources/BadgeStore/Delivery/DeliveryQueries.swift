@@ -112,19 +112,21 @@ enum DeliveryQueries {
         }
         let now = FleetQueries.statementNow(dialect)
         var due: (String) -> String = { "\($0).next_attempt_at <= \(now)" }
-        // A row that holds back its token's later rows: not due yet. Rows the same statement removes (the previous
-        // round's, just recorded) hold nothing back any more.
-        var waiting: (String) -> String = { row in
-            "\(row).next_attempt_at > \(now)" + (excluding.map { " AND \(row).id NOT IN (SELECT id FROM \($0))" } ?? "")
-        }
+        // A row that holds back its token's later rows: not due yet. (A head is never one of the rows the same
+        // statement removes, the previous round's: see `waiting` for the others.)
+        var waitingHead: (String) -> String = { "\($0).next_attempt_at > \(now)" }
         if let epoch {
             let placeholder = binds.add(.int(epoch))
             func heldBefore(_ row: String) -> String {
                 "\(row).attempts = 0 AND coalesce(\(row).claimed_epoch, \(placeholder)) < \(placeholder)"
             }
             due = { "(\($0).next_attempt_at <= \(now) OR (\(heldBefore($0))))" }
-            let wait = waiting
-            waiting = { "\(wait($0)) AND NOT (\(heldBefore($0)))" }
+            let wait = waitingHead
+            waitingHead = { "\(wait($0)) AND NOT (\(heldBefore($0)))" }
+        }
+        // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more.
+        let waiting: (String) -> String = { [waitingHead] row in
+            waitingHead(row) + (excluding.map { " AND \(row).id NOT IN (SELECT id FROM \($0))" } ?? "")
         }
         func candidate(_ row: String) -> String {
             ([due(row)] + filters.map { $0(row) }).joined(separator: " AND ")
@@ -142,7 +144,7 @@ enum DeliveryQueries {
             heads AS (SELECT q.token, (SELECT y.id FROM outbox y WHERE \(inPartition("y"))y.token = q.token\(notRemoved)
                 ORDER BY y.id LIMIT 1) AS head FROM queued q WHERE q.token IS NOT NULL),
             chosen AS (SELECT h.token, h.head FROM heads h JOIN outbox hr ON hr.id = h.head
-                WHERE NOT (\(waiting("hr"))) ORDER BY h.head LIMIT \(limit)),
+                WHERE NOT (\(waitingHead("hr"))) ORDER BY h.head LIMIT \(limit)),
             spans AS MATERIALIZED (SELECT c.token, c.head, coalesce((SELECT k.id FROM outbox k
                 WHERE \(inPartition("k"))k.token = c.token AND k.id >= c.head ORDER BY k.id
                 LIMIT 1 OFFSET \(headWindow - 1)), \(Int64.max)) AS last FROM chosen c),

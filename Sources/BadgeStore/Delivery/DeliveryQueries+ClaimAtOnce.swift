@@ -1,14 +1,14 @@
 import BadgeCore
 
 extension DeliveryQueries {
-    /// The fenced claim on PostgreSQL as one statement on its own (no `BEGIN`, no `COMMIT`: one round trip instead of four), for the usual round:
-    /// every claimed push to a stored device is its user's, at or above the device's `pushed_version`, and above
-    /// or at the one before it for the same device. Then the push guard would send them all and move each
-    /// device's `pushed_version` to its last push, and the statement does exactly that itself (the `simple`
-    /// check). Returns nil, having only marked the rows (which a claim under the same epoch takes again) and
-    /// removed `removed`, when the round is not that simple (a push to a token that moved to another user, or
-    /// one older than what went to its device): the caller then claims in a transaction as before. Superseded
-    /// badge-only pushes (coalesced) are deleted by a second statement.
+    /// The fenced claim on PostgreSQL as one statement on its own (no `BEGIN`, no `COMMIT`: one round trip instead of
+    /// four), for the usual round: every claimed push to a stored device is its user's, at or above the device's
+    /// `pushed_version`, and above or at the one before it for the same device. Then the push guard would send them all
+    /// and move each device's `pushed_version` to its last push, and the statement does exactly that itself (the
+    /// `simple` check). Returns nil, having only marked the rows (which a claim under the same epoch takes again) and
+    /// removed `removed`, when the round is not that simple (a push to a token that moved to another user, or one older
+    /// than what went to its device): the caller then claims in a transaction as before. Superseded badge-only pushes
+    /// (coalesced) are deleted by a second statement.
     ///
     /// Why: a claim was `BEGIN`, the claim, the `pushed_version` update and `COMMIT`, and at 2,000 events/s on
     /// 3 workers claims were most of the fleet's round trips to PostgreSQL (about 250 claims a second against
