@@ -10,6 +10,12 @@ kind differ by 2x in speed and drift by the hour:
       512-byte messages, confirms, a quorum queue, consumed and acked, no work) with its machine CPU per message;
       their ratio ("broker-messages per event"); the drain's rate against the broker's consume-and-ack rate (what a
       drain does); and a live run at half the measured capacity C for 60 s with its latency (p50, p99).
+  scripts/bench --callgrind [--database postgres]
+      Instruction counts, which do not drift with the machine: one worker and the sink run under valgrind's callgrind
+      while 10,000 events over 1,000 users drain (published once both are ready); prints the worker's instructions
+      per event, the sink's per push, and for each the functions that executed the most instructions themselves.
+      Judge a change by these, before and after (BADGEPIPE_BENCH_PACKAGE_PATH builds another checkout). The dumps
+      stay in .services/bench/ for callgrind_annotate. Needs valgrind, gcc and objcopy; takes a few minutes.
   scripts/bench [--mode backlog]          the drain alone (with --no-broker, no baseline)
   scripts/bench --mode live --rate R      latency at R events/s (prefer --cpu's C/2: a fixed rate means a different
                                           load on every machine)
@@ -40,7 +46,7 @@ import shutil
 import sys
 import time
 
-from . import runs
+from . import instructions, runs
 from .services import ROOT, BenchError, Database, build, newest_wal, services_env, run
 
 
@@ -52,7 +58,9 @@ def parse(arguments):
                         help="backlog with CPU per part, the broker baseline with its CPU, and live at C/2")
     parser.add_argument("--rate", type=float, help="events/s (--mode live)")
     parser.add_argument("--count", type=int, help="events (default 50,000; celebrity 1,000,000; push 20,000)")
-    parser.add_argument("--users", type=int, default=5000)
+    parser.add_argument("--callgrind", action="store_true",
+                        help="one worker and the sink under callgrind: instructions per event and per push")
+    parser.add_argument("--users", type=int, help="users of the load (default 5,000; --callgrind 1,000)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
@@ -72,7 +80,10 @@ def parse(arguments):
         options.database = "postgres"
         options.workers = 1
     if options.count is None:
-        options.count = {"celebrity": 1_000_000, "push": 20_000}.get(options.mode, 50_000)
+        options.count = 10_000 if options.callgrind else {"celebrity": 1_000_000, "push": 20_000}.get(options.mode,
+                                                                                                     50_000)
+    if options.users is None:
+        options.users = 1000 if options.callgrind else 5000
     for name in ("count", "users", "workers"):
         if getattr(options, name) <= 0:
             parser.error(f"--{name} must be > 0")
@@ -82,6 +93,10 @@ def parse(arguments):
         parser.error("--rate is for --mode live")
     if options.cpu and options.mode != "backlog":
         parser.error("--cpu runs a backlog drain: leave --mode out")
+    if options.callgrind and (options.cpu or options.mode != "backlog" or options.workers != 1 or options.prestore):
+        parser.error("--callgrind runs one worker on its own: leave --cpu, --mode, --workers and --prestore out")
+    if options.callgrind:
+        options.no_broker = True
     if options.database == "sqlite" and options.workers != 1:
         parser.error("--database sqlite runs exactly 1 worker (use --database postgres for more)")
     return options
@@ -135,6 +150,15 @@ def main(arguments=None):
 
 
 def run_pipeline(options, setup):
+    if options.callgrind:
+        valgrind = instructions.Valgrind(setup.work)
+        print(f"bench: callgrind, {options.count:,} events, {options.users:,} users, {options.database}, 1 worker "
+              f"(starting the sink and the worker under valgrind)", flush=True)
+        setup.start_sink(program=valgrind.command(setup.binary, "sink"))
+        setup.prepare_broker()
+        setup.start_fleet(1, program=valgrind.command(setup.binary, "worker")).await_ready(timeout=600)
+        runs.callgrind(setup, valgrind, options.count, options.users, options.seed)
+        return 0
     setup.start_sink(max_deliveries=options.count + 10 if options.mode == "celebrity" else None)
     setup.prepare_broker()
     if options.mode == "celebrity":

@@ -48,7 +48,9 @@ def peak_rss_mib(pid):
 
 
 class Sink:
-    def __init__(self, binary, port, work, max_deliveries):
+    """`badgepipe sink` on `port`; `program` replaces the binary at the head of its command line (a valgrind run)."""
+
+    def __init__(self, binary, port, work, max_deliveries, program=None, start_timeout=10):
         self.port = port
         self.base = f"http://127.0.0.1:{port}"
         try:
@@ -58,9 +60,9 @@ class Sink:
             pass
         self.log = open(os.path.join(work, "sink.log"), "w")
         self.process = subprocess.Popen(
-            [binary, "sink", "--port", str(port), "--log-level", "warning", "--max-deliveries", str(max_deliveries)],
-            stdout=self.log, stderr=self.log)
-        for _ in range(100):
+            [*(program or [binary]), "sink", "--port", str(port), "--log-level", "warning", "--max-deliveries",
+             str(max_deliveries)], stdout=self.log, stderr=self.log)
+        for _ in range(start_timeout * 10):
             try:
                 self.stats()
                 return
@@ -69,7 +71,7 @@ class Sink:
         raise BenchError(f"the sink did not start (log {self.log.name})")
 
     def stats(self):
-        return get_json(self.base + "/stats", timeout=5)
+        return get_json(self.base + "/stats", timeout=30)
 
     def deliveries(self):
         return get_json(self.base + "/deliveries", timeout=300)["deliveries"]
@@ -93,13 +95,14 @@ class Fleet:
         self.sink_port, self.partitions, self.work, self.run_id = sink_port, partitions, work, run_id
         self.workers = []
 
-    def start(self, name, metrics_port=None):
+    def start(self, name, metrics_port=None, program=None):
+        """Starts a worker; `program` replaces the binary at the head of its command line (a valgrind run)."""
         env = dict(self.env, BADGEPIPE_WORKER_ID=f"bench-{self.run_id}-{name}")
         if metrics_port:
             env["BADGEPIPE_METRICS_PORT"] = str(metrics_port)
         log = open(os.path.join(self.work, f"{name}.log"), "w")
         process = subprocess.Popen(
-            [self.binary, "worker", "--database-url", self.database_url,
+            [*(program or [self.binary]), "worker", "--database-url", self.database_url,
              "--apns-url", f"http://127.0.0.1:{self.sink_port}", "--fcm-url", f"http://127.0.0.1:{self.sink_port}",
              "--namespace", "badgepipe", "--partitions", str(self.partitions), "--log-level", "info"],
             env=env, stdout=log, stderr=log)

@@ -5,7 +5,7 @@ import subprocess
 import tempfile
 import time
 
-from . import cpu, figures
+from . import cpu, figures, instructions
 from .pipeline import Fleet, Sink, free_port, get_json, peak_rss_mib, publish, stop
 from .services import ROOT, BenchError, partition_queues, purge, queue_counts, run
 
@@ -33,15 +33,16 @@ class Setup:
             raise BenchError(f"other consumers are attached to {' '.join(sorted(busy))} (a running worker?)")
         purge(sorted(queues))
 
-    def start_sink(self, max_deliveries=None):
+    def start_sink(self, max_deliveries=None, program=None):
         port = int(os.environ.get("BADGEPIPE_BENCH_SINK_PORT", "18787"))
-        self.sink = Sink(self.binary, port, self.work, max_deliveries or 1_000_000)
+        self.sink = Sink(self.binary, port, self.work, max_deliveries or 1_000_000, program=program,
+                         start_timeout=120 if program else 10)
 
-    def start_fleet(self, workers):
+    def start_fleet(self, workers, program=None):
         self.fleet = Fleet(self.binary, self.env, self.database.url, self.sink.port, self.options.partitions,
                            self.work, self.run_id)
         for index in range(workers):
-            self.fleet.start(f"w{index + 1}", metrics_port=free_port())
+            self.fleet.start(f"w{index + 1}", metrics_port=free_port(), program=program)
         return self.fleet
 
     def cpu_parts(self):
@@ -67,9 +68,10 @@ class Setup:
         except BenchError:
             return None
 
-    def wait_drained(self):
+    def wait_drained(self, poll=0.5, patience=10):
         """Until the sink is quiet: `received` unchanged for 3 s with the partition queues and the outbox empty; or
-        unchanged for 10 s (some pushes received); or no push at all for 120 s."""
+        unchanged for `patience` s (some pushes received); or no push at all for 120 s. Asks the sink every `poll`
+        s."""
         last, changed, started = -1, time.monotonic(), time.monotonic()
         while True:
             received = self.sink.stats()["received"]
@@ -82,13 +84,13 @@ class Setup:
             if quiet >= 3 and received > 0:
                 if self.queued() == 0 and self.outbox_count() == 0:
                     return
-                if quiet >= 10:
+                if quiet >= patience:
                     print(f"  note: the sink was quiet for {quiet:.0f} s with work left: stopped waiting")
                     return
-            if received == 0 and now - started >= 120:
-                print("  note: no push at all in 120 s: stopped waiting")
+            if received == 0 and now - started >= max(120, patience):
+                print(f"  note: no push at all in {max(120, patience)} s: stopped waiting")
                 return
-            time.sleep(0.5)
+            time.sleep(poll)
 
     def prestore(self, count, users):
         """`count` read and seen notifications over the load's users, so that tables and indexes are large while
@@ -225,6 +227,37 @@ def live(setup, count, users, seed, rate):
         with open(series, "w") as out:
             out.writelines(f"{value:.1f}\n" for value in latencies)
     return p99
+
+
+def callgrind(setup, valgrind, count, users, seed, top=15):
+    """One worker and the sink under callgrind (see instructions.py). Once both are ready and idle, their counts are
+    zeroed, `count` events are published and drained, and the counts dumped: prints the worker's instructions per
+    event and the sink's per push, with the functions that executed the most instructions themselves. The publisher
+    runs natively and is far faster than the worker under valgrind, so the worker drains a backlog."""
+    worker = setup.fleet.workers[0]
+    time.sleep(5)  # leases taken, first polls done: what follows is the steady state
+    valgrind.zero(worker.process)
+    valgrind.zero(setup.sink.process)
+    log = os.path.join(setup.work, "publish.log")
+    summary, _ = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users), "--seed", str(seed)],
+                         log)
+    print(f"  {summary}; draining under callgrind", flush=True)
+    started = time.monotonic()
+    setup.wait_drained(poll=2, patience=60)
+    profiles = {"worker": valgrind.dump(worker.process, "worker"), "sink": valgrind.dump(setup.sink.process, "sink")}
+    pushes = setup.sink.stats()["received"]
+    print(f"  drained in {time.monotonic() - started:.0f} s: {pushes:,} pushes", flush=True)
+    units = {"worker": (count, "an event"), "sink": (pushes, "a push")}
+    for part, profile in profiles.items():
+        number, unit = units[part]
+        if not number:
+            continue
+        print(f"  {part}: {profile.total:,} instructions = {profile.total / number:,.0f} {unit}; the functions "
+              f"with the most instructions of their own, {unit}:")
+        entries = profile.top(top)
+        for name, (symbol, cost) in zip(instructions.demangle([symbol for symbol, _ in entries]), entries):
+            print(f"    {cost / number:>9,.0f} {cost / profile.total:6.1%}  {name[:150]}")
+    return {part: profile.total / units[part][0] for part, profile in profiles.items() if units[part][0]}
 
 
 def worker_histograms(fleet, names):
