@@ -22,6 +22,17 @@ struct SQLBindsTests {
         #expect(binds.values == [.bool(true), .int(1), .int(2), .text("x"), .int(5)])
     }
 
+    @Test func sqliteReadsEveryNumberedPlaceholderAndNothingElse() {
+        #expect(SQLiteExecutor.numberedPlaceholders("SELECT $1, $12 WHERE a = $3") == "SELECT ?1, ?12 WHERE a = ?3")
+        #expect(
+            SQLiteExecutor.numberedPlaceholders("json_extract(v, '$[0]') = $2 AND x = 'é$' || '$a' || $")
+                == "json_extract(v, '$[0]') = ?2 AND x = 'é$' || '$a' || $")
+        #expect(SQLiteExecutor.numberedPlaceholders("ü$1€$9") == "ü?1€?9")
+        #expect(SQLiteExecutor.numberedPlaceholders("") == "")
+        #expect(SQLiteExecutor.numberedPlaceholders("$") == "$")
+        #expect(SQLiteExecutor.numberedPlaceholders("$$1") == "$?1")
+    }
+
     @Test func aTailFollowingOtherPlaceholdersHoldsOnlyItsOwnValues() {
         var binds = SQLBinds(following: 3)
         #expect(binds.add(.text("w")) == "$4")

@@ -13,9 +13,10 @@ kind differ by 2x in speed and drift by the hour:
   scripts/bench --callgrind [--database postgres]
       Instruction counts, which do not drift with the machine: one worker and the sink run under valgrind's callgrind
       while 10,000 events over 1,000 users drain (published once both are ready); prints the worker's instructions
-      per event, the sink's per push, and for each the functions that executed the most instructions themselves.
-      Judge a change by these, before and after (BADGEPIPE_BENCH_PACKAGE_PATH builds another checkout). The dumps
-      stay in .services/bench/ for callgrind_annotate. Needs valgrind, gcc and objcopy; takes a few minutes.
+      per event, the sink's per push, each part's instructions a second while idle (timers run by the clock, and
+      valgrind stretches the drain), and the functions that executed the most instructions themselves. Judge a
+      change by these, before and after (BADGEPIPE_BENCH_PACKAGE_PATH builds another checkout). The dumps stay in
+      .services/bench/ for callgrind_annotate. Needs valgrind, gcc and objcopy; takes 3-8 minutes.
   scripts/bench [--mode backlog]          the drain alone (with --no-broker, no baseline)
   scripts/bench --mode live --rate R      latency at R events/s (prefer --cpu's C/2: a fixed rate means a different
                                           load on every machine)
@@ -30,12 +31,12 @@ Database: sqlite (one worker, a fresh file) or postgres (N workers in fleet mode
 dropped at exit; BADGEPIPE_BENCH_KEEP_DB=1 keeps it). --prestore M first stores M read notifications over the load's
 users, so that tables and indexes are large while counters stay zero.
 
-Environment: BADGEPIPE_BENCH_BUILD_PATH (swift build --scratch-path, default .build), BADGEPIPE_BENCH_BUILD_FLAGS
-(more `swift build` arguments, e.g. -Xswiftc -g), BADGEPIPE_BENCH_PACKAGE_PATH
-(default this checkout), BADGEPIPE_BENCH_SINK_PORT (default 18787), BADGEPIPE_BENCH_POSTGRES_URL,
-BADGEPIPE_PARTITIONS (default 8), BADGEPIPE_BENCH_SERIES=FILE (live runs: every latency, in ms). The partition
-queues badgepipe.events.<n> (a default deployment's names) are purged before a run, which refuses to start while
-something else consumes them. Logs: .services/bench/.
+Environment: BADGEPIPE_BENCH_BUILD_PATH (swift build --scratch-path, default .build; relative to the package),
+BADGEPIPE_BENCH_BUILD_FLAGS (more `swift build` arguments, e.g. -Xswiftc -g), BADGEPIPE_BENCH_PACKAGE_PATH (the
+package to build and run, default this checkout), BADGEPIPE_BENCH_SINK_PORT (default 18787),
+BADGEPIPE_BENCH_POSTGRES_URL, BADGEPIPE_PARTITIONS (default 8), BADGEPIPE_BENCH_SERIES=FILE (live runs: every
+latency, in ms). The partition queues badgepipe.events.<n> (a default deployment's names) are purged before a run,
+which refuses to start while something else consumes them. Logs: .services/bench/.
 """
 
 import argparse
@@ -105,7 +106,8 @@ def parse(arguments):
 def main(arguments=None):
     options = parse(sys.argv[1:] if arguments is None else arguments)
     build_path = os.environ.get("BADGEPIPE_BENCH_BUILD_PATH", ".build")
-    package_path = os.environ.get("BADGEPIPE_BENCH_PACKAGE_PATH", ROOT)
+    package_path = os.path.abspath(os.environ.get("BADGEPIPE_BENCH_PACKAGE_PATH", ROOT))
+    build_path = os.path.join(package_path, build_path)  # a relative scratch path is the built package's own
     try:
         if options.mode == "push":
             binaries = build(["badgepipe", "push-bench"], build_path, package_path)

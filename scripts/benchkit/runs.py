@@ -229,35 +229,52 @@ def live(setup, count, users, seed, rate):
     return p99
 
 
-def callgrind(setup, valgrind, count, users, seed, top=15):
-    """One worker and the sink under callgrind (see instructions.py). Once both are ready and idle, their counts are
-    zeroed, `count` events are published and drained, and the counts dumped: prints the worker's instructions per
-    event and the sink's per push, with the functions that executed the most instructions themselves. The publisher
-    runs natively and is far faster than the worker under valgrind, so the worker drains a backlog."""
+def callgrind(setup, valgrind, count, users, seed, top=15, idle_seconds=10):
+    """One worker and the sink under callgrind (see instructions.py). Once both are ready, their counts are taken
+    for `idle_seconds` of idling, then while `count` events are published and drained: prints the worker's
+    instructions per event and the sink's per push, with the functions that executed the most instructions
+    themselves. The publisher runs natively and is far faster than the worker under valgrind, so the worker drains
+    a backlog. What a part does on timers (polls, lease renewals, gauges) runs by the clock, and valgrind makes the
+    drain tens of times longer than it is natively: the idle rate is printed beside, with the figure that takes it
+    out over the whole drain (a lower bound, since a busy partition does not poll)."""
     worker = setup.fleet.workers[0]
     time.sleep(5)  # leases taken, first polls done: what follows is the steady state
-    valgrind.zero(worker.process)
-    valgrind.zero(setup.sink.process)
+    processes = {"worker": worker.process, "sink": setup.sink.process}
+    for process in processes.values():
+        valgrind.zero(process)
+    # What the parts do while idle (timers, lease renewals, polls) goes on during the drain, which valgrind makes
+    # tens of times longer than it is natively: it is measured first and taken out at its rate.
+    idle_started = time.monotonic()
+    time.sleep(idle_seconds)
+    idle = {part: valgrind.dump(process, part) for part, process in processes.items()}  # a dump zeroes the counts
+    drain_started = time.monotonic()
+    idle_rate = {part: profile.total / (drain_started - idle_started) for part, profile in idle.items()}
     log = os.path.join(setup.work, "publish.log")
     summary, _ = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users), "--seed", str(seed)],
                          log)
     print(f"  {summary}; draining under callgrind", flush=True)
-    started = time.monotonic()
     setup.wait_drained(poll=2, patience=60)
-    profiles = {"worker": valgrind.dump(worker.process, "worker"), "sink": valgrind.dump(setup.sink.process, "sink")}
+    profiles = {part: valgrind.dump(process, part) for part, process in processes.items()}
+    elapsed = time.monotonic() - drain_started
     pushes = setup.sink.stats()["received"]
-    print(f"  drained in {time.monotonic() - started:.0f} s: {pushes:,} pushes", flush=True)
+    print(f"  drained in {elapsed:.0f} s: {pushes:,} pushes", flush=True)
     units = {"worker": (count, "an event"), "sink": (pushes, "a push")}
+    result = {}
     for part, profile in profiles.items():
         number, unit = units[part]
         if not number:
             continue
-        print(f"  {part}: {profile.total:,} instructions = {profile.total / number:,.0f} {unit}; the functions "
-              f"with the most instructions of their own, {unit}:")
+        idling = idle_rate[part] * elapsed
+        result[part] = profile.total / number
+        print(f"  {part}: {profile.total / number:,.0f} instructions {unit} ({profile.total / 1e9:.2f} G over the "
+              f"drain); idle, {idle_rate[part] / 1e6:.1f} M a second, at most {idling / number:,.0f} {unit} of "
+              f"them (all of the drain's {elapsed:.0f} s at the idle rate: {max(0, profile.total - idling) / number:,.0f} "
+              f"{unit} without)")
+        print(f"    the functions with the most instructions of their own, {unit}:")
         entries = profile.top(top)
         for name, (symbol, cost) in zip(instructions.demangle([symbol for symbol, _ in entries]), entries):
             print(f"    {cost / number:>9,.0f} {cost / profile.total:6.1%}  {name[:150]}")
-    return {part: profile.total / units[part][0] for part, profile in profiles.items() if units[part][0]}
+    return result
 
 
 def worker_histograms(fleet, names):

@@ -36,23 +36,21 @@ struct SQLiteExecutor: SQLExecutor {
     }
 
     /// Rewrites `$12` to `?12`: a `$` followed by a digit. Any other `$` (JSON paths such as `'$[0]'`) stays.
+    ///
+    /// Over the UTF-8 bytes (`$` and the digits are ASCII, and no multi-byte sequence contains an ASCII byte): every
+    /// SQLite statement passes here, and going character by character (grapheme breaking, an append each) cost about
+    /// 1.3 million instructions for a delivery claim's text, 4 % of a SQLite worker's instructions in a drain.
     static func numberedPlaceholders(_ sql: String) -> String {
-        guard sql.contains("$") else { return sql }
-        var result = ""
-        result.reserveCapacity(sql.utf8.count)
-        var previousWasDollar = false
-        for character in sql {
-            if previousWasDollar {
-                result.append(character.isASCII && character.isNumber ? "?" : "$")
-                previousWasDollar = false
+        var bytes = Array(sql.utf8)
+        var changed = false
+        var index = bytes.startIndex
+        while index < bytes.endIndex - 1 {
+            if bytes[index] == UInt8(ascii: "$"), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index + 1]) {
+                bytes[index] = UInt8(ascii: "?")
+                changed = true
             }
-            if character == "$" {
-                previousWasDollar = true
-            } else {
-                result.append(character)
-            }
+            index += 1
         }
-        if previousWasDollar { result.append("$") }
-        return result
+        return changed ? String(decoding: bytes, as: UTF8.self) : sql
     }
 }
