@@ -106,7 +106,8 @@ class Valgrind:
         self._control("--zero", process)
 
     def dump(self, process, name):
-        """Dumps the counts since the last zero and returns them as a Profile."""
+        """Dumps the counts since the last zero or dump (callgrind zeroes them as it dumps) and returns them as a
+        Profile."""
         self._control("--dump", process)
         number = self.dumps.get(name, 0) + 1
         self.dumps[name] = number

@@ -45,6 +45,12 @@ class Setup:
             self.fleet.start(f"w{index + 1}", metrics_port=free_port(), program=program)
         return self.fleet
 
+    def publish_load(self, count, users, seed, log_name, *more):
+        """`badgepipe publish` of the load (`more`: further arguments, e.g. a rate); returns (its summary line, its
+        CPU seconds)."""
+        return publish(self.binary, self.env, ["--count", str(count), "--users", str(users), "--seed", str(seed),
+                                               *more], os.path.join(self.work, log_name))
+
     def cpu_parts(self):
         """The parts whose CPU a run reports, by pid or process name."""
         fleet_pids = self.fleet.pids() if self.fleet else []
@@ -152,9 +158,7 @@ class CpuReport:
 def backlog(setup, count, users, seed, workers):
     """Publishes `count` events while no worker runs, then times the workers' drain from their start to the last push
     the sink received. Returns (events/s, CpuReport over the drain)."""
-    log = os.path.join(setup.work, "publish.log")
-    summary, publisher_cpu = publish(setup.binary, setup.env,
-                                     ["--count", str(count), "--users", str(users), "--seed", str(seed)], log)
+    summary, publisher_cpu = setup.publish_load(count, users, seed, "publish.log")
     print(f"  {summary} (publisher CPU {publisher_cpu / count * 1e6:.0f} µs per event)", flush=True)
     with cpu.Sampler(setup.cpu_parts) as sampler:
         start_wall, start = time.time(), time.monotonic()
@@ -181,13 +185,11 @@ def live(setup, count, users, seed, rate):
     """Publishes `count` events at `rate` events/s to running workers; prints the latency of every accepted alert
     (the sink's received_at less the event's occurred_at) and returns its p99 in ms."""
     setup.sink.clear()
-    log = os.path.join(setup.work, "publish-live.log")
     stages = {"event to commit": "badgepipe_event_lag_seconds", "commit to accepted": "badgepipe_push_latency_seconds"}
     stages_before = worker_histograms(setup.fleet, stages.values())
     with cpu.Sampler(setup.cpu_parts) as sampler:
         started = time.monotonic()
-        summary, publisher_cpu = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users),
-                                                                   "--seed", str(seed), "--rate", f"{rate:.0f}"], log)
+        summary, publisher_cpu = setup.publish_load(count, users, seed, "publish-live.log", "--rate", f"{rate:.0f}")
         ended = time.monotonic()
         print(f"  {summary} ({ended - started:.0f} s)", flush=True)
         setup.wait_drained()
@@ -236,22 +238,18 @@ def callgrind(setup, valgrind, count, users, seed, top=15, idle_seconds=10):
     themselves. The publisher runs natively and is far faster than the worker under valgrind, so the worker drains
     a backlog. What a part does on timers (polls, lease renewals, gauges) runs by the clock, and valgrind makes the
     drain tens of times longer than it is natively: the idle rate is printed beside, with the figure that takes it
-    out over the whole drain (a lower bound, since a busy partition does not poll)."""
+    out over the whole drain (a lower bound, since a busy partition does not poll). A dump zeroes the counts."""
     worker = setup.fleet.workers[0]
     time.sleep(5)  # leases taken, first polls done: what follows is the steady state
     processes = {"worker": worker.process, "sink": setup.sink.process}
     for process in processes.values():
         valgrind.zero(process)
-    # What the parts do while idle (timers, lease renewals, polls) goes on during the drain, which valgrind makes
-    # tens of times longer than it is natively: it is measured first and taken out at its rate.
     idle_started = time.monotonic()
     time.sleep(idle_seconds)
-    idle = {part: valgrind.dump(process, part) for part, process in processes.items()}  # a dump zeroes the counts
+    idle = {part: valgrind.dump(process, part) for part, process in processes.items()}
     drain_started = time.monotonic()
     idle_rate = {part: profile.total / (drain_started - idle_started) for part, profile in idle.items()}
-    log = os.path.join(setup.work, "publish.log")
-    summary, _ = publish(setup.binary, setup.env, ["--count", str(count), "--users", str(users), "--seed", str(seed)],
-                         log)
+    summary, _ = setup.publish_load(count, users, seed, "publish.log")
     print(f"  {summary}; draining under callgrind", flush=True)
     setup.wait_drained(poll=2, patience=60)
     profiles = {part: valgrind.dump(process, part) for part, process in processes.items()}
@@ -259,13 +257,11 @@ def callgrind(setup, valgrind, count, users, seed, top=15, idle_seconds=10):
     pushes = setup.sink.stats()["received"]
     print(f"  drained in {elapsed:.0f} s: {pushes:,} pushes", flush=True)
     units = {"worker": (count, "an event"), "sink": (pushes, "a push")}
-    result = {}
     for part, profile in profiles.items():
         number, unit = units[part]
         if not number:
             continue
         idling = idle_rate[part] * elapsed
-        result[part] = profile.total / number
         print(f"  {part}: {profile.total / number:,.0f} instructions {unit} ({profile.total / 1e9:.2f} G over the "
               f"drain); idle, {idle_rate[part] / 1e6:.1f} M a second, at most {idling / number:,.0f} {unit} of "
               f"them (all of the drain's {elapsed:.0f} s at the idle rate: {max(0, profile.total - idling) / number:,.0f} "
@@ -274,7 +270,6 @@ def callgrind(setup, valgrind, count, users, seed, top=15, idle_seconds=10):
         entries = profile.top(top)
         for name, (symbol, cost) in zip(instructions.demangle([symbol for symbol, _ in entries]), entries):
             print(f"    {cost / number:>9,.0f} {cost / profile.total:6.1%}  {name[:150]}")
-    return result
 
 
 def worker_histograms(fleet, names):
