@@ -117,7 +117,7 @@ struct JSONParser {
 
     // MARK: - Strings
 
-    private mutating func parseString() throws(JSONParseError) -> String {
+    mutating func parseString() throws(JSONParseError) -> String {
         let start = index
         index += 1
         // Fast path: no escapes.

@@ -21,7 +21,7 @@ extension JSONValue {
     }
 
     /// Calls `body` with the bytes in contiguous memory, copying them only when they are not already.
-    private static func withBuffer<Bytes: Collection<UInt8>, Result, Failure: Error>(
+    static func withBuffer<Bytes: Collection<UInt8>, Result, Failure: Error>(
         _ bytes: Bytes,
         _ body: (UnsafeBufferPointer<UInt8>) throws(Failure) -> Result
     ) throws(Failure) -> Result {

@@ -28,11 +28,16 @@ public struct PushPayloadSummary: Sendable, Equatable {
         self.alertTitle = aps?[APNsPayloadKey.alert]?[APNsPayloadKey.title]?.stringValue
     }
 
-    /// `message.token` of an FCM send body; nil when the body is not strict JSON or has none.
+    /// `message.token` of an FCM send body; nil when the body is not strict JSON or has none. Read without building
+    /// the body's values (``JSONParser/string(at:)``).
     public static func fcmToken<Bytes: Collection<UInt8>>(in body: Bytes) -> String? {
-        guard let root = try? JSONValue.parse(Array(body)) else { return nil }
-        return root[FCMMessageKey.message]?[FCMMessageKey.token]?.stringValue
+        JSONValue.withBuffer(body) { buffer in
+            var parser = JSONParser(bytes: buffer)
+            return try? parser.string(at: Self.fcmTokenPath)
+        }
     }
+
+    private static let fcmTokenPath = [FCMMessageKey.message, FCMMessageKey.token]
 
     /// An integer, or a string holding one.
     private static func integer(_ value: JSONValue?) -> Int? {
