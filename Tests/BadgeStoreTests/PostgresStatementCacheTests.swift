@@ -69,6 +69,16 @@ struct PostgresStatementCacheTests {
                 name: "s1", binds: [.int(-1), .text("it's a \\ test"), .bool(true)])
                 == #"EXECUTE s1((-1)::bigint, E'it''s a \\ test', TRUE)"#)
     }
+
+    @Test func textLiteralsDoubleEveryQuoteAndBackslashWhereverTheyAre() {
+        let cases: [(String, String)] = [
+            ("", "E''"), ("'", "E''''"), (#"\"#, #"E'\\'"#), ("''", "E''''''"), (#"'a\"#, #"E'''a\\'"#),
+            (#"x\'y'"#, #"E'x\\''y'''"#), ("é'😀", "E'é''😀'"), ("plain", "E'plain'"),
+        ]
+        for (text, literal) in cases {
+            #expect(PostgresStatementCache.literal(.text(text)) == literal, "\(text)")
+        }
+    }
 }
 
 @Suite("Prepared statements on PostgreSQL", .serialized)

@@ -19,10 +19,12 @@ enum ReceivedPushBlob {
         merged.reserveCapacity(headers.count)
         for header in headers {
             let name = Self.lowercased(header.name)
-            if name == "authorization" || name == "proxy-authorization" {
+            // Names are compared only when their UTF-8 lengths are equal (a native string knows its length).
+            let length = name.utf8.count
+            if (length == 13 && name == "authorization") || (length == 19 && name == "proxy-authorization") {
                 continue
             }
-            if let index = merged.firstIndex(where: { $0.name == name }) {
+            if let index = merged.firstIndex(where: { $0.name.utf8.count == length && $0.name == name }) {
                 merged[index].value += ", " + header.value
             } else {
                 merged.append((name, header.value))

@@ -144,16 +144,23 @@ final class PostgresStatementCache: Sendable {
         case .int(let number): return "(\(number))::bigint"
         case .bool(let flag): return flag ? "TRUE" : "FALSE"
         case .text(let text):
-            // Byte by byte over the UTF-8 (a quote and a backslash are single bytes that no multi-byte sequence
-            // contains): a row set's JSON is kilobytes, and appending it scalar by scalar was 5 % of a worker's CPU.
-            var escaped: [UInt8] = [UInt8(ascii: "E"), UInt8(ascii: "'")]
-            escaped.reserveCapacity(text.utf8.count + 8)
-            for byte in text.utf8 {
-                if byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "'") { escaped.append(byte) }
-                escaped.append(byte)
+            // Over the UTF-8 (a quote and a backslash are single bytes that no multi-byte sequence contains), the
+            // runs between them copied whole: a row set's JSON is kilobytes, appending it scalar by scalar was 5 %
+            // of a worker's CPU, byte by byte 1.6 % of its instructions.
+            var text = text
+            return text.withUTF8 { bytes in
+                var escaped: [UInt8] = [UInt8(ascii: "E"), UInt8(ascii: "'")]
+                escaped.reserveCapacity(bytes.count + 8)
+                var run = 0
+                for index in bytes.indices where bytes[index] == UInt8(ascii: "\\") || bytes[index] == UInt8(ascii: "'") {
+                    escaped.append(contentsOf: bytes[run...index])
+                    escaped.append(bytes[index])
+                    run = index + 1
+                }
+                escaped.append(contentsOf: bytes[run...])
+                escaped.append(UInt8(ascii: "'"))
+                return String(decoding: escaped, as: UTF8.self)
             }
-            escaped.append(UInt8(ascii: "'"))
-            return String(decoding: escaped, as: UTF8.self)
         }
     }
 }

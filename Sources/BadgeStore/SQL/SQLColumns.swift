@@ -14,8 +14,11 @@ struct SQLColumns: Sendable {
 
     var count: Int { names.count }
 
-    /// Where column `name` is, or nil when the result has no such column.
+    /// Where column `name` is, or nil when the result has no such column. Names of another length are passed over
+    /// without comparing them (a native string knows its UTF-8 length): comparing every name had cost a PostgreSQL
+    /// worker 4 % of its instructions, in `_stringCompareWithSmolCheck` and `_stringCompareInternal`.
     func position(of name: String) -> Int? {
-        names.firstIndex(of: name)
+        let length = name.utf8.count
+        return names.firstIndex { $0.utf8.count == length && $0 == name }
     }
 }

@@ -71,7 +71,9 @@ struct JSONParser {
         guard depth <= Self.maxDepth else { throw error("nesting deeper than \(Self.maxDepth) levels") }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
-        var keys = Set<String>()
+        // Keys are checked for duplicates by scanning the members read so far, and with a set once there are more
+        // than `scannedKeysLimit`: a set for every object had been most of the hashing of a worker's ingestion.
+        var manyKeys: Set<String>?
         skipWhitespace()
         if consume(UInt8(ascii: "}")) { return .object(members) }
         while true {
@@ -82,7 +84,16 @@ struct JSONParser {
             }
             let keyOffset = index
             let key = try parseString()
-            guard keys.insert(key).inserted else {
+            let duplicate: Bool
+            if manyKeys != nil {
+                duplicate = !manyKeys!.insert(key).inserted
+            } else if members.count < Self.scannedKeysLimit {
+                duplicate = members.contains { $0.key == key }
+            } else {
+                manyKeys = Set(members.lazy.map(\.key))
+                duplicate = !manyKeys!.insert(key).inserted
+            }
+            guard !duplicate else {
                 throw JSONParseError(
                     message: "duplicate key \(JSONValue.quotedForMessage(key)) at byte \(keyOffset)",
                     offset: keyOffset)
