@@ -53,6 +53,9 @@ struct PostgresStatementCacheTests {
         #expect(PostgresStatementCache.key("BEGIN", []) == nil)
         #expect(PostgresStatementCache.key("SELECT $1", [.null]) == nil)
         #expect(PostgresStatementCache.key("SELECT $1", [.text("a\u{0}b")]) == nil)
+        #expect(PostgresStatementCache.key("SELECT $1", [.text("\u{0}")]) == nil)
+        #expect(PostgresStatementCache.key("SELECT $1", [.text(String(repeating: "é", count: 4000) + "\u{0}")]) == nil)
+        #expect(PostgresStatementCache.key("SELECT $1", [.text("")]) == "t|SELECT $1")
         #expect(
             PostgresStatementCache.key("SELECT $1, $2, $3", [.int(1), .text("x"), .bool(true)])
                 == "itb|SELECT $1, $2, $3"

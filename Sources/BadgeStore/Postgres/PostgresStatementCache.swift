@@ -1,3 +1,4 @@
+import Foundation
 import PostgresNIO
 import Synchronization
 
@@ -74,11 +75,21 @@ final class PostgresStatementCache: Sendable {
             case .int: types.append("i")
             case .bool: types.append("b")
             case .text(let text):
-                if text.utf8.contains(0) { return nil }
+                if Self.containsNUL(text) { return nil }
                 types.append("t")
             }
         }
         return types + "|" + sql
+    }
+
+    /// Whether `text` has a NUL character, found with `memchr` over its UTF-8: a row set's JSON is kilobytes, and
+    /// `text.utf8.contains(0)` had cost 1.6 % of a PostgreSQL worker's instructions.
+    static func containsNUL(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { bytes in
+            guard let base = bytes.baseAddress else { return false }
+            return memchr(base, 0, bytes.count) != nil
+        }
     }
 
     /// What to do with the statement `key` on `connection`; `watch` is called (once per connection) with a
