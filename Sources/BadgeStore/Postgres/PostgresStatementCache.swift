@@ -163,7 +163,8 @@ final class PostgresStatementCache: Sendable {
                 var escaped: [UInt8] = [UInt8(ascii: "E"), UInt8(ascii: "'")]
                 escaped.reserveCapacity(bytes.count + 8)
                 var run = 0
-                for index in bytes.indices where bytes[index] == UInt8(ascii: "\\") || bytes[index] == UInt8(ascii: "'") {
+                for index in bytes.indices where bytes[index] == UInt8(ascii: "\\") || bytes[index] == UInt8(ascii: "'")
+                {
                     escaped.append(contentsOf: bytes[run...index])
                     escaped.append(bytes[index])
                     run = index + 1
