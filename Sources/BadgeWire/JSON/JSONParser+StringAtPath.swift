@@ -1,8 +1,4 @@
 extension JSONParser {
-    /// Objects with more members than this check their keys for duplicates with a set; smaller ones scan the keys
-    /// already read, which allocates nothing.
-    static let scannedKeysLimit = 16
-
     /// The string at `path` (object keys from the root) of one complete JSON text, read with every check of
     /// ``parseDocument()`` but without building any other value: what
     /// `try parseDocument()[path[0]]?[path[1]]…?.stringValue` returns, and where it throws, this throws too.
@@ -50,16 +46,8 @@ extension JSONParser {
             } else {
                 try skipStrictString()
             }
-        case UInt8(ascii: "t"):
-            try expectLiteral("true")
-        case UInt8(ascii: "f"):
-            try expectLiteral("false")
-        case UInt8(ascii: "n"):
-            try expectLiteral("null")
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            try skipStrictNumber()
         default:
-            throw error("unexpected \(describe(bytes[index]))")
+            try skipScalar(checkingRange: true)
         }
     }
 
@@ -75,26 +63,9 @@ extension JSONParser {
         if consume(UInt8(ascii: "}")) { return }
         while true {
             skipWhitespace()
-            guard index < bytes.count else { throw error("unexpected end of input in an object") }
-            guard bytes[index] == UInt8(ascii: "\"") else {
-                throw error("expected a string key, found \(describe(bytes[index]))")
-            }
-            let keyOffset = index
-            let key = try parseString()
-            let duplicate: Bool
-            if manyKeys != nil {
-                duplicate = !manyKeys!.insert(key).inserted
-            } else if walk.keys.count - first < Self.scannedKeysLimit {
-                duplicate = walk.keys[first...].contains(key)
+            let key = try readKey(earlier: walk.keys[first...], &manyKeys)
+            if manyKeys == nil {
                 walk.keys.append(key)
-            } else {
-                manyKeys = Set(walk.keys[first...])
-                duplicate = !manyKeys!.insert(key).inserted
-            }
-            guard !duplicate else {
-                throw JSONParseError(
-                    message: "duplicate key \(JSONValue.quotedForMessage(key)) at byte \(keyOffset)",
-                    offset: keyOffset)
             }
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw expected("\":\" after an object key") }
@@ -145,19 +116,5 @@ extension JSONParser {
             scan += 1
         }
         throw error("unterminated string")
-    }
-
-    /// Reads past a number with the checks of `parseNumber()`: an integer of at most 18 digits is always in range,
-    /// anything else is converted as it would be.
-    private mutating func skipStrictNumber() throws(JSONParseError) {
-        let start = index
-        let isInteger = try scanNumber()
-        let digits = index - start - (bytes[start] == UInt8(ascii: "-") ? 1 : 0)
-        if isInteger && digits <= 18 { return }
-        let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, Int64(text) != nil { return }
-        guard let value = Double(text), value.isFinite else {
-            throw JSONParseError(message: "number out of range at byte \(start)", offset: start)
-        }
     }
 }

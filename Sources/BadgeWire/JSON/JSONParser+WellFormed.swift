@@ -24,6 +24,16 @@ extension JSONParser {
             try skipArray(depth: depth + 1)
         case UInt8(ascii: "\""):
             try skipString()
+        default:
+            try skipScalar(checkingRange: false)
+        }
+    }
+
+    /// Reads past `true`, `false`, `null` or a number, whose value is converted as `parseNumber()` would when
+    /// `checkingRange` (to refuse what overflows a `Double`); throws at anything else.
+    mutating func skipScalar(checkingRange: Bool) throws(JSONParseError) {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
         case UInt8(ascii: "t"):
             try expectLiteral("true")
         case UInt8(ascii: "f"):
@@ -31,7 +41,17 @@ extension JSONParser {
         case UInt8(ascii: "n"):
             try expectLiteral("null")
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            _ = try scanNumber()
+            let start = index
+            let isInteger = try scanNumber()
+            guard checkingRange else { return }
+            // An integer of at most 18 digits is always in range; anything else is converted as it would be.
+            let digits = index - start - (bytes[start] == UInt8(ascii: "-") ? 1 : 0)
+            if isInteger && digits <= 18 { return }
+            let text = String(decoding: bytes[start..<index], as: UTF8.self)
+            if isInteger, Int64(text) != nil { return }
+            guard let value = Double(text), value.isFinite else {
+                throw JSONParseError(message: "number out of range at byte \(start)", offset: start)
+            }
         default:
             throw error("unexpected \(describe(bytes[index]))")
         }

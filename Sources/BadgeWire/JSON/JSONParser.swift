@@ -71,33 +71,12 @@ struct JSONParser {
         guard depth <= Self.maxDepth else { throw error("nesting deeper than \(Self.maxDepth) levels") }
         index += 1
         var members: [(key: String, value: JSONValue)] = []
-        // Keys are checked for duplicates by scanning the members read so far, and with a set once there are more
-        // than `scannedKeysLimit`: a set for every object had been most of the hashing of a worker's ingestion.
         var manyKeys: Set<String>?
         skipWhitespace()
         if consume(UInt8(ascii: "}")) { return .object(members) }
         while true {
             skipWhitespace()
-            guard index < bytes.count else { throw error("unexpected end of input in an object") }
-            guard bytes[index] == UInt8(ascii: "\"") else {
-                throw error("expected a string key, found \(describe(bytes[index]))")
-            }
-            let keyOffset = index
-            let key = try parseString()
-            let duplicate: Bool
-            if manyKeys != nil {
-                duplicate = !manyKeys!.insert(key).inserted
-            } else if members.count < Self.scannedKeysLimit {
-                duplicate = members.contains { $0.key == key }
-            } else {
-                manyKeys = Set(members.lazy.map(\.key))
-                duplicate = !manyKeys!.insert(key).inserted
-            }
-            guard !duplicate else {
-                throw JSONParseError(
-                    message: "duplicate key \(JSONValue.quotedForMessage(key)) at byte \(keyOffset)",
-                    offset: keyOffset)
-            }
+            let key = try readKey(earlier: members.lazy.map(\.key), &manyKeys)
             skipWhitespace()
             guard consume(UInt8(ascii: ":")) else { throw expected("\":\" after an object key") }
             skipWhitespace()
@@ -108,6 +87,38 @@ struct JSONParser {
             if consume(UInt8(ascii: "}")) { return .object(members) }
             throw expected("\",\" or \"}\" in an object")
         }
+    }
+
+    /// Objects with more members than this check their keys for duplicates with a set; smaller ones scan the keys
+    /// already read, which allocates nothing.
+    static let scannedKeysLimit = 16
+
+    /// Reads an object's key, refused when it repeats one of `earlier` (the object's keys before it). They are
+    /// scanned while there are fewer than ``scannedKeysLimit``; past that, `manyKeys` holds them (made from `earlier`
+    /// once, then kept up to date here): a set for every object had been most of the hashing of parsing events.
+    mutating func readKey<Earlier: Collection<String>>(
+        earlier: Earlier, _ manyKeys: inout Set<String>?
+    ) throws(JSONParseError) -> String {
+        guard index < bytes.count else { throw error("unexpected end of input in an object") }
+        guard bytes[index] == UInt8(ascii: "\"") else {
+            throw error("expected a string key, found \(describe(bytes[index]))")
+        }
+        let keyOffset = index
+        let key = try parseString()
+        let repeated: Bool
+        if manyKeys != nil {
+            repeated = !manyKeys!.insert(key).inserted
+        } else if earlier.count < Self.scannedKeysLimit {
+            repeated = earlier.contains(key)
+        } else {
+            manyKeys = Set(earlier)
+            repeated = !manyKeys!.insert(key).inserted
+        }
+        guard !repeated else {
+            throw JSONParseError(
+                message: "duplicate key \(JSONValue.quotedForMessage(key)) at byte \(keyOffset)", offset: keyOffset)
+        }
+        return key
     }
 
     private mutating func parseArray(depth: Int) throws(JSONParseError) -> JSONValue {
