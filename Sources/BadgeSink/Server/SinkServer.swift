@@ -84,20 +84,24 @@ public struct SinkServer: Service {
         let logger = self.logger
         let host = self.configuration.host
         let secure = self.tls != nil
-        // The push endpoints are answered in the pipeline (see PushFastPath); the rest goes to the router.
-        let state = self.state
-        let credentials = self.credentials
+        // The push endpoints are answered in the pipeline (see HTTP1PushFastPath and PushFastPath); the rest goes to
+        // the router.
+        let answerer = FastPushAnswerer(
+            state: self.state, credentials: self.credentials, logDeliveries: self.configuration.logDeliveries)
         let maxBody = self.configuration.maxRequestBytes
-        let logDeliveries = self.configuration.logDeliveries
-        let channel = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [
-                PushFastPath(state: state, credentials: credentials, maxBody: maxBody, logDeliveries: logDeliveries)
-            ])
+        let server: HTTPServerBuilder
+        if let tls = self.tls {
+            let channel = HTTP1Channel.Configuration(
+                additionalChannelHandlers: [PushFastPath(answerer: answerer, maxBody: maxBody)])
+            server = try .http2Upgrade(tlsConfiguration: tls, configuration: .init(streamConfiguration: channel))
+        } else {
+            server = HTTPServerBuilder { responder in
+                SinkHTTP1Channel(http1: HTTP1Channel(responder: responder), answerer: answerer, maxBody: maxBody)
+            }
+        }
         let app = Application(
             router: router,
-            server: try self.tls.map {
-                try .http2Upgrade(tlsConfiguration: $0, configuration: .init(streamConfiguration: channel))
-            } ?? .http1(configuration: channel),
+            server: server,
             configuration: ApplicationConfiguration(
                 address: .hostname(host, port: configuredPort),
                 serverName: nil
