@@ -128,6 +128,13 @@ struct JSONStringAtPathTests {
             }
             let expected = Self.built(bytes)
             #expect(Self.walked(bytes) == expected, "\(String(decoding: bytes, as: UTF8.self))")
+            // What the walk reads through is well-formed: the sink then skips the well-formed check.
+            let read = PushPayloadSummary.readFCMToken(in: bytes)
+            #expect(read.isStrictJSON == (expected != nil))
+            #expect(read.token == expected ?? nil)
+            if read.isStrictJSON {
+                #expect(JSONValue.isWellFormed(bytes), "\(String(decoding: bytes, as: UTF8.self))")
+            }
             if expected == nil { refused += 1 } else if expected! != nil { found += 1 }
         }
         // The generator reaches every outcome often.

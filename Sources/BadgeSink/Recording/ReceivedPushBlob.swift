@@ -41,9 +41,9 @@ enum ReceivedPushBlob {
         for header in merged.prefix(count) {
             let name = header.name.utf8.prefix(Int(UInt16.max))
             Self.append(UInt16(name.count), to: &blob)
-            blob.append(contentsOf: name)
+            Self.append(name, to: &blob)
             Self.append(UInt32(header.value.utf8.count), to: &blob)
-            blob.append(contentsOf: header.value.utf8)
+            Self.append(header.value.utf8[...], to: &blob)
         }
         blob.append(contentsOf: body)
         return (blob, headersLength)
@@ -79,6 +79,14 @@ enum ReceivedPushBlob {
 
     private static func lowercased(_ name: String) -> String {
         name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
+    }
+
+    /// Appends a string's bytes, from its contiguous storage when it has one (a native string does) rather than one
+    /// by one.
+    private static func append(_ text: Substring.UTF8View, to blob: inout [UInt8]) {
+        if text.withContiguousStorageIfAvailable({ blob.append(contentsOf: $0) }) == nil {
+            blob.append(contentsOf: text)
+        }
     }
 
     private static func append(_ value: UInt16, to blob: inout [UInt8]) {

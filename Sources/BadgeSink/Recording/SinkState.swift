@@ -96,20 +96,23 @@ public final class SinkState: Sendable {
     }
 
     /// Records a push as ``record(provider:token:headers:authorization:body:receivedAt:http2:refusal:sandbox:)``
-    /// does, but only while no fault is active: nil (and nothing recorded) when one is.
+    /// does, but only while no fault is active: nil (and nothing recorded) when one is. `bodyIsJSON`: true when the
+    /// caller has read the body as strict JSON already; nil to have it checked here.
     func recordUnlessFaulted<Body: Collection<UInt8>>(
         provider: PushProvider,
         token: String,
         headers: [(name: String, value: String)],
         authorization: RecordedAuthorization?,
         body: Body,
+        bodyIsJSON: Bool? = nil,
         http2: Bool,
         refusal: (status: Int, reason: String)?,
         sandbox: Bool
     ) -> PushAnswer? {
         let answer = self.record(
             provider: provider, token: token, headers: headers, authorization: authorization, body: body,
-            receivedAt: Date(), http2: http2, refusal: refusal, sandbox: sandbox, unlessFaulted: true)
+            bodyIsJSON: bodyIsJSON, receivedAt: Date(), http2: http2, refusal: refusal, sandbox: sandbox,
+            unlessFaulted: true)
         if answer != nil {
             self.recordedUnlessFaulted.add(1, ordering: .relaxed)
         }
@@ -122,6 +125,7 @@ public final class SinkState: Sendable {
         headers: [(name: String, value: String)],
         authorization: RecordedAuthorization?,
         body: Body,
+        bodyIsJSON: Bool? = nil,
         receivedAt: Date,
         http2: Bool,
         refusal: (status: Int, reason: String)?,
@@ -133,7 +137,7 @@ public final class SinkState: Sendable {
             ?? headers.first { Self.isAuthorization($0.name) }.map {
                 RecordedAuthorization.unverified($0.value)
             }
-        let bodyIsJSON = JSONValue.isWellFormed(body)
+        let bodyIsJSON = bodyIsJSON ?? JSONValue.isWellFormed(body)
         let (blob, headersLength) = ReceivedPushBlob.encode(headers: headers, body: body)
         let milliseconds = Timestamp.milliseconds(of: receivedAt)
         let rejection =

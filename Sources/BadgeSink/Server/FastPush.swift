@@ -124,18 +124,21 @@ struct FastPushAnswerer {
     func reply(to push: FastPush, body: ByteBufferView, http2: Bool) -> FastPushReply? {
         let check: SinkCredentials.Check
         let token: String
+        var bodyIsJSON: Bool?
         switch push.provider {
         case .apns:
             token = push.pathValue
             check = self.credentials.checkAPNs(authorization: push.fields.authorization, topic: push.fields.apnsTopic)
         case .fcm:
-            token = SinkServer.fcmToken(in: body)
+            let read = PushPayloadSummary.readFCMToken(in: body)
+            token = read.token ?? ""
+            bodyIsJSON = read.isStrictJSON ? true : nil
             check = self.credentials.checkFCM(authorization: push.fields.authorization, project: push.pathValue)
         }
         guard
             let answer = self.state.recordUnlessFaulted(
                 provider: push.provider, token: token, headers: push.headers, authorization: check.recorded,
-                body: body, http2: http2, refusal: check.refusal, sandbox: push.sandbox)
+                body: body, bodyIsJSON: bodyIsJSON, http2: http2, refusal: check.refusal, sandbox: push.sandbox)
         else { return nil }
         if self.logDeliveries {
             ReceivedPushLogLine.print(answer: answer, token: token, body: body)

@@ -58,7 +58,7 @@ struct HTTP1RequestHead {
     init?(_ head: UnsafeRawBufferPointer) {
         var reader = Reader(bytes: head)
         guard let method = reader.token(), reader.skip(space), let target = reader.target(), reader.skip(space),
-            reader.skip(Self.version), reader.skipLineEnd(), Self.methods.contains(method),
+            reader.skip(Self.version), reader.skipLineEnd(), Self.isCommon(method),
             target.utf8.first == UInt8(ascii: "/")
         else { return nil }
         var headers: [(name: String, value: String)] = []
@@ -104,8 +104,13 @@ struct HTTP1RequestHead {
     }
 
     private static let version = Array("HTTP/1.1".utf8)
-    /// The methods read here; any other (`CONNECT`, one in lowercase, …) is the decoder's.
-    private static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"]
+    /// Whether `method` is one read here; any other (`CONNECT`, one in lowercase, …) is the decoder's.
+    private static func isCommon(_ method: String) -> Bool {
+        switch method {
+        case "POST", "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "PATCH": true
+        default: false
+        }
+    }
 
     /// Reads a head's parts in order.
     private struct Reader {

@@ -31,9 +31,19 @@ public struct PushPayloadSummary: Sendable, Equatable {
     /// `message.token` of an FCM send body; nil when the body is not strict JSON or has none. Read without building
     /// the body's values (``JSONParser/string(at:)``).
     public static func fcmToken<Bytes: Collection<UInt8>>(in body: Bytes) -> String? {
+        Self.readFCMToken(in: body).token
+    }
+
+    /// `message.token` of an FCM send body as ``fcmToken(in:)`` reads it, and whether the body read as strict JSON:
+    /// when it did, it is also well-formed (``JSONValue/isWellFormed(_:)``), so that need not be read again.
+    public static func readFCMToken<Bytes: Collection<UInt8>>(in body: Bytes) -> (token: String?, isStrictJSON: Bool) {
         JSONValue.withBuffer(body) { buffer in
             var parser = JSONParser(bytes: buffer)
-            return try? parser.string(at: Self.fcmTokenPath)
+            do {
+                return (try parser.string(at: Self.fcmTokenPath), true)
+            } catch {
+                return (nil, false)
+            }
         }
     }
 
