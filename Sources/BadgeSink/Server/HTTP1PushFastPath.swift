@@ -44,12 +44,19 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
     /// Bytes read and not handled yet.
     private var pending: ByteBuffer?
     private var answered = false
+    /// Whether bytes went on to the decoder since the last read completed: only then do the handlers after this one
+    /// hear of the read's completion (a read answered here whole is nothing to them).
+    private var passedOn = false
     private var dateCache = HTTPDateCache()
 
     init(answerer: FastPushAnswerer, maxBody: Int, unanswered: UnansweredRequests) {
         self.answerer = answerer
         self.maxBody = maxBody
         self.unanswered = unanswered
+    }
+
+    private var isDecoderOnly: Bool {
+        if case .decoderOnly = self.mode { true } else { false }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -71,7 +78,10 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
             self.answered = false
             context.flush()
         }
-        context.fireChannelReadComplete()
+        if self.passedOn || self.isDecoderOnly {
+            self.passedOn = false
+            context.fireChannelReadComplete()
+        }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -92,14 +102,14 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
             switch self.mode {
             case .decoderOnly:
                 self.pending = nil
-                context.fireChannelRead(self.wrapInboundOut(bytes))
+                self.passOn(bytes, context: context)
             case .passing(let remaining):
                 let part = bytes.readSlice(length: min(remaining, bytes.readableBytes))!
                 self.pending = bytes
                 self.mode =
                     remaining > part.readableBytes
                     ? .passing(remaining: remaining - part.readableBytes) : .heads(searched: 0)
-                context.fireChannelRead(self.wrapInboundOut(part))
+                self.passOn(part, context: context)
             case .push(let push, let headLength, let bodyLength):
                 guard bytes.readableBytes >= headLength + bodyLength else { return }
                 let request = bytes.readSlice(length: headLength + bodyLength)!
@@ -137,12 +147,18 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
                         self.pending = bytes
                         self.mode =
                             head.contentLength > 0 ? .passing(remaining: head.contentLength) : .heads(searched: 0)
-                        context.fireChannelRead(self.wrapInboundOut(part))
+                        self.passOn(part, context: context)
                     }
                 }
             }
         }
         self.pending = nil
+    }
+
+    /// Passes `bytes` on to the decoder.
+    private func passOn(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        self.passedOn = true
+        context.fireChannelRead(self.wrapInboundOut(bytes))
     }
 
     /// Passes on what is pending, and everything after it.
@@ -151,7 +167,7 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
         self.mode = .decoderOnly
         if let bytes = self.pending, bytes.readableBytes > 0 {
             self.pending = nil
-            context.fireChannelRead(self.wrapInboundOut(bytes))
+            self.passOn(bytes, context: context)
         }
         self.pending = nil
     }
@@ -162,7 +178,7 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
         let body = request.getSlice(at: request.readerIndex + headLength, length: request.readableBytes - headLength)!
         guard let reply = self.answerer.reply(to: push, body: body.readableBytesView, http2: false) else {
             self.unanswered.count += 1
-            context.fireChannelRead(self.wrapInboundOut(request))
+            self.passOn(request, context: context)
             return
         }
         var answer = context.channel.allocator.buffer(capacity: 192 + reply.body.count)
