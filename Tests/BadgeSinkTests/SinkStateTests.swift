@@ -31,6 +31,16 @@ struct SinkStateTests {
         let json = try JSONSerialization.jsonObject(with: Data(state.receivedPushesJSON())) as? [String: Any]
         let list = try #require(json?["deliveries"] as? [[String: Any]])
         #expect(list[1]["payload"] as? String == "oops")
+
+        // Headers already lowercase and each named once are kept as they are, a credential header left out.
+        _ = state.record(
+            provider: .apns, token: "t3", headers: [("apns-topic", "t"), ("x-a", "1")], body: Self.payload)
+        _ = state.record(
+            provider: .apns, token: "t4", headers: [("apns-topic", "t"), ("authorization", "bearer x"), ("x-a", "1")],
+            body: Self.payload)
+        let later = state.receivedPushes()
+        #expect(later[2].headers == ["apns-topic": "t", "x-a": "1"])
+        #expect(later[3].headers == ["apns-topic": "t", "x-a": "1"])
     }
 
     @Test("faults: first match in insertion order; rate misses fall through; times expire")

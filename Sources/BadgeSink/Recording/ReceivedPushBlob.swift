@@ -15,21 +15,7 @@ enum ReceivedPushBlob {
         headers: [(name: String, value: String)],
         body: Bytes
     ) -> (blob: [UInt8], headersLength: Int) {
-        var merged: [(name: String, value: String)] = []
-        merged.reserveCapacity(headers.count)
-        for header in headers {
-            let name = Self.lowercased(header.name)
-            // Names are compared only when their UTF-8 lengths are equal (a native string knows its length).
-            let length = name.utf8.count
-            if (length == 13 && name == "authorization") || (length == 19 && name == "proxy-authorization") {
-                continue
-            }
-            if let index = merged.firstIndex(where: { $0.name.utf8.count == length && $0.name == name }) {
-                merged[index].value += ", " + header.value
-            } else {
-                merged.append((name, header.value))
-            }
-        }
+        let merged = Self.isMerged(headers) ? headers : Self.merge(headers)
         let count = min(merged.count, Int(UInt16.max))
         var headersLength = 2
         for header in merged.prefix(count) {
@@ -45,8 +31,50 @@ enum ReceivedPushBlob {
             Self.append(UInt32(header.value.utf8.count), to: &blob)
             Self.append(header.value.utf8[...], to: &blob)
         }
-        blob.append(contentsOf: body)
+        if body.withContiguousStorageIfAvailable({ blob.append(contentsOf: $0) }) == nil {
+            blob.append(contentsOf: body)
+        }
         return (blob, headersLength)
+    }
+
+    /// `headers` lowercased, repeated names joined with ", ", credential headers left out.
+    private static func merge(_ headers: [(name: String, value: String)]) -> [(name: String, value: String)] {
+        var merged: [(name: String, value: String)] = []
+        merged.reserveCapacity(headers.count)
+        for header in headers {
+            let name = Self.lowercased(header.name)
+            guard !Self.isCredential(name) else { continue }
+            // Names are compared only when their UTF-8 lengths are equal (a native string knows its length).
+            let length = name.utf8.count
+            if let index = merged.firstIndex(where: { $0.name.utf8.count == length && $0.name == name }) {
+                merged[index].value += ", " + header.value
+            } else {
+                merged.append((name, header.value))
+            }
+        }
+        return merged
+    }
+
+    /// Whether ``merge(_:)`` would leave `headers` as they are: no name with a capital letter, none twice, no
+    /// credential header (what a push with one header per name brings, checked without building a new list).
+    private static func isMerged(_ headers: [(name: String, value: String)]) -> Bool {
+        for (index, header) in headers.enumerated() {
+            let name = header.name
+            let length = name.utf8.count
+            if Self.isCredential(name) || Self.hasCapital(name) {
+                return false
+            }
+            for earlier in headers[..<index] where earlier.name.utf8.count == length && earlier.name == name {
+                return false
+            }
+        }
+        return true
+    }
+
+    /// `authorization` or `proxy-authorization` (lowercase).
+    private static func isCredential(_ name: String) -> Bool {
+        let length = name.utf8.count
+        return (length == 13 && name == "authorization") || (length == 19 && name == "proxy-authorization")
     }
 
     /// Calls `body` with the name and value bytes of each header in an encoded header part.
@@ -78,7 +106,11 @@ enum ReceivedPushBlob {
     }
 
     private static func lowercased(_ name: String) -> String {
-        name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) ? name.lowercased() : name
+        Self.hasCapital(name) ? name.lowercased() : name
+    }
+
+    private static func hasCapital(_ name: String) -> Bool {
+        name.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") })
     }
 
     /// Appends a string's bytes, from its contiguous storage when it has one (a native string does) rather than one
