@@ -60,7 +60,7 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .decoderOnly = self.mode {
+        if self.isDecoderOnly {
             context.fireChannelRead(data)
             return
         }
@@ -163,13 +163,13 @@ final class HTTP1PushFastPath: ChannelInboundHandler {
 
     /// Passes on what is pending, and everything after it.
     private func leaveToDecoder(context: ChannelHandlerContext) {
-        if case .decoderOnly = self.mode { return }
+        guard !self.isDecoderOnly else { return }
         self.mode = .decoderOnly
-        if let bytes = self.pending, bytes.readableBytes > 0 {
-            self.pending = nil
+        let bytes = self.pending
+        self.pending = nil
+        if let bytes, bytes.readableBytes > 0 {
             self.passOn(bytes, context: context)
         }
-        self.pending = nil
     }
 
     /// Records `push` (`request` is its head and body) and writes its answer; passes the request on to the router

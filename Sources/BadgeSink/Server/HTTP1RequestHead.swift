@@ -9,9 +9,8 @@
 /// decoder.
 ///
 /// It reads a request line `METHOD SP /TARGET SP HTTP/1.1` (one of the common methods, a target in origin form) and
-/// header lines `name ":" OWS value`, every line ending
-/// in CRLF; a name of token characters; a value of visible ASCII, spaces and tabs, neither empty nor ending in a
-/// space or tab. The body's length is the `content-length` (digits only), 0 without one. Anything else (another
+/// header lines `name ":" OWS value`, every line ending in CRLF; a name of token characters; a value of visible ASCII,
+/// spaces and tabs, neither empty nor ending in a space or tab. The body's length is the `content-length` (digits only), 0 without one. Anything else (another
 /// version or method, `transfer-encoding`, `upgrade`, `content-length` twice, any other byte or line) it does not
 /// frame: the connection is then left to the decoder for good.
 struct HTTP1RequestHead {
@@ -21,8 +20,6 @@ struct HTTP1RequestHead {
     /// The header lines, names lowercased, the first `host` left out: what Swift HTTP Types' request holds after
     /// NIO's HTTP/1 conversion (its authority comes from that `host`), in order.
     var headers: [(name: String, value: String)]
-    /// The head's length in bytes, the empty line that ends it included.
-    var length: Int
     /// The body's length in bytes.
     var contentLength: Int
 
@@ -53,8 +50,8 @@ struct HTTP1RequestHead {
         return .notYet
     }
 
-    /// Reads a head that ends exactly at the end of `head` (where ``end(in:searchingFrom:)`` found its end); nil when it is
-    /// not a head read strictly as above.
+    /// Reads a head that ends exactly at the end of `head` (where ``end(in:searchingFrom:)`` found its end); nil
+    /// when it is not a head read strictly as above.
     init?(_ head: UnsafeRawBufferPointer) {
         var reader = Reader(bytes: head)
         guard let method = reader.token(), reader.skip(space), let target = reader.target(), reader.skip(space),
@@ -87,7 +84,6 @@ struct HTTP1RequestHead {
         self.method = method
         self.target = target
         self.headers = headers
-        self.length = head.count
         self.contentLength = contentLength ?? 0
     }
 
@@ -145,56 +141,47 @@ struct HTTP1RequestHead {
 
         /// One or more token characters.
         mutating func token() -> String? {
-            let start = self.offset
-            while self.offset < self.bytes.count, HTTP1RequestHead.isTokenByte(self.bytes[self.offset]) {
-                self.offset += 1
-            }
-            guard self.offset > start else { return nil }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: self.bytes[start..<self.offset]), as: UTF8.self)
+            self.scan(while: HTTP1RequestHead.isTokenByte).map(self.text)
         }
 
         /// One or more token characters, lowercased.
         mutating func lowercasedToken() -> String? {
-            let start = self.offset
-            while self.offset < self.bytes.count, HTTP1RequestHead.isTokenByte(self.bytes[self.offset]) {
-                self.offset += 1
-            }
-            let count = self.offset - start
-            guard count > 0 else { return nil }
-            return String(unsafeUninitializedCapacity: count) { text in
-                for index in 0..<count {
-                    let byte = self.bytes[start + index]
+            guard let range = self.scan(while: HTTP1RequestHead.isTokenByte) else { return nil }
+            return String(unsafeUninitializedCapacity: range.count) { text in
+                for (index, byte) in self.bytes[range].enumerated() {
                     text[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
                 }
-                return count
+                return range.count
             }
         }
 
         /// One or more visible ASCII characters.
         mutating func target() -> String? {
-            let start = self.offset
-            while self.offset < self.bytes.count, self.bytes[self.offset] > space, self.bytes[self.offset] < 0x7f {
-                self.offset += 1
-            }
-            guard self.offset > start else { return nil }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: self.bytes[start..<self.offset]), as: UTF8.self)
+            self.scan(while: { $0 > space && $0 < 0x7f }).map(self.text)
         }
 
         /// Optional spaces and tabs, then a value up to the line's end: visible ASCII, spaces and tabs, not empty,
         /// its last character visible.
         mutating func value() -> String? {
-            while self.offset < self.bytes.count, self.bytes[self.offset] == space || self.bytes[self.offset] == tab {
-                self.offset += 1
-            }
-            let start = self.offset
-            while self.offset < self.bytes.count {
-                let byte = self.bytes[self.offset]
-                guard (byte >= space && byte < 0x7f) || byte == tab else { break }
-                self.offset += 1
-            }
-            guard self.offset > start, self.bytes[self.offset - 1] != space, self.bytes[self.offset - 1] != tab
+            _ = self.scan(while: { $0 == space || $0 == tab })
+            guard let range = self.scan(while: { ($0 >= space && $0 < 0x7f) || $0 == tab }),
+                self.bytes[range.upperBound - 1] != space, self.bytes[range.upperBound - 1] != tab
             else { return nil }
-            return String(decoding: UnsafeRawBufferPointer(rebasing: self.bytes[start..<self.offset]), as: UTF8.self)
+            return self.text(range)
+        }
+
+        /// Reads past the bytes that satisfy `accepted`: their range, nil when there is none.
+        private mutating func scan(while accepted: (UInt8) -> Bool) -> Range<Int>? {
+            let start = self.offset
+            while self.offset < self.bytes.count, accepted(self.bytes[self.offset]) {
+                self.offset += 1
+            }
+            return self.offset > start ? start..<self.offset : nil
+        }
+
+        /// The bytes of `range` as text.
+        private func text(_ range: Range<Int>) -> String {
+            String(decoding: UnsafeRawBufferPointer(rebasing: self.bytes[range]), as: UTF8.self)
         }
     }
 
