@@ -1,3 +1,5 @@
+import BadgeWire
+
 #if canImport(Glibc)
     import Glibc
 #else
@@ -141,12 +143,12 @@ struct HTTP1RequestHead {
 
         /// One or more token characters.
         mutating func token() -> String? {
-            self.scan(while: HTTP1RequestHead.isTokenByte).map(self.text)
+            self.scan(while: HTTP1Syntax.isTokenByte).map(self.text)
         }
 
         /// One or more token characters, lowercased.
         mutating func lowercasedToken() -> String? {
-            guard let range = self.scan(while: HTTP1RequestHead.isTokenByte) else { return nil }
+            guard let range = self.scan(while: HTTP1Syntax.isTokenByte) else { return nil }
             return String(unsafeUninitializedCapacity: range.count) { text in
                 for (index, byte) in self.bytes[range].enumerated() {
                     text[index] = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
@@ -182,21 +184,6 @@ struct HTTP1RequestHead {
         /// The bytes of `range` as text.
         private func text(_ range: Range<Int>) -> String {
             String(decoding: UnsafeRawBufferPointer(rebasing: self.bytes[range]), as: UTF8.self)
-        }
-    }
-
-    /// RFC 9110's `tchar`.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            true
-        default:
-            false
         }
     }
 }
