@@ -8,13 +8,16 @@ import NIOSSL
 /// that no connection carries two teams' provider tokens (Apple asks for this). Each pool has `clientsPerProvider`
 /// clients (an APNs certificate account's present the certificate), all trusting the system roots plus
 /// `trustedRootsFile`. Over `https://` they negotiate HTTP/2 by ALPN (APNs requires it) and keep one connection per
-/// host each; over `http://` (a local sink) they speak HTTP/1.1 with up to `http1ConnectionsPerHost` connections.
+/// host each. Pushes to an `http://` base URL (a local sink, a stand-in) go out on an ``HTTP1PushClient`` of the
+/// account instead, one per base URL, with up to `clientsPerProvider` × `http1ConnectionsPerHost` connections.
 /// A provider not in the configuration's `providers` gets no clients. The owner shuts them down.
 public final class ProviderClients: Sendable {
     /// The clients of each account.
     let pools: [ProviderAccount: [HTTPClient]]
     /// The account of each app's side: app name, then provider.
     let accounts: [String: [PushProvider: ProviderAccount]]
+    /// The plain HTTP/1.1 clients of each account, by `http://` base URL.
+    let plain: [ProviderAccount: [String: HTTP1PushClient]]
 
     /// Creates the clients; throws when a certificate or key file cannot be loaded.
     public init(configuration: DeliveryConfiguration, http1ConnectionsPerHost: Int = 8) throws {
@@ -39,6 +42,7 @@ public final class ProviderClients: Sendable {
         }
         var pools: [ProviderAccount: [HTTPClient]] = [:]
         var accounts: [String: [PushProvider: ProviderAccount]] = [:]
+        var plain: [ProviderAccount: [String: HTTP1PushClient]] = [:]
         do {
             for app in configuration.effectiveApps {
                 for provider in PushProvider.allCases where configuration.providers.contains(provider) {
@@ -61,6 +65,15 @@ public final class ProviderClients: Sendable {
                         }
                     }
                     pools[account] = clients(accountTLS)
+                    let baseURLs =
+                        provider == .apns
+                        ? [configuration.apnsBaseURL, configuration.apnsSandboxBaseURL] : [configuration.fcmBaseURL]
+                    for baseURL in baseURLs where plain[account]?[baseURL] == nil {
+                        guard let endpoint = HTTP1PushClient.Endpoint(baseURL: baseURL) else { continue }
+                        plain[account, default: [:]][baseURL] = HTTP1PushClient(
+                            endpoint: endpoint,
+                            maxConnections: max(1, configuration.clientsPerProvider) * max(1, http1ConnectionsPerHost))
+                    }
                 }
             }
         } catch {
@@ -69,6 +82,7 @@ public final class ProviderClients: Sendable {
         }
         self.pools = pools
         self.accounts = accounts
+        self.plain = plain
     }
 
     /// The clients `app`'s pushes to `provider` go out on: empty when that side is not configured.
@@ -83,6 +97,7 @@ public final class ProviderClients: Sendable {
 
     /// Shuts every client down.
     public func shutdown() async throws {
+        for client in plain.values.flatMap(\.values) { client.shutdown() }
         for client in pools.values.joined() { try await client.shutdown() }
     }
 }

@@ -95,6 +95,8 @@ public struct PushSender: Sendable {
                     ? "app \(appName) has no \(push.provider.displayName) configuration"
                     : Self.notConfiguredReason(push.provider))
         }
+        // Over `http://` (a local sink, a stand-in), the lean HTTP/1.1 client; over `https://`, async-http-client.
+        let plain = clients.plain[account]?[baseURL(for: push)]
         var renewed = false
         while true {
             try Task.checkCancellation()
@@ -112,14 +114,18 @@ public struct PushSender: Sendable {
                     ? .retry(reason: error.message, retryAfter: nil)
                     : .configurationError(status: 0, reason: error.message)
             }
-            let body = fence.map { FencedBody(bytes: push.body, fence: $0) }
+            let body = plain == nil ? fence.map { FencedBody(bytes: push.body, fence: $0) } : nil
             let response: ProviderResponse
             do {
-                response = try await sendOnce(push, body: body, credential: credential, pool: pool)
+                if let plain {
+                    response = try await sendOnce(push, plain: plain, fence: fence, credential: credential)
+                } else {
+                    response = try await sendOnce(push, body: body, credential: credential, pool: pool)
+                }
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
-                if let body, body.wasVetoed {
+                if body?.wasVetoed == true || (error as? HTTP1PushError)?.code == .vetoed {
                     vetoed.increment()
                     logger.debug(
                         "push attempt vetoed by its fence", metadata: ["push.token": "\(push.token.prefix(8))"])
@@ -223,6 +229,9 @@ public struct PushSender: Sendable {
     /// The reason when the HTTP client refused to build the request (a header value or URL it does not accept);
     /// nil for errors of the exchange itself (connection, timeout), which a later attempt may not meet.
     static func refusal(_ error: any Error) -> String? {
+        if let error = error as? HTTP1PushError {
+            return error.code == .invalidRequest ? "the HTTP client refused the request: \(error.message)" : nil
+        }
         guard let error = error as? HTTPClientError else { return nil }
         if error == .invalidURL || error == .emptyHost || error == .emptyScheme || error == .missingSocketPath {
             return "the HTTP client refused the request: \(error)"
@@ -236,6 +245,44 @@ public struct PushSender: Sendable {
         return "the HTTP client refused the request: \(text)"
     }
 
+    /// The headers `push` goes with: its own, then `content-type`, `authorization` and `apns-expiration` unless it
+    /// has them (`authorization` replaces its own).
+    private func headers(_ push: PushRequest, credential: String?) -> [(String, String)] {
+        var headers = push.headers
+        headers.reserveCapacity(headers.count + 3)
+        var hasContentType = false
+        var hasExpiration = false
+        for (name, _) in push.headers {
+            if name == "content-type" { hasContentType = true }
+            if name == "apns-expiration" { hasExpiration = true }
+        }
+        if !hasContentType { headers.append(("content-type", "application/json")) }
+        if let credential {
+            headers.removeAll { $0.0 == "authorization" }
+            headers.append(("authorization", "bearer \(credential)"))
+        }
+        if push.provider == .apns, !hasExpiration {
+            // APNs keeps trying an offline device for as long as a push may wait in the outbox (a newer badge-only
+            // push replaces an older one through its collapse id).
+            let seconds = configuration.maxPushAge.components.seconds
+            headers.append(("apns-expiration", String(Int64(Date().timeIntervalSince1970) + max(seconds, 1))))
+        }
+        return headers
+    }
+
+    /// One attempt over plain HTTP/1.1 (``HTTP1PushClient``); the fence is checked right before the write.
+    private func sendOnce(
+        _ push: PushRequest, plain: HTTP1PushClient, fence: (any SendFence)?, credential: String?
+    ) async throws -> ProviderResponse {
+        let request = try plain.request(
+            path: push.path, headers: headers(push, credential: credential), body: push.body, fence: fence)
+        let response = try await plain.execute(request, timeout: TimeAmount(configuration.requestTimeout))
+        DeliveryMetrics.attempts(push.provider, status: response.status).increment()
+        return ProviderResponse.classify(
+            provider: push.provider, status: response.status, body: response.body, retryAfter: response.retryAfter)
+    }
+
+    /// One attempt with async-http-client; a `body` with a fence asks it when the client pulls the body.
     private func sendOnce(
         _ push: PushRequest, body: FencedBody?, credential: String?, pool: [HTTPClient]
     ) async throws
@@ -243,18 +290,7 @@ public struct PushSender: Sendable {
     {
         var request = HTTPClientRequest(url: baseURL(for: push) + push.path)
         request.method = .POST
-        for (name, value) in push.headers { request.headers.add(name: name, value: value) }
-        if request.headers["content-type"].isEmpty {
-            request.headers.add(name: "content-type", value: "application/json")
-        }
-        if let credential { request.headers.replaceOrAdd(name: "authorization", value: "bearer \(credential)") }
-        if push.provider == .apns, request.headers["apns-expiration"].isEmpty {
-            // APNs keeps trying an offline device for as long as a push may wait in the outbox (a newer badge-only
-            // push replaces an older one through its collapse id).
-            let seconds = configuration.maxPushAge.components.seconds
-            request.headers.add(
-                name: "apns-expiration", value: String(Int64(Date().timeIntervalSince1970) + max(seconds, 1)))
-        }
+        for (name, value) in headers(push, credential: credential) { request.headers.add(name: name, value: value) }
         if let body {
             request.body = .stream(body, length: .known(Int64(push.body.count)))
         } else {
