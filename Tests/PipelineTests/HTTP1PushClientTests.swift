@@ -112,6 +112,28 @@ struct HTTP1PushClientTests {
         }
     }
 
+    @Test func aCancelledPushInFlightOrWaitingEndsAtOnceAndTheClientGoesOn() async throws {
+        try await TestSink.withSink { sink in
+            let client = HTTP1PushClient(
+                endpoint: try #require(HTTP1PushClient.Endpoint(baseURL: sink.baseURL)), maxConnections: 1)
+            defer { client.shutdown() }
+            sink.state.addFault(try Fault(token: Self.token(1), times: 1, delayMilliseconds: 5_000))
+            let clock = ContinuousClock()
+            let started = clock.now
+            let inFlight = Task { try await Self.push(client, token: Self.token(1), timeout: .seconds(30)) }
+            try await Task.sleep(for: .milliseconds(300))
+            let waiting = Task { try await Self.push(client, token: Self.token(2), timeout: .seconds(30)) }
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(client.load == (connections: 1, waiting: 1))
+            waiting.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await waiting.value }
+            inFlight.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await inFlight.value }
+            #expect(clock.now - started < .seconds(3), "not the 5 s the sink waits")
+            #expect(try await Self.push(client, token: Self.token(3)).status == 200)
+        }
+    }
+
     @Test func nobodyListeningFailsTheWaitingPushesAtOnce() async throws {
         // A port just freed: a sink that ran there has shut down.
         let port = try await TestSink.withSink { $0.port }

@@ -1,6 +1,7 @@
 """The benchmark's runs: a backlog drain, live publishing, the broker alone, one user's million follows, the sender."""
 
 import os
+import resource
 import subprocess
 import tempfile
 import time
@@ -378,28 +379,51 @@ def celebrity(setup, count, window):
 
 
 def push(binaries, count, port):
-    """The worker's sender alone (push-bench) against the TLS sink: HTTP/2 over one and four connections, HTTP/1.1."""
+    """The worker's sender alone (push-bench) against the sink: over TLS, HTTP/2 on one and four connections and
+    HTTP/1.1 (async-http-client); then plain HTTP/1.1 (the worker's own HTTP/1.1 client) at 8 and 100 in flight.
+    Each run prints the sender's and the sink's CPU a push beside push-bench's own line."""
     binary = os.path.join(binaries, "badgepipe")
+
+    def measured(sink, scheme, arguments):
+        subprocess.run(["curl", "-skf", "-X", "DELETE", f"{scheme}://127.0.0.1:{port}/deliveries"],
+                       capture_output=True)
+        sink_before = cpu.process_seconds(open(f"/proc/{sink.pid}/stat").read())
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([os.path.join(binaries, "push-bench"), "--url", f"{scheme}://127.0.0.1:{port}", "--count",
+                        str(count), *arguments], check=True)
+        children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        sink_seconds = cpu.process_seconds(open(f"/proc/{sink.pid}/stat").read()) - sink_before
+        sender_seconds = (children_after.ru_utime + children_after.ru_stime
+                          - children_before.ru_utime - children_before.ru_stime)
+        print(f"  CPU a push: sender {sender_seconds / count * 1e6:.1f} µs, sink {sink_seconds / count * 1e6:.1f} µs",
+              flush=True)
+
+    def started(arguments, scheme):
+        sink = subprocess.Popen([binary, "sink", "--port", str(port), "--max-deliveries", "100000", "--log-level",
+                                 "warning", *arguments])
+        for _ in range(50):
+            if subprocess.run(["curl", "-skf", f"{scheme}://127.0.0.1:{port}/stats"], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        return sink
+
     with tempfile.TemporaryDirectory() as tls:
         subprocess.run(
             ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days",
              "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout",
              f"{tls}/sink.key", "-out", f"{tls}/sink.crt"], check=True, capture_output=True)
-        sink = subprocess.Popen([binary, "sink", "--port", str(port), "--tls-cert", f"{tls}/sink.crt", "--tls-key",
-                                 f"{tls}/sink.key", "--max-deliveries", "100000", "--log-level", "warning"])
+        sink = started(["--tls-cert", f"{tls}/sink.crt", "--tls-key", f"{tls}/sink.key"], "https")
         try:
-            for _ in range(50):
-                if subprocess.run(["curl", "-skf", f"https://127.0.0.1:{port}/stats"], capture_output=True).returncode == 0:
-                    break
-                time.sleep(0.1)
             for variant in (["--connections", "1"], ["--connections", "4"], ["--http1"]):
-                subprocess.run(["curl", "-skf", "-X", "DELETE", f"https://127.0.0.1:{port}/deliveries"],
-                               capture_output=True)
-                subprocess.run([os.path.join(binaries, "push-bench"), "--url", f"https://127.0.0.1:{port}",
-                                "--ca-file", f"{tls}/sink.crt", "--count", str(count), "--concurrency", "100",
-                                *variant], check=True)
+                measured(sink, "https", ["--ca-file", f"{tls}/sink.crt", "--concurrency", "100", *variant])
         finally:
             stop(sink)
+    sink = started([], "http")
+    try:
+        for concurrency in ("8", "100"):
+            measured(sink, "http", ["--http1", "--concurrency", concurrency])
+    finally:
+        stop(sink)
 
 
 __all__ = ["Setup", "CpuReport", "backlog", "live", "broker_only", "celebrity", "push", "get_json"]

@@ -105,8 +105,8 @@ struct HTTP1PoolStateMachine {
         return isShutDown ? .none : openIfNeeded()
     }
 
-    /// The caller of a waiting request gave up on it (its task was cancelled). A request already running is left
-    /// to finish: its answer or its timeout comes soon.
+    /// The caller of a waiting request gave up on it (its task was cancelled). A request already running is the
+    /// client's to abandon: it closes the request's connection, and ``finished(_:reusable:)`` follows.
     mutating func cancel(_ id: RequestID) -> Action {
         guard let index = waiting.firstIndex(of: id) else { return .none }
         waiting.remove(at: index)

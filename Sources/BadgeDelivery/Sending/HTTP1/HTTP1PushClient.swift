@@ -63,6 +63,8 @@ final class HTTP1PushClient: Sendable {
         var nextRequestID = 0
         var waiting: [HTTP1PoolStateMachine.RequestID: HTTP1PushJob] = [:]
         var channels: [HTTP1PoolStateMachine.ConnectionID: any Channel] = [:]
+        /// The request each busy connection carries.
+        var running: [HTTP1PoolStateMachine.ConnectionID: HTTP1PoolStateMachine.RequestID] = [:]
     }
 
     /// What an action comes to once its numbers are resolved (under the lock), carried out after it.
@@ -126,24 +128,39 @@ final class HTTP1PushClient: Sendable {
         }
     }
 
-    /// Sends `request` and returns the answer; throws ``HTTP1PushError`` (or `CancellationError` when the task
-    /// was cancelled while the request waited for a connection).
+    /// Sends `request` and returns the answer; throws ``HTTP1PushError``, or `CancellationError` when the task
+    /// was cancelled: a request waiting for a connection leaves the line, and one in flight is abandoned with its
+    /// connection (closed), as a shutdown's bound needs.
     func execute(_ request: HTTP1PushRequest, timeout: TimeAmount) async throws -> HTTP1PushResponse {
         let id = state.withLock { state in
             state.nextRequestID &+= 1
             return state.nextRequestID
         }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let job = HTTP1PushJob(request: request, timeout: timeout, continuation: continuation)
-                let effect = state.withLock { state in
-                    state.waiting[id] = job
-                    return Self.resolve(state.machine.request(id), in: &state)
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    let job = HTTP1PushJob(request: request, timeout: timeout, continuation: continuation)
+                    let effect = state.withLock { state in
+                        state.waiting[id] = job
+                        return Self.resolve(state.machine.request(id), in: &state)
+                    }
+                    carryOut(effect)
                 }
-                carryOut(effect)
+            } onCancel: {
+                carryOut(
+                    state.withLock { state in
+                        if let connection = state.running.first(where: { $0.value == id })?.key,
+                            let channel = state.channels[connection]
+                        {
+                            // In flight: closing the connection fails it (the pool hears of it as usual).
+                            return .fail([], HTTP1PushError(code: .cancelled, message: ""), closing: [channel])
+                        }
+                        return Self.resolve(state.machine.cancel(id), in: &state)
+                    })
             }
-        } onCancel: {
-            carryOut(state.withLock { Self.resolve($0.machine.cancel(id), in: &$0) })
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw error
         }
     }
 
@@ -165,6 +182,7 @@ final class HTTP1PushClient: Sendable {
             return .connect(connection)
         case .run(let request, let connection):
             guard let job = state.waiting.removeValue(forKey: request) else { return .none }
+            state.running[connection] = request
             return .run(job, on: connection, state.channels[connection])
         case .fail(let requests, let error):
             return .fail(requests.compactMap { state.waiting.removeValue(forKey: $0) }, error, closing: [])
@@ -244,6 +262,7 @@ final class HTTP1PushClient: Sendable {
     private func finished(_ connection: HTTP1PoolStateMachine.ConnectionID, reusable: Bool) {
         carryOut(
             state.withLock { state in
+                state.running[connection] = nil
                 if !reusable { state.channels[connection] = nil }
                 return Self.resolve(state.machine.finished(connection, reusable: reusable), in: &state)
             })
@@ -253,6 +272,7 @@ final class HTTP1PushClient: Sendable {
         carryOut(
             state.withLock { state in
                 state.channels[connection] = nil
+                state.running[connection] = nil
                 return Self.resolve(state.machine.closed(connection), in: &state)
             })
     }
