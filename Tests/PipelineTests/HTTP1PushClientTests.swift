@@ -170,6 +170,8 @@ struct HTTP1PushClientTests {
         #expect(prefixed.port == 80)
         #expect(prefixed.pathPrefix == "/apns")
         #expect(prefixed.hostHeader == "sink")
+        #expect(prefixed.address == nil, "a name")
+        #expect(plain.address != nil)
         let v6 = try #require(HTTP1PushClient.Endpoint(baseURL: "http://[::1]:9000"))
         #expect(v6.host == "::1")
         #expect(v6.hostHeader == "[::1]:9000")

@@ -51,6 +51,9 @@ final class HTTP1PushClient: Sendable {
             pathPrefix = path
         }
 
+        /// The host as a socket address when it is an IP address literal (`127.0.0.1`, `::1`); nil for a name.
+        var address: SocketAddress? { try? SocketAddress(ipAddress: host, port: port) }
+
         /// The `host` header's value.
         var hostHeader: String {
             let name = host.contains(":") ? "[\(host)]" : host
@@ -243,7 +246,10 @@ final class HTTP1PushClient: Sendable {
                         })
                 }
             }
-        bootstrap.connect(host: endpoint.host, port: endpoint.port).whenComplete { [self] result in
+        let connecting =
+            endpoint.address.map { bootstrap.connect(to: $0) }
+            ?? bootstrap.connect(host: endpoint.host, port: endpoint.port)
+        connecting.whenComplete { [self] result in
             switch result {
             case .success(let channel):
                 let effect = state.withLock { state in
