@@ -76,6 +76,7 @@ final class HTTP1PushClient: Sendable {
         case connect(HTTP1PoolStateMachine.ConnectionID)
         case run(HTTP1PushJob, on: HTTP1PoolStateMachine.ConnectionID, (any Channel)?)
         case fail([HTTP1PushJob], HTTP1PushError, closing: [any Channel])
+        case close([any Channel])
     }
 
     let endpoint: Endpoint
@@ -156,7 +157,7 @@ final class HTTP1PushClient: Sendable {
                             let channel = state.channels[connection]
                         {
                             // In flight: closing the connection fails it (the pool hears of it as usual).
-                            return .fail([], HTTP1PushError(code: .cancelled, message: ""), closing: [channel])
+                            return .close([channel])
                         }
                         return Self.resolve(state.machine.cancel(id), in: &state)
                     })
@@ -184,17 +185,17 @@ final class HTTP1PushClient: Sendable {
         case .connect(let connection):
             return .connect(connection)
         case .run(let request, let connection):
-            guard let job = state.waiting.removeValue(forKey: request) else { return .none }
+            guard let job = state.waiting.removeValue(forKey: request) else {
+                // Not waiting any more (it cannot have left the pool's line without the pool knowing, but if it
+                // did): the connection is free again.
+                return resolve(state.machine.finished(connection, reusable: true), in: &state)
+            }
             state.running[connection] = request
             return .run(job, on: connection, state.channels[connection])
         case .fail(let requests, let error):
             return .fail(requests.compactMap { state.waiting.removeValue(forKey: $0) }, error, closing: [])
         case .close(let connections):
-            return .fail(
-                [], HTTP1PushError(code: .shutDown, message: ""),
-                closing: connections.compactMap {
-                    state.channels.removeValue(forKey: $0)
-                })
+            return .close(connections.compactMap { state.channels.removeValue(forKey: $0) })
         case .shutDown(let failing, let closing):
             return .fail(
                 failing.compactMap { state.waiting.removeValue(forKey: $0) },
@@ -229,6 +230,8 @@ final class HTTP1PushClient: Sendable {
             for job in jobs {
                 job.continuation.resume(throwing: error.code == .cancelled ? CancellationError() : error)
             }
+            for channel in channels { channel.close(promise: nil) }
+        case .close(let channels):
             for channel in channels { channel.close(promise: nil) }
         }
     }
