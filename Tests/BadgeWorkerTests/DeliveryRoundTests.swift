@@ -78,6 +78,7 @@ struct DeliveryRoundTests {
         #expect(round.record.retries.map(\.badgeVersion) == [1])
         #expect(round.record.earliestRetry == .seconds(2))
         #expect(round.tally.heldBack == 1)
+        #expect(round.tally.retryReason == "503")
     }
 
     @Test func retryAfterIsHonouredAndConfigurationErrorsAreKept() {

@@ -1,4 +1,5 @@
 import BadgeSink
+import Foundation
 import NIOCore
 import SinkTestSupport
 import Testing
@@ -158,6 +159,24 @@ struct HTTP1PushClientTests {
         #expect(codes == Array(repeating: .connectFailed, count: 5))
         #expect(clock.now - started < .seconds(5))
         #expect(client.load.connections == 0)
+    }
+
+    /// A host name is resolved, and the connection's socket has TCP_NODELAY and nothing else: SO_DEBUG (what
+    /// `ChannelOptions.socketOption(.tcp_nodelay)` sets) is refused without CAP_NET_ADMIN, as in a container, and
+    /// no connection opened there.
+    @Test func aHostNameIsReachedOnASocketWithNoDelayAndNoDebugging() async throws {
+        try await TestSink.withSink { sink in
+            let baseURL = sink.baseURL.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            let endpoint = try #require(HTTP1PushClient.Endpoint(baseURL: baseURL))
+            #expect(endpoint.host == "localhost" && endpoint.address == nil)
+            let client = HTTP1PushClient(endpoint: endpoint, maxConnections: 1)
+            defer { client.shutdown() }
+            #expect(try await Self.push(client, token: Self.token(7)).status == 200)
+            let channel = try #require(client.openChannels.first)
+            #expect(try await channel.getOption(ChannelOptions.tcpOption(.tcp_nodelay)) == 1)
+            let debugging = ChannelOptions.Types.SocketOption(level: .socket, name: .init(rawValue: SO_DEBUG))
+            #expect(try await channel.getOption(debugging) == 0)
+        }
     }
 
     @Test func endpointsAreReadFromHTTPBaseURLsOnly() throws {

@@ -8,8 +8,8 @@ import NIOSSL
 /// that no connection carries two teams' provider tokens (Apple asks for this). Each pool has `clientsPerProvider`
 /// clients (an APNs certificate account's present the certificate), all trusting the system roots plus
 /// `trustedRootsFile`. Over `https://` they negotiate HTTP/2 by ALPN (APNs requires it) and keep one connection per
-/// host each. Pushes to an `http://` base URL whose host is an IP address (a local sink) go out on an
-/// ``HTTP1PushClient`` of the account instead, one per base URL, with up to `clientsPerProvider` × `http1ConnectionsPerHost` connections.
+/// host each. Pushes to an `http://` base URL (a local sink, a stand-in) go out on an ``HTTP1PushClient`` of the
+/// account instead, one per base URL, with up to `clientsPerProvider` × `http1ConnectionsPerHost` connections.
 /// A provider not in the configuration's `providers` gets no clients. The owner shuts them down.
 public final class ProviderClients: Sendable {
     /// The clients of each account.
@@ -69,11 +69,7 @@ public final class ProviderClients: Sendable {
                         provider == .apns
                         ? [configuration.apnsBaseURL, configuration.apnsSandboxBaseURL] : [configuration.fcmBaseURL]
                     for baseURL in baseURLs where plain[account]?[baseURL] == nil {
-                        // Only to an IP address (a local sink, as tests and benchmarks run it): pushes to a sink
-                        // by host name in a compose network failed at the connection on this client, a cause not
-                        // yet found; names stay on async-http-client, which reaches them.
-                        guard let endpoint = HTTP1PushClient.Endpoint(baseURL: baseURL), endpoint.address != nil
-                        else { continue }
+                        guard let endpoint = HTTP1PushClient.Endpoint(baseURL: baseURL) else { continue }
                         plain[account, default: [:]][baseURL] = HTTP1PushClient(
                             endpoint: endpoint,
                             maxConnections: max(1, configuration.clientsPerProvider) * max(1, http1ConnectionsPerHost))

@@ -47,6 +47,8 @@ struct DeliveryRound {
         var configurationErrors = 0
         var notConfigured = 0
         var heldBack = 0
+        /// Why the round's first retried push failed (the others of a bad hour fail alike), for the log.
+        var retryReason: String?
     }
 
     let concurrency: Int
@@ -122,7 +124,8 @@ struct DeliveryRound {
                     providerTimestamp: timestamp.map { $0 * 1000 }))
             tally.deadTokens += 1
             goOn = false
-        case .retry(_, let retryAfter):
+        case .retry(let reason, let retryAfter):
+            if tally.retryReason == nil { tally.retryReason = reason }
             goOn = later(push, retryAfter: retryAfter, now: now, unit: unit)
         case .configurationError:
             tally.configurationErrors += 1

@@ -276,7 +276,10 @@ struct PushDispatcher: Sendable {
             WorkerMetrics.pushRetries.increment(by: tally.retries)
             logger.debug(
                 "pushes to try again later",
-                metadata: ["push.retries": "\(tally.retries)", "push.held_back": "\(tally.heldBack)"])
+                metadata: [
+                    "push.retries": "\(tally.retries)", "push.held_back": "\(tally.heldBack)",
+                    "push.reason": "\(tally.retryReason ?? "")",
+                ])
         }
         if tally.rejected > 0 { WorkerMetrics.pushesRejected.increment(by: tally.rejected) }
         if tally.givenUp > 0 {

@@ -173,6 +173,11 @@ final class HTTP1PushClient: Sendable {
         carryOut(state.withLock { Self.resolve($0.machine.shutDown(), in: &$0) })
     }
 
+    /// The open connections (for tests that look at their sockets).
+    var openChannels: [any Channel] {
+        state.withLock { Array($0.channels.values) }
+    }
+
     /// The connections open or opening, and the requests waiting for one.
     var load: (connections: Int, waiting: Int) {
         state.withLock { ($0.machine.connectionCount, $0.machine.waitingCount) }
@@ -237,9 +242,11 @@ final class HTTP1PushClient: Sendable {
     }
 
     private func connect(_ connection: HTTP1PoolStateMachine.ConnectionID) {
+        // ClientBootstrap sets TCP_NODELAY itself. (`ChannelOptions.socketOption(.tcp_nodelay)` would not: it sets
+        // option 1 at the socket level, SO_DEBUG, which a process without CAP_NET_ADMIN, as in a container, is
+        // refused, so that no connection opens.)
         let bootstrap = ClientBootstrap(group: group)
             .connectTimeout(connectTimeout)
-            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHTTPClientHandlers(enableOutboundHeaderValidation: false)
