@@ -9,7 +9,9 @@ kind differ by 2x in speed and drift by the hour:
       RabbitMQ, the sink, the publisher, the whole machine, from /proc); the broker alone (amqp-bench: persistent
       512-byte messages, confirms, a quorum queue, consumed and acked, no work) with its machine CPU per message;
       their ratio ("broker-messages per event"); the drain's rate against the broker's consume-and-ack rate (what a
-      drain does); and a live run at half the measured capacity C for 60 s with its latency (p50, p99).
+      drain does); a live run at half the measured capacity C for 60 s with its latency (p50, p99); and the same
+      rate published alone for 20 s into queues nothing consumes (the broker's and the publisher's share of the
+      live run, and what is left of the machine for the pipeline).
   scripts/bench --callgrind [--database postgres]
       Instruction counts, which do not drift with the machine: one worker and the sink run under valgrind's callgrind
       while 10,000 events over 1,000 users drain (published once both are ready); prints the worker's instructions
@@ -49,6 +51,9 @@ import time
 
 from . import instructions, runs
 from .services import ROOT, BenchError, Database, build, newest_wal, services_env, run
+
+# How long `--cpu` publishes alone at C/2 (the rate's CPU settles within seconds; the queues hold what it sends).
+ALONE_SECONDS = 20
 
 
 def parse(arguments):
@@ -191,9 +196,15 @@ def run_pipeline(options, setup):
         live_count = max(options.users + 1, int(half * options.live_seconds))
         print(f"bench: live at C/2 = {half:,.0f} events/s for {options.live_seconds} s ({live_count:,} events) on the "
               f"same workers", flush=True)
-        runs.live(setup, live_count, options.users, options.seed + 1, half)
+        live_report = runs.live(setup, live_count, options.users, options.seed + 1, half)
     print_rss(setup.fleet)
     setup.fleet.stop()
+    if options.cpu:
+        seconds = min(ALONE_SECONDS, options.live_seconds)
+        alone_count = int(half * seconds)
+        print(f"bench: publishing alone at C/2 = {half:,.0f} events/s for {seconds} s ({alone_count:,} events), into "
+              f"partition queues nothing consumes", flush=True)
+        runs.publishing_alone(setup, alone_count, options.users, options.seed + 2, half, live_report)
     broker_baseline(options, setup, capacity, report if options.cpu else None)
     return 0
 

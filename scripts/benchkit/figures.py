@@ -133,3 +133,15 @@ def bucket_quantile(buckets, fraction):
         if count >= fraction * total:
             return bound
     return float("inf")
+
+
+def pipeline_share(machine_us, rabbitmq_us, publisher_us):
+    """What the pipeline itself spent an event in a live run: the machine's CPU less RabbitMQ's and the publisher's
+    (never below zero)."""
+    return max(0.0, machine_us - rabbitmq_us - publisher_us)
+
+
+def namespace_queues(queue_names, namespace):
+    """The queues of a deployment namespace (`NAMESPACE.…`), sorted: never another namespace's whose name merely
+    starts alike."""
+    return sorted(name for name in queue_names if name.startswith(namespace + "."))

@@ -184,7 +184,7 @@ def backlog(setup, count, users, seed, workers):
 
 def live(setup, count, users, seed, rate):
     """Publishes `count` events at `rate` events/s to running workers; prints the latency of every accepted alert
-    (the sink's received_at less the event's occurred_at) and returns its p99 in ms."""
+    (the sink's received_at less the event's occurred_at); returns the run's CpuReport (the publisher included)."""
     setup.sink.clear()
     stages = {"event to commit": "badgepipe_event_lag_seconds", "commit to accepted": "badgepipe_push_latency_seconds"}
     stages_before = worker_histograms(setup.fleet, stages.values())
@@ -196,7 +196,7 @@ def live(setup, count, users, seed, rate):
         setup.wait_drained()
     first, last = sampler.nearest(started), sampler.nearest(ended)
     seconds = figures.cpu_between(first[1], last[1])
-    report = CpuReport(seconds, count, "event while publishing")
+    report = CpuReport(dict(seconds, publisher=publisher_cpu), count, "event while publishing")
     report.print(extra={"publisher": publisher_cpu})
     print(f"  machine busy while publishing: {figures.utilisation(seconds['machine'], last[0] - first[0]):.0%} of "
           f"{os.cpu_count()} cores", flush=True)
@@ -220,7 +220,7 @@ def live(setup, count, users, seed, rate):
     latencies, unknown = figures.latencies(deliveries, occurred)
     if not latencies:
         print("  latency: no accepted alert to measure")
-        return float("nan")
+        return report
     p50, p99 = figures.percentile(latencies, 0.5), figures.percentile(latencies, 0.99)
     print(f"  latency (sink received_at - occurred_at) over {len(latencies):,} accepted alerts: p50 {p50:.0f} ms, "
           f"p99 {p99:.0f} ms, max {latencies[-1]:.0f} ms" + (f" ({unknown} without a stored event)" if unknown else ""),
@@ -229,7 +229,42 @@ def live(setup, count, users, seed, rate):
     if series:
         with open(series, "w") as out:
             out.writelines(f"{value:.1f}\n" for value in latencies)
-    return p99
+    return report
+
+
+def publishing_alone(setup, count, users, seed, rate, live_report=None):
+    """The live run's publishing without the pipeline: `badgepipe publish` of `count` events at `rate` events/s into
+    the partition queues of a scratch namespace that nothing consumes (declared for the run, deleted after it).
+    Prints its CPU per event (the machine, RabbitMQ, the publisher) and how busy the machine was; with the live run's
+    `live_report`, what the pipeline itself spent an event there (the machine less RabbitMQ and the publisher)."""
+    namespace = f"bench-alone-{setup.run_id}"
+    env = dict(setup.env, BADGEPIPE_NAMESPACE=namespace)
+    run(setup.binary, "setup", "--partitions", str(setup.options.partitions), env=env)
+    try:
+        with cpu.Sampler(lambda: [("rabbitmq", "beam.smp")]) as sampler:
+            started = time.monotonic()
+            summary, publisher_cpu = publish(
+                setup.binary, env, ["--count", str(count), "--users", str(users), "--seed", str(seed), "--rate",
+                                    f"{rate:.0f}"], os.path.join(setup.work, "publish-alone.log"))
+            ended = time.monotonic()
+        print(f"  {summary} ({ended - started:.0f} s)", flush=True)
+        first, last = sampler.nearest(started), sampler.nearest(ended)
+        seconds = figures.cpu_between(first[1], last[1])
+        machine = seconds.get("machine", 0.0) / count * 1e6
+        rabbitmq = seconds.get("rabbitmq", 0.0) / count * 1e6
+        publisher = publisher_cpu / count * 1e6
+        busy = figures.utilisation(seconds["machine"], last[0] - first[0])
+        print(f"  CPU per event (µs): machine {machine:.0f} = rabbitmq {rabbitmq:.0f}, publisher {publisher:.0f}, "
+              f"other {max(0.0, machine - rabbitmq - publisher):.0f}; the machine {busy:.0%} busy of "
+              f"{os.cpu_count()} cores", flush=True)
+        if live_report is not None:
+            pipeline = figures.pipeline_share(live_report.per_event("machine"), live_report.per_event("rabbitmq"),
+                                              live_report.per_event("publisher"))
+            print(f"  the live run's pipeline (its machine CPU less RabbitMQ's and the publisher's): {pipeline:.0f} µs "
+                  f"an event", flush=True)
+    finally:
+        for queue in figures.namespace_queues(queue_counts(), namespace):
+            subprocess.run(["scripts/services", "ctl", "delete_queue", queue], cwd=ROOT, capture_output=True)
 
 
 def callgrind(setup, valgrind, count, users, seed, top=15, idle_seconds=10):
@@ -426,4 +461,6 @@ def push(binaries, count, port):
         stop(sink)
 
 
-__all__ = ["Setup", "CpuReport", "backlog", "live", "broker_only", "celebrity", "push", "get_json"]
+__all__ = [
+    "Setup", "CpuReport", "backlog", "live", "publishing_alone", "broker_only", "celebrity", "push", "get_json",
+]
