@@ -135,9 +135,9 @@ def bucket_quantile(buckets, fraction):
     return float("inf")
 
 
-def pipeline_share(machine_us, rabbitmq_us, publisher_us):
-    """What the pipeline itself spent an event in a live run: the machine's CPU less RabbitMQ's and the publisher's
-    (never below zero)."""
+def less_publishing(machine_us, rabbitmq_us, publisher_us):
+    """The machine's CPU less what publishing costs (RabbitMQ's and the publisher's), never below zero: in a live run,
+    what the pipeline itself spent; in a run that only publishes, what else ran."""
     return max(0.0, machine_us - rabbitmq_us - publisher_us)
 
 

@@ -250,16 +250,15 @@ def publishing_alone(setup, count, users, seed, rate, live_report=None):
         print(f"  {summary} ({ended - started:.0f} s)", flush=True)
         first, last = sampler.nearest(started), sampler.nearest(ended)
         seconds = figures.cpu_between(first[1], last[1])
-        machine = seconds.get("machine", 0.0) / count * 1e6
-        rabbitmq = seconds.get("rabbitmq", 0.0) / count * 1e6
-        publisher = publisher_cpu / count * 1e6
+        alone = CpuReport(dict(seconds, publisher=publisher_cpu), count, "event")
+        machine, rabbitmq, publisher = (alone.per_event(part) for part in ("machine", "rabbitmq", "publisher"))
         busy = figures.utilisation(seconds["machine"], last[0] - first[0])
         print(f"  CPU per event (µs): machine {machine:.0f} = rabbitmq {rabbitmq:.0f}, publisher {publisher:.0f}, "
-              f"other {max(0.0, machine - rabbitmq - publisher):.0f}; the machine {busy:.0%} busy of "
+              f"other {figures.less_publishing(machine, rabbitmq, publisher):.0f}; the machine {busy:.0%} busy of "
               f"{os.cpu_count()} cores", flush=True)
         if live_report is not None:
-            pipeline = figures.pipeline_share(live_report.per_event("machine"), live_report.per_event("rabbitmq"),
-                                              live_report.per_event("publisher"))
+            pipeline = figures.less_publishing(*(live_report.per_event(part)
+                                                 for part in ("machine", "rabbitmq", "publisher")))
             print(f"  the live run's pipeline (its machine CPU less RabbitMQ's and the publisher's): {pipeline:.0f} µs "
                   f"an event", flush=True)
     finally:

@@ -78,17 +78,17 @@ class Histograms(unittest.TestCase):
         self.assertTrue(math.isnan(figures.bucket_quantile([], 0.5)))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
 class LiveShares(unittest.TestCase):
     def test_the_pipeline_is_the_machine_less_the_broker_and_the_publisher(self):
-        self.assertEqual(figures.pipeline_share(577, 113, 36), 428)
-        self.assertEqual(figures.pipeline_share(100, 80, 40), 0.0)
+        self.assertEqual(figures.less_publishing(577, 113, 36), 428)
+        self.assertEqual(figures.less_publishing(100, 80, 40), 0.0)
 
     def test_only_the_namespace_s_own_queues_are_picked(self):
         names = ["badgepipe.events.0", "bench-alone-7.events.1", "bench-alone-7.dead", "bench-alone-70.events.0",
                  "bench-alone-7.events.0"]
         self.assertEqual(figures.namespace_queues(names, "bench-alone-7"),
                          ["bench-alone-7.dead", "bench-alone-7.events.0", "bench-alone-7.events.1"])
+
+
+if __name__ == "__main__":
+    unittest.main()
