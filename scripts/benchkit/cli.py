@@ -11,7 +11,8 @@ kind differ by 2x in speed and drift by the hour:
       their ratio ("broker-messages per event"); the drain's rate against the broker's consume-and-ack rate (what a
       drain does); a live run at half the measured capacity C for 60 s with its latency (p50, p99); and the same
       rate published alone for 20 s into queues nothing consumes (the broker's and the publisher's share of the
-      live run, and what is left of the machine for the pipeline).
+      live run, and what is left of the machine for the pipeline). --live-fractions 0.1,0.25,0.5 runs the live
+      run at each of those fractions of C instead, and prints the latency by load.
   scripts/bench --callgrind [--database postgres]
       Instruction counts, which do not drift with the machine: one worker and the sink run under valgrind's callgrind
       while 10,000 events over 1,000 users drain (published once both are ready); prints the worker's instructions
@@ -49,7 +50,7 @@ import shutil
 import sys
 import time
 
-from . import instructions, runs
+from . import figures, instructions, runs
 from .services import ROOT, BenchError, Database, build, newest_wal, services_env, run
 
 # How long `--cpu` publishes alone at C/2 (the rate's CPU settles within seconds; the queues hold what it sends).
@@ -72,6 +73,9 @@ def parse(arguments):
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--prestore", type=int, default=0)
     parser.add_argument("--live-seconds", type=int, default=60, help="length of --cpu's live run (default 60)")
+    parser.add_argument("--live-fractions", default="0.5",
+                        help="--cpu: live runs at these fractions of C, in order (default 0.5; e.g. 0.25,0.5), each "
+                             "for --live-seconds; then the latency by load")
     parser.add_argument("--window", type=int, default=50_000, help="events per window (--mode celebrity)")
     parser.add_argument("--device-gone", action="store_true",
                         help="--mode celebrity: the sink answers the user's first push 410 Unregistered, so the "
@@ -103,6 +107,12 @@ def parse(arguments):
         parser.error("--callgrind runs one worker on its own: leave --cpu, --mode, --workers and --prestore out")
     if options.callgrind:
         options.no_broker = True
+    try:
+        options.live_fractions = [figures.capacity_fraction(part) for part in options.live_fractions.split(",")]
+    except ValueError as error:
+        parser.error(f"--live-fractions: {error}")
+    if options.live_fractions != [0.5] and not options.cpu:
+        parser.error("--live-fractions is for --cpu")
     if options.database == "sqlite" and options.workers != 1:
         parser.error("--database sqlite runs exactly 1 worker (use --database postgres for more)")
     return options
@@ -193,10 +203,15 @@ def run_pipeline(options, setup):
     if options.cpu:
         report.print(extra={"publisher": report.publisher_us * options.count / 1e6})
         half = capacity / 2
-        live_count = max(options.users + 1, int(half * options.live_seconds))
-        print(f"bench: live at C/2 = {half:,.0f} events/s for {options.live_seconds} s ({live_count:,} events) on the "
-              f"same workers", flush=True)
-        live_report = runs.live(setup, live_count, options.users, options.seed + 1, half)
+        live_reports = {}
+        for index, fraction in enumerate(options.live_fractions):
+            rate = capacity * fraction
+            live_count = max(options.users + 1, int(rate * options.live_seconds))
+            print(f"bench: live at {figures.fraction_label(fraction)} = {rate:,.0f} events/s for "
+                  f"{options.live_seconds} s ({live_count:,} events) on the same workers", flush=True)
+            live_reports[fraction] = runs.live(setup, live_count, options.users, options.seed + 1 + index, rate)
+        if len(live_reports) > 1:
+            print_latency_by_load(capacity, live_reports)
     print_rss(setup.fleet)
     setup.fleet.stop()
     if options.cpu:
@@ -204,7 +219,8 @@ def run_pipeline(options, setup):
         alone_count = int(half * seconds)
         print(f"bench: publishing alone at C/2 = {half:,.0f} events/s for {seconds} s ({alone_count:,} events), into "
               f"partition queues nothing consumes", flush=True)
-        runs.publishing_alone(setup, alone_count, options.users, options.seed + 2, half, live_report)
+        runs.publishing_alone(setup, alone_count, options.users, options.seed + 1 + len(live_reports), half,
+                               live_reports.get(0.5))
     broker_baseline(options, setup, capacity, report if options.cpu else None)
     return 0
 
@@ -219,6 +235,15 @@ def broker_baseline(options, setup, events_per_s, report=None):
         print(f"pipeline / broker consume + ack: {events_per_s:,.0f} events/s / {consume_rate:,.0f} msg/s = "
               f"{events_per_s / consume_rate:.3f} (the drain only consumes; confirmed publishes alone: "
               f"{publish_rate:,.0f} msg/s)")
+
+
+def print_latency_by_load(capacity, live_reports):
+    """One line per live run, by load: the rate, p99, and how busy the machine was."""
+    print(f"bench: latency by load (C = {capacity:,.0f} events/s)")
+    for fraction, report in sorted(live_reports.items()):
+        p99 = f"p99 {report.p99:.0f} ms" if report.p99 is not None else "no alert measured"
+        print(f"  {figures.fraction_label(fraction)} ({capacity * fraction:,.0f} events/s): {p99}, the machine "
+              f"{report.busy:.0%} busy")
 
 
 def print_rss(fleet):

@@ -145,3 +145,19 @@ def namespace_queues(queue_names, namespace):
     """The queues of a deployment namespace (`NAMESPACE.…`), sorted: never another namespace's whose name merely
     starts alike."""
     return sorted(name for name in queue_names if name.startswith(namespace + "."))
+
+
+def capacity_fraction(text):
+    """A fraction of the drain's capacity C for `--live-fractions`: a number in (0, 1]; ValueError otherwise."""
+    value = float(text)
+    if not 0 < value <= 1:
+        raise ValueError(f"{text}: a fraction of C is in (0, 1]")
+    return value
+
+
+def fraction_label(fraction):
+    """C/2, C/4, ... for 1/n; otherwise 0.3 C."""
+    denominator = 1 / fraction
+    if abs(denominator - round(denominator)) < 1e-9:
+        return "C" if round(denominator) == 1 else f"C/{round(denominator)}"
+    return f"{fraction:g} C"

@@ -140,6 +140,8 @@ class CpuReport:
 
     def __init__(self, seconds, events, label):
         self.seconds, self.events, self.label = seconds, events, label
+        self.busy = None  # a live run's share of the machine's cores while publishing
+        self.p99 = None  # a live run's p99 latency in ms, when it measured alerts
 
     def per_event(self, part):
         return figures.CpuShare(part, self.seconds.get(part, 0.0)).per_event_us(self.events)
@@ -198,8 +200,8 @@ def live(setup, count, users, seed, rate):
     seconds = figures.cpu_between(first[1], last[1])
     report = CpuReport(dict(seconds, publisher=publisher_cpu), count, "event while publishing")
     report.print(extra={"publisher": publisher_cpu})
-    print(f"  machine busy while publishing: {figures.utilisation(seconds['machine'], last[0] - first[0]):.0%} of "
-          f"{os.cpu_count()} cores", flush=True)
+    report.busy = figures.utilisation(seconds["machine"], last[0] - first[0])
+    print(f"  machine busy while publishing: {report.busy:.0%} of {os.cpu_count()} cores", flush=True)
     stages_after = worker_histograms(setup.fleet, stages.values())
     described = []
     for label, name in stages.items():
@@ -222,6 +224,7 @@ def live(setup, count, users, seed, rate):
         print("  latency: no accepted alert to measure")
         return report
     p50, p99 = figures.percentile(latencies, 0.5), figures.percentile(latencies, 0.99)
+    report.p99 = p99
     print(f"  latency (sink received_at - occurred_at) over {len(latencies):,} accepted alerts: p50 {p50:.0f} ms, "
           f"p99 {p99:.0f} ms, max {latencies[-1]:.0f} ms" + (f" ({unknown} without a stored event)" if unknown else ""),
           flush=True)

@@ -12,7 +12,9 @@ class Arguments(unittest.TestCase):
 
     def test_refuses_what_cannot_run(self):
         for arguments in (["--mode", "live"], ["--rate", "5"], ["--workers", "3"], ["--cpu", "--mode", "live"],
-                          ["--count", "0"], ["--no-broker", "--broker-only"]):
+                          ["--count", "0"], ["--no-broker", "--broker-only"], ["--live-fractions", "0.25"],
+                          ["--cpu", "--live-fractions", "0,0.5"], ["--cpu", "--live-fractions", "1.5"],
+                          ["--cpu", "--live-fractions", "half"]):
             with self.subTest(arguments=arguments), self.assertRaises(SystemExit):
                 cli.parse(arguments)
 
@@ -20,6 +22,11 @@ class Arguments(unittest.TestCase):
         options = cli.parse(["--cpu", "--workers", "3", "--database", "postgres"])
         self.assertTrue(options.cpu)
         self.assertEqual(options.workers, 3)
+        self.assertEqual(options.live_fractions, [0.5])
+
+    def test_live_runs_at_fractions_of_the_capacity(self):
+        options = cli.parse(["--cpu", "--live-fractions", "0.1,0.25,0.5"])
+        self.assertEqual(options.live_fractions, [0.1, 0.25, 0.5])
 
 
 if __name__ == "__main__":

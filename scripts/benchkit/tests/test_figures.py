@@ -90,5 +90,14 @@ class LiveShares(unittest.TestCase):
                          ["bench-alone-7.dead", "bench-alone-7.events.0", "bench-alone-7.events.1"])
 
 
+    def test_fractions_of_the_capacity_and_their_labels(self):
+        self.assertEqual([figures.fraction_label(f) for f in (0.5, 0.25, 1, 0.3, 0.1)],
+                         ["C/2", "C/4", "C", "0.3 C", "C/10"])
+        self.assertEqual(figures.capacity_fraction("0.25"), 0.25)
+        for text in ("0", "-0.5", "1.01", "x"):
+            with self.subTest(text=text), self.assertRaises(ValueError):
+                figures.capacity_fraction(text)
+
+
 if __name__ == "__main__":
     unittest.main()
