@@ -49,6 +49,51 @@ struct PostgresStatementCacheTests {
         for _ in 0..<5 { #expect(cache.step(extra, on: 1) {} == .direct) }
     }
 
+    @Test func aStatementWhosePlanWasDroppedRunsUnpreparedForAWhileThenIsPreparedAgainUnderANewName() {
+        let cache = PostgresStatementCache()
+        let key = "i|SELECT $1"
+        let start = ContinuousClock.now
+        for _ in 1..<PostgresStatementCache.usesBeforePreparing { _ = cache.step(key, on: 3, now: start) {} }
+        guard case .prepare(let first) = cache.step(key, on: 3, now: start, watch: {}) else {
+            Issue.record("not prepared")
+            return
+        }
+        cache.prepared(key, as: first, on: 3)
+        #expect(cache.replan(key, on: 4, now: start) == false)  // not prepared on that connection
+        #expect(cache.replan(key, on: 3, now: start))
+        #expect(cache.replan(key, on: 3, now: start) == false)  // dropped already
+        let held = start + PostgresStatementCache.unpreparedAfterReplan
+        for offset in [Duration.zero, .seconds(1), .milliseconds(-1) + PostgresStatementCache.unpreparedAfterReplan] {
+            #expect(cache.step(key, on: 3, now: start + offset) {} == .direct)
+        }
+        // Then it counts its runs again, and is prepared under another name.
+        for _ in 1..<PostgresStatementCache.usesBeforePreparing {
+            #expect(cache.step(key, on: 3, now: held) {} == .direct)
+        }
+        guard case .prepare(let second) = cache.step(key, on: 3, now: held, watch: {}) else {
+            Issue.record("not prepared again")
+            return
+        }
+        #expect(second != first)
+    }
+
+    @Test func aDroppedPlanStillCountsTowardTheConnectionsCapacity() {
+        let cache = PostgresStatementCache()
+        for index in 0..<PostgresStatementCache.capacity {
+            let key = "i|SELECT \(index) + $1"
+            for _ in 1..<PostgresStatementCache.usesBeforePreparing { _ = cache.step(key, on: 1) {} }
+            guard case .prepare(let name) = cache.step(key, on: 1, watch: {}) else {
+                Issue.record("statement \(index) not prepared")
+                return
+            }
+            cache.prepared(key, as: name, on: 1)
+            // Every statement's plan is dropped once: each leaves its prepared statement in the session.
+            if index % 2 == 0 { cache.replan(key, on: 1) }
+        }
+        let extra = "i|SELECT -1 + $1"
+        for _ in 0..<5 { #expect(cache.step(extra, on: 1) {} == .direct) }
+    }
+
     @Test func statementsWithoutBindsOrWithValuesThatHaveNoLiteralAreNotPrepared() {
         #expect(PostgresStatementCache.key("BEGIN", []) == nil)
         #expect(PostgresStatementCache.key("SELECT $1", [.null]) == nil)
@@ -170,6 +215,30 @@ struct PostgresPreparedStatementTests {
             #expect(transient == 1)
             #expect(succeeded == 5)
             #expect(transient <= 1)
+        }
+    }
+
+    @Test func aPreparedStatementThatRunsSlowlyLosesItsPlanOnItsConnection() async throws {
+        let database = TestDatabase(.postgres)
+        let store = try database.makeStore() as! PostgresBadgeStore
+        try await Self.running(store, on: database) {
+            // One key (the text and the bind types): fast with 0, slower than the cache allows with 1.
+            let statement = "SELECT pg_sleep(CASE WHEN $1 > 0 THEN 1.2 ELSE 0 END) AS slept"
+            let executions = try await store.database.transaction { sql -> [Int64] in
+                var executions: [Int64] = []
+                for slow in [0, 0, 0, 1, 0, 0, 0, 0] {
+                    _ = try await sql.query(statement, [.int(Int64(slow))])
+                    let row = try await sql.query(
+                        "SELECT coalesce(sum(generic_plans), 0)::bigint AS n FROM pg_prepared_statements "
+                            + "WHERE statement LIKE '%pg_sleep%'", []
+                    ).first
+                    executions.append(try row?["n"].int64 ?? -1)
+                }
+                return executions
+            }
+            // Prepared and executed on its third run, executed on the fourth, which took too long; from then on
+            // it runs unprepared, and is not prepared again within the hold.
+            #expect(executions == [0, 0, 1, 2, 2, 2, 2, 2])
         }
     }
 

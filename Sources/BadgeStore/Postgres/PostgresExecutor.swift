@@ -37,10 +37,16 @@ struct PostgresExecutor: SQLExecutor {
             statements.prepared(key, as: name, on: id)
             return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
         case .execute(let name):
+            let started = ContinuousClock.now
             do {
-                return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
+                let rows = try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
+                let took = ContinuousClock.now - started
+                if took >= statements.replanAfter { replan(key, sql, statements, why: "it took \(took)") }
+                return rows
             } catch {
                 let failure = PostgresTransactor.storeError(error)
+                // 57014: the statement ran out of the statement timeout (or was cancelled).
+                if failure.code == .sqlState("57014") { replan(key, sql, statements, why: failure.message) }
                 // 26000: the session lost its prepared statements (DISCARD ALL by a pooler, say). 0A000: a
                 // migration changed a table so that the statement's result would change shape ("cached plan must
                 // not change result type"). Either way this connection prepares its statements again.
@@ -49,6 +55,17 @@ struct PostgresExecutor: SQLExecutor {
                 throw StoreError(code: failure.code, message: failure.message, transient: true)
             }
         }
+    }
+
+    /// Drops the plan of the prepared statement `key` on this connection (see ``PostgresStatementCache``).
+    private func replan(_ key: String, _ sql: String, _ statements: PostgresStatementCache, why: String) {
+        guard statements.replan(key, on: connection.id) else { return }
+        logger.notice(
+            "a prepared statement ran slowly; it runs unprepared for a while, then is planned again",
+            metadata: [
+                "store.why": "\(why)", "store.unprepared_for": "\(PostgresStatementCache.unpreparedAfterReplan)",
+                "store.statement": "\(sql.prefix(200))",
+            ])
     }
 
     /// Runs `sql` with its binds as one unnamed statement.

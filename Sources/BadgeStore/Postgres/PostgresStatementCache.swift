@@ -27,6 +27,16 @@ import Synchronization
 /// empty outbox took 0.4–3.8 s a call once the outbox held 50,000 rows). Measured with `pg_stat_statements`
 /// (`track_planning`) at 2,000 events/s on 3 workers: planning went from 5.6 s to 0.9 s of PostgreSQL's time in a
 /// 20 s run, with the row sets' size out of the SQL text (see `SQLRowSet.table`) and generic plans together.
+///
+/// A generic plan is still made on the statistics of its moment, and the outbox is a queue: autovacuum finds it
+/// empty whenever it has drained, with its indexes as large as the last backlog left them. Plans made then chose
+/// indexes by accident (a full scan of `outbox (token, id)` to find rows by `id`, a bitmap scan and sort of every
+/// token above another to find the next one), and once a backlog formed every claim ran into the statement
+/// timeout, retry after retry, for the minute until autovacuum looked again (seen at 30–50 % of a fleet's
+/// capacity: p99 40–66 s). So a prepared statement that runs for ``replanAfter`` or longer, or runs out of the
+/// statement timeout, loses its plan on that connection (``replan(_:on:now:)``): it runs unprepared, planned again
+/// at every run on the tables as they are then (the planner scales its row estimates to a table's current size),
+/// for ``unpreparedAfterReplan``, then is prepared again, on the statistics of that moment.
 final class PostgresStatementCache: Sendable {
     /// What to do with one statement.
     enum Step: Equatable {
@@ -42,6 +52,12 @@ final class PostgresStatementCache: Sendable {
     static let capacity = 200
     /// Runs of the same text on a connection before it is prepared there.
     static let usesBeforePreparing = 3
+    /// How long a run of a prepared statement may take before its plan is dropped (see the type's comment): about
+    /// a hundred times what a statement takes on a loaded machine, and a ninth of the default statement timeout.
+    static let defaultReplanAfter = Duration.seconds(1)
+    /// How long a statement whose plan was dropped runs unprepared on that connection: past autovacuum's round
+    /// (`autovacuum_naptime`, a minute by default), so that the plan made next sees statistics taken since.
+    static let unpreparedAfterReplan = Duration.seconds(90)
     /// The session settings the worker's connections start with (see the type's comment).
     static let startupParameters: [(String, String)] = [
         ("enable_seqscan", "off"), ("plan_cache_mode", "force_generic_plan"),
@@ -50,6 +66,11 @@ final class PostgresStatementCache: Sendable {
     private struct Connection {
         var uses: [String: Int] = [:]
         var prepared: [String: String] = [:]
+        /// Statements whose plan was dropped, unprepared until then.
+        var unpreparedUntil: [String: ContinuousClock.Instant] = [:]
+        /// Prepared statements whose plan was dropped: left in the session (its transaction may have failed, so
+        /// no `DEALLOCATE`), and counted toward ``capacity``.
+        var abandoned = 0
     }
 
     private struct State {
@@ -60,8 +81,12 @@ final class PostgresStatementCache: Sendable {
     }
 
     private let state = Mutex(State())
+    /// See ``defaultReplanAfter``.
+    let replanAfter: Duration
 
-    init() {}
+    init(replanAfter: Duration = PostgresStatementCache.defaultReplanAfter) {
+        self.replanAfter = replanAfter
+    }
 
     /// The key of a statement: its text and the types of its binds, or nil when it is not to be prepared: one
     /// without binds (`BEGIN`, `COMMIT`, schema changes), or one that cannot run as `EXECUTE` with literals (a NULL
@@ -94,13 +119,21 @@ final class PostgresStatementCache: Sendable {
 
     /// What to do with the statement `key` on `connection`; `watch` is called (once per connection) with a
     /// connection the cache has not seen, so that the caller can have its entry dropped when it closes.
-    func step(_ key: String, on connection: PostgresConnection.ID, watch: () -> Void) -> Step {
+    func step(
+        _ key: String, on connection: PostgresConnection.ID, now: ContinuousClock.Instant = .now, watch: () -> Void
+    ) -> Step {
         let (step, isNew) = state.withLock { state -> (Step, Bool) in
             let isNew = state.connections[connection] == nil
             var entry = state.connections[connection] ?? Connection()
             defer { state.connections[connection] = entry }
             if let name = entry.prepared[key] { return (.execute(name), isNew) }
-            if state.refused.contains(key) || entry.prepared.count >= Self.capacity { return (.direct, isNew) }
+            if let until = entry.unpreparedUntil[key] {
+                guard now >= until else { return (.direct, isNew) }
+                entry.unpreparedUntil[key] = nil
+            }
+            if state.refused.contains(key) || entry.prepared.count + entry.abandoned >= Self.capacity {
+                return (.direct, isNew)
+            }
             let uses = (entry.uses[key] ?? 0) + 1
             if uses < Self.usesBeforePreparing {
                 entry.uses[key] = uses
@@ -117,6 +150,20 @@ final class PostgresStatementCache: Sendable {
     /// `name` is prepared on `connection`.
     func prepared(_ key: String, as name: String, on connection: PostgresConnection.ID) {
         state.withLock { $0.connections[connection, default: Connection()].prepared[key] = name }
+    }
+
+    /// The plan of `key` on `connection` went wrong (a run took ``replanAfter`` or longer, or ran out of the
+    /// statement timeout): it runs unprepared there until ``unpreparedAfterReplan`` has passed, then is prepared
+    /// again under a new name. Returns whether it was prepared there.
+    @discardableResult
+    func replan(_ key: String, on connection: PostgresConnection.ID, now: ContinuousClock.Instant = .now) -> Bool {
+        state.withLock { state in
+            guard state.connections[connection]?.prepared.removeValue(forKey: key) != nil else { return false }
+            state.connections[connection]?.abandoned += 1
+            state.connections[connection]?.uses[key] = nil
+            state.connections[connection]?.unpreparedUntil[key] = now + Self.unpreparedAfterReplan
+            return true
+        }
     }
 
     /// The `PREPARE` of `key` failed: it runs as a plain statement from now on, on every connection.
