@@ -49,28 +49,21 @@ struct PostgresStatementCacheTests {
         for _ in 0..<5 { #expect(cache.step(extra, on: 1) {} == .direct) }
     }
 
-    @Test func aStatementWhosePlanWasDroppedRunsUnpreparedForAWhileThenIsPreparedAgainUnderANewName() {
+    @Test func aStatementWhosePlanWasDroppedIsPreparedAgainUnderANewName() {
         let cache = PostgresStatementCache()
         let key = "i|SELECT $1"
-        let start = ContinuousClock.now
-        for _ in 1..<PostgresStatementCache.usesBeforePreparing { _ = cache.step(key, on: 3, now: start) {} }
-        guard case .prepare(let first) = cache.step(key, on: 3, now: start, watch: {}) else {
+        for _ in 1..<PostgresStatementCache.usesBeforePreparing { _ = cache.step(key, on: 3) {} }
+        guard case .prepare(let first) = cache.step(key, on: 3, watch: {}) else {
             Issue.record("not prepared")
             return
         }
         cache.prepared(key, as: first, on: 3)
-        #expect(cache.replan(key, on: 4, now: start) == false)  // not prepared on that connection
-        #expect(cache.replan(key, on: 3, now: start))
-        #expect(cache.replan(key, on: 3, now: start) == false)  // dropped already
-        let held = start + PostgresStatementCache.unpreparedAfterReplan
-        for offset in [Duration.zero, .seconds(1), .milliseconds(-1) + PostgresStatementCache.unpreparedAfterReplan] {
-            #expect(cache.step(key, on: 3, now: start + offset) {} == .direct)
-        }
-        // Then it counts its runs again, and is prepared under another name.
-        for _ in 1..<PostgresStatementCache.usesBeforePreparing {
-            #expect(cache.step(key, on: 3, now: held) {} == .direct)
-        }
-        guard case .prepare(let second) = cache.step(key, on: 3, now: held, watch: {}) else {
+        #expect(cache.replan(key, on: 4) == nil)  // not prepared on that connection
+        #expect(cache.replan(key, on: 3) == first)
+        #expect(cache.replan(key, on: 3) == nil)  // dropped already
+        // It counts its runs again, and is prepared under another name.
+        for _ in 1..<PostgresStatementCache.usesBeforePreparing { #expect(cache.step(key, on: 3) {} == .direct) }
+        guard case .prepare(let second) = cache.step(key, on: 3, watch: {}) else {
             Issue.record("not prepared again")
             return
         }
@@ -87,8 +80,8 @@ struct PostgresStatementCacheTests {
                 return
             }
             cache.prepared(key, as: name, on: 1)
-            // Every statement's plan is dropped once: each leaves its prepared statement in the session.
-            if index % 2 == 0 { cache.replan(key, on: 1) }
+            // Every other statement's plan is dropped and not deallocated: it stays in the session.
+            if index % 2 == 0, cache.replan(key, on: 1) != nil { cache.abandoned(on: 1) }
         }
         let extra = "i|SELECT -1 + $1"
         for _ in 0..<5 { #expect(cache.step(extra, on: 1) {} == .direct) }
@@ -224,21 +217,26 @@ struct PostgresPreparedStatementTests {
         try await Self.running(store, on: database) {
             // One key (the text and the bind types): fast with 0, slower than the cache allows with 1.
             let statement = "SELECT pg_sleep(CASE WHEN $1 > 0 THEN 1.2 ELSE 0 END) AS slept"
-            let executions = try await store.database.transaction { sql -> [Int64] in
-                var executions: [Int64] = []
-                for slow in [0, 0, 0, 1, 0, 0, 0, 0] {
+            let prepared = try await store.database.transaction { sql -> [String] in
+                var prepared: [String] = []
+                for slow in [0, 0, 0, 1, 0, 0, 0] {
                     _ = try await sql.query(statement, [.int(Int64(slow))])
-                    let row = try await sql.query(
-                        "SELECT coalesce(sum(generic_plans), 0)::bigint AS n FROM pg_prepared_statements "
-                            + "WHERE statement LIKE '%pg_sleep%'", []
-                    ).first
-                    executions.append(try row?["n"].int64 ?? -1)
+                    let rows = try await sql.query(
+                        "SELECT name || ':' || generic_plans AS p FROM pg_prepared_statements "
+                            + "WHERE statement LIKE '%pg_sleep%' ORDER BY prepare_time", [])
+                    prepared.append(try rows.map { try $0["p"].string ?? "" }.joined(separator: ","))
                 }
-                return executions
+                return prepared
             }
-            // Prepared and executed on its third run, executed on the fourth, which took too long; from then on
-            // it runs unprepared, and is not prepared again within the hold.
-            #expect(executions == [0, 0, 1, 2, 2, 2, 2, 2])
+            // Prepared and executed on its third run and executed on the fourth, which took too long: deallocated,
+            // then prepared again like a new statement on its third run after that.
+            try #require(prepared.count == 7)
+            let first = try #require(prepared[2].split(separator: ":").first)
+            #expect(prepared[2] == "\(first):1")
+            #expect(prepared[3...5] == ["", "", ""])
+            let second = try #require(prepared[6].split(separator: ":").first)
+            #expect(second != first)
+            #expect(prepared[6] == "\(second):1")
         }
     }
 

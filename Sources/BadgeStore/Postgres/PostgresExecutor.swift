@@ -41,12 +41,23 @@ struct PostgresExecutor: SQLExecutor {
             do {
                 let rows = try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
                 let took = ContinuousClock.now - started
-                if took >= statements.replanAfter { replan(key, sql, statements, why: "it took \(took)") }
+                if took >= statements.replanAfter, let name = statements.replan(key, on: id) {
+                    log(replanning: sql, why: "it took \(took)")
+                    do {
+                        _ = try await plainQuery("DEALLOCATE \(name)", [])
+                    } catch {
+                        statements.abandoned(on: id)
+                    }
+                }
                 return rows
             } catch {
                 let failure = PostgresTransactor.storeError(error)
-                // 57014: the statement ran out of the statement timeout (or was cancelled).
-                if failure.code == .sqlState("57014") { replan(key, sql, statements, why: failure.message) }
+                // 57014: the statement ran out of the statement timeout (or was cancelled). Its transaction has
+                // failed: the prepared statement stays in the session.
+                if failure.code == .sqlState("57014"), statements.replan(key, on: id) != nil {
+                    statements.abandoned(on: id)
+                    log(replanning: sql, why: failure.message)
+                }
                 // 26000: the session lost its prepared statements (DISCARD ALL by a pooler, say). 0A000: a
                 // migration changed a table so that the statement's result would change shape ("cached plan must
                 // not change result type"). Either way this connection prepares its statements again.
@@ -57,15 +68,10 @@ struct PostgresExecutor: SQLExecutor {
         }
     }
 
-    /// Drops the plan of the prepared statement `key` on this connection (see ``PostgresStatementCache``).
-    private func replan(_ key: String, _ sql: String, _ statements: PostgresStatementCache, why: String) {
-        guard statements.replan(key, on: connection.id) else { return }
+    private func log(replanning sql: String, why: String) {
         logger.notice(
-            "a prepared statement ran slowly; it runs unprepared for a while, then is planned again",
-            metadata: [
-                "store.why": "\(why)", "store.unprepared_for": "\(PostgresStatementCache.unpreparedAfterReplan)",
-                "store.statement": "\(sql.prefix(200))",
-            ])
+            "a prepared statement ran slowly; it is planned again (see PostgresStatementCache)",
+            metadata: ["store.why": "\(why)", "store.statement": "\(sql.prefix(200))"])
     }
 
     /// Runs `sql` with its binds as one unnamed statement.

@@ -34,9 +34,10 @@ import Synchronization
 /// token above another to find the next one), and once a backlog formed every claim ran into the statement
 /// timeout, retry after retry, for the minute until autovacuum looked again (seen at 30–50 % of a fleet's
 /// capacity: p99 40–66 s). So a prepared statement that runs for ``replanAfter`` or longer, or runs out of the
-/// statement timeout, loses its plan on that connection (``replan(_:on:now:)``): it runs unprepared, planned again
-/// at every run on the tables as they are then (the planner scales its row estimates to a table's current size),
-/// for ``unpreparedAfterReplan``, then is prepared again, on the statistics of that moment.
+/// statement timeout, loses its plan on that connection (``replan(_:on:)``) and is prepared again like a new one:
+/// the plan made then scales the statistics' row counts to each table's current size, a backlog's. (Running it
+/// unprepared meanwhile would not plan differently: under `force_generic_plan` an unnamed statement gets a generic
+/// plan too, made at each run.)
 final class PostgresStatementCache: Sendable {
     /// What to do with one statement.
     enum Step: Equatable {
@@ -55,9 +56,6 @@ final class PostgresStatementCache: Sendable {
     /// How long a run of a prepared statement may take before its plan is dropped (see the type's comment): about
     /// a hundred times what a statement takes on a loaded machine, and a ninth of the default statement timeout.
     static let defaultReplanAfter = Duration.seconds(1)
-    /// How long a statement whose plan was dropped runs unprepared on that connection: past autovacuum's round
-    /// (`autovacuum_naptime`, a minute by default), so that the plan made next sees statistics taken since.
-    static let unpreparedAfterReplan = Duration.seconds(90)
     /// The session settings the worker's connections start with (see the type's comment).
     static let startupParameters: [(String, String)] = [
         ("enable_seqscan", "off"), ("plan_cache_mode", "force_generic_plan"),
@@ -66,10 +64,8 @@ final class PostgresStatementCache: Sendable {
     private struct Connection {
         var uses: [String: Int] = [:]
         var prepared: [String: String] = [:]
-        /// Statements whose plan was dropped, unprepared until then.
-        var unpreparedUntil: [String: ContinuousClock.Instant] = [:]
-        /// Prepared statements whose plan was dropped: left in the session (its transaction may have failed, so
-        /// no `DEALLOCATE`), and counted toward ``capacity``.
+        /// Prepared statements whose plan was dropped but could not be deallocated (their transaction had
+        /// failed): left in the session, and counted toward ``capacity``.
         var abandoned = 0
     }
 
@@ -119,18 +115,12 @@ final class PostgresStatementCache: Sendable {
 
     /// What to do with the statement `key` on `connection`; `watch` is called (once per connection) with a
     /// connection the cache has not seen, so that the caller can have its entry dropped when it closes.
-    func step(
-        _ key: String, on connection: PostgresConnection.ID, now: ContinuousClock.Instant = .now, watch: () -> Void
-    ) -> Step {
+    func step(_ key: String, on connection: PostgresConnection.ID, watch: () -> Void) -> Step {
         let (step, isNew) = state.withLock { state -> (Step, Bool) in
             let isNew = state.connections[connection] == nil
             var entry = state.connections[connection] ?? Connection()
             defer { state.connections[connection] = entry }
             if let name = entry.prepared[key] { return (.execute(name), isNew) }
-            if let until = entry.unpreparedUntil[key] {
-                guard now >= until else { return (.direct, isNew) }
-                entry.unpreparedUntil[key] = nil
-            }
             if state.refused.contains(key) || entry.prepared.count + entry.abandoned >= Self.capacity {
                 return (.direct, isNew)
             }
@@ -153,17 +143,18 @@ final class PostgresStatementCache: Sendable {
     }
 
     /// The plan of `key` on `connection` went wrong (a run took ``replanAfter`` or longer, or ran out of the
-    /// statement timeout): it runs unprepared there until ``unpreparedAfterReplan`` has passed, then is prepared
-    /// again under a new name. Returns whether it was prepared there.
-    @discardableResult
-    func replan(_ key: String, on connection: PostgresConnection.ID, now: ContinuousClock.Instant = .now) -> Bool {
+    /// statement timeout): it is counted and prepared again like a new statement, under a new name. Returns the
+    /// name it was prepared under there, for the caller to `DEALLOCATE` (or ``abandoned(on:)``), or nil.
+    func replan(_ key: String, on connection: PostgresConnection.ID) -> String? {
         state.withLock { state in
-            guard state.connections[connection]?.prepared.removeValue(forKey: key) != nil else { return false }
-            state.connections[connection]?.abandoned += 1
             state.connections[connection]?.uses[key] = nil
-            state.connections[connection]?.unpreparedUntil[key] = now + Self.unpreparedAfterReplan
-            return true
+            return state.connections[connection]?.prepared.removeValue(forKey: key)
         }
+    }
+
+    /// A statement whose plan was dropped stays prepared on `connection` (its `DEALLOCATE` could not run).
+    func abandoned(on connection: PostgresConnection.ID) {
+        state.withLock { $0.connections[connection]?.abandoned += 1 }
     }
 
     /// The `PREPARE` of `key` failed: it runs as a plain statement from now on, on every connection.
