@@ -203,13 +203,13 @@ def run_pipeline(options, setup):
     if options.cpu:
         report.print(extra={"publisher": report.publisher_us * options.count / 1e6})
         half = capacity / 2
-        live_reports = {}
+        live_reports = []  # (fraction, CpuReport), in the order run
         for index, fraction in enumerate(options.live_fractions):
             rate = capacity * fraction
             live_count = max(options.users + 1, int(rate * options.live_seconds))
             print(f"bench: live at {figures.fraction_label(fraction)} = {rate:,.0f} events/s for "
                   f"{options.live_seconds} s ({live_count:,} events) on the same workers", flush=True)
-            live_reports[fraction] = runs.live(setup, live_count, options.users, options.seed + 1 + index, rate)
+            live_reports.append((fraction, runs.live(setup, live_count, options.users, options.seed + 1 + index, rate)))
         if len(live_reports) > 1:
             print_latency_by_load(capacity, live_reports)
     print_rss(setup.fleet)
@@ -220,7 +220,7 @@ def run_pipeline(options, setup):
         print(f"bench: publishing alone at C/2 = {half:,.0f} events/s for {seconds} s ({alone_count:,} events), into "
               f"partition queues nothing consumes", flush=True)
         runs.publishing_alone(setup, alone_count, options.users, options.seed + 1 + len(live_reports), half,
-                               live_reports.get(0.5))
+                               next((report for fraction, report in reversed(live_reports) if fraction == 0.5), None))
     broker_baseline(options, setup, capacity, report if options.cpu else None)
     return 0
 
@@ -240,7 +240,7 @@ def broker_baseline(options, setup, events_per_s, report=None):
 def print_latency_by_load(capacity, live_reports):
     """One line per live run, by load: the rate, p99, and how busy the machine was."""
     print(f"bench: latency by load (C = {capacity:,.0f} events/s)")
-    for fraction, report in sorted(live_reports.items()):
+    for fraction, report in sorted(live_reports, key=lambda item: item[0]):
         p99 = f"p99 {report.p99:.0f} ms" if report.p99 is not None else "no alert measured"
         print(f"  {figures.fraction_label(fraction)} ({capacity * fraction:,.0f} events/s): {p99}, the machine "
               f"{report.busy:.0%} busy")
