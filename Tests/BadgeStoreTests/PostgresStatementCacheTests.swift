@@ -49,44 +49,6 @@ struct PostgresStatementCacheTests {
         for _ in 0..<5 { #expect(cache.step(extra, on: 1) {} == .direct) }
     }
 
-    @Test func aStatementWhosePlanWasDroppedIsPreparedAgainUnderANewName() {
-        let cache = PostgresStatementCache()
-        let key = "i|SELECT $1"
-        for _ in 1..<PostgresStatementCache.usesBeforePreparing { _ = cache.step(key, on: 3) {} }
-        guard case .prepare(let first) = cache.step(key, on: 3, watch: {}) else {
-            Issue.record("not prepared")
-            return
-        }
-        cache.prepared(key, as: first, on: 3)
-        #expect(cache.replan(key, on: 4) == nil)  // not prepared on that connection
-        #expect(cache.replan(key, on: 3) == first)
-        #expect(cache.replan(key, on: 3) == nil)  // dropped already
-        // It counts its runs again, and is prepared under another name.
-        for _ in 1..<PostgresStatementCache.usesBeforePreparing { #expect(cache.step(key, on: 3) {} == .direct) }
-        guard case .prepare(let second) = cache.step(key, on: 3, watch: {}) else {
-            Issue.record("not prepared again")
-            return
-        }
-        #expect(second != first)
-    }
-
-    @Test func aDroppedPlanStillCountsTowardTheConnectionsCapacity() {
-        let cache = PostgresStatementCache()
-        for index in 0..<PostgresStatementCache.capacity {
-            let key = "i|SELECT \(index) + $1"
-            for _ in 1..<PostgresStatementCache.usesBeforePreparing { _ = cache.step(key, on: 1) {} }
-            guard case .prepare(let name) = cache.step(key, on: 1, watch: {}) else {
-                Issue.record("statement \(index) not prepared")
-                return
-            }
-            cache.prepared(key, as: name, on: 1)
-            // Every other statement's plan is dropped and not deallocated: it stays in the session.
-            if index % 2 == 0, cache.replan(key, on: 1) != nil { cache.abandoned(on: 1) }
-        }
-        let extra = "i|SELECT -1 + $1"
-        for _ in 0..<5 { #expect(cache.step(extra, on: 1) {} == .direct) }
-    }
-
     @Test func statementsWithoutBindsOrWithValuesThatHaveNoLiteralAreNotPrepared() {
         #expect(PostgresStatementCache.key("BEGIN", []) == nil)
         #expect(PostgresStatementCache.key("SELECT $1", [.null]) == nil)
@@ -208,35 +170,6 @@ struct PostgresPreparedStatementTests {
             #expect(transient == 1)
             #expect(succeeded == 5)
             #expect(transient <= 1)
-        }
-    }
-
-    @Test func aPreparedStatementThatRunsSlowlyLosesItsPlanOnItsConnection() async throws {
-        let database = TestDatabase(.postgres)
-        let store = try database.makeStore() as! PostgresBadgeStore
-        try await Self.running(store, on: database) {
-            // One key (the text and the bind types): fast with 0, slower than the cache allows with 1.
-            let statement = "SELECT pg_sleep(CASE WHEN $1 > 0 THEN 1.2 ELSE 0 END) AS slept"
-            let prepared = try await store.database.transaction { sql -> [String] in
-                var prepared: [String] = []
-                for slow in [0, 0, 0, 1, 0, 0, 0] {
-                    _ = try await sql.query(statement, [.int(Int64(slow))])
-                    let rows = try await sql.query(
-                        "SELECT name || ':' || generic_plans AS p FROM pg_prepared_statements "
-                            + "WHERE statement LIKE '%pg_sleep%' ORDER BY prepare_time", [])
-                    prepared.append(try rows.map { try $0["p"].string ?? "" }.joined(separator: ","))
-                }
-                return prepared
-            }
-            // Prepared and executed on its third run and executed on the fourth, which took too long: deallocated,
-            // then prepared again like a new statement on its third run after that.
-            try #require(prepared.count == 7)
-            let first = try #require(prepared[2].split(separator: ":").first)
-            #expect(prepared[2] == "\(first):1")
-            #expect(prepared[3...5] == ["", "", ""])
-            let second = try #require(prepared[6].split(separator: ":").first)
-            #expect(second != first)
-            #expect(prepared[6] == "\(second):1")
         }
     }
 

@@ -37,27 +37,10 @@ struct PostgresExecutor: SQLExecutor {
             statements.prepared(key, as: name, on: id)
             return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
         case .execute(let name):
-            let started = ContinuousClock.now
             do {
-                let rows = try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
-                let took = ContinuousClock.now - started
-                if took >= statements.replanAfter, let name = statements.replan(key, on: id) {
-                    log(replanning: sql, why: "it took \(took)")
-                    do {
-                        _ = try await plainQuery("DEALLOCATE \(name)", [])
-                    } catch {
-                        statements.abandoned(on: id)
-                    }
-                }
-                return rows
+                return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
             } catch {
                 let failure = PostgresTransactor.storeError(error)
-                // 57014: the statement ran out of the statement timeout (or was cancelled). Its transaction has
-                // failed: the prepared statement stays in the session.
-                if failure.code == .sqlState("57014"), statements.replan(key, on: id) != nil {
-                    statements.abandoned(on: id)
-                    log(replanning: sql, why: failure.message)
-                }
                 // 26000: the session lost its prepared statements (DISCARD ALL by a pooler, say). 0A000: a
                 // migration changed a table so that the statement's result would change shape ("cached plan must
                 // not change result type"). Either way this connection prepares its statements again.
@@ -66,12 +49,6 @@ struct PostgresExecutor: SQLExecutor {
                 throw StoreError(code: failure.code, message: failure.message, transient: true)
             }
         }
-    }
-
-    private func log(replanning sql: String, why: String) {
-        logger.notice(
-            "a prepared statement ran slowly; it is planned again (see PostgresStatementCache)",
-            metadata: ["store.why": "\(why)", "store.statement": "\(sql.prefix(200))"])
     }
 
     /// Runs `sql` with its binds as one unnamed statement.

@@ -27,17 +27,6 @@ import Synchronization
 /// empty outbox took 0.4–3.8 s a call once the outbox held 50,000 rows). Measured with `pg_stat_statements`
 /// (`track_planning`) at 2,000 events/s on 3 workers: planning went from 5.6 s to 0.9 s of PostgreSQL's time in a
 /// 20 s run, with the row sets' size out of the SQL text (see `SQLRowSet.table`) and generic plans together.
-///
-/// A generic plan is still made on the statistics of its moment, and the outbox is a queue: autovacuum finds it
-/// empty whenever it has drained, with its indexes as large as the last backlog left them. Plans made then chose
-/// indexes by accident (a full scan of `outbox (token, id)` to find rows by `id`, a bitmap scan and sort of every
-/// token above another to find the next one), and once a backlog formed every claim ran into the statement
-/// timeout, retry after retry, for the minute until autovacuum looked again (seen at 30–50 % of a fleet's
-/// capacity: p99 40–66 s). So a prepared statement that runs for ``replanAfter`` or longer, or runs out of the
-/// statement timeout, loses its plan on that connection (``replan(_:on:)``) and is prepared again like a new one:
-/// the plan made then scales the statistics' row counts to each table's current size, a backlog's. (Running it
-/// unprepared meanwhile would not plan differently: under `force_generic_plan` an unnamed statement gets a generic
-/// plan too, made at each run.)
 final class PostgresStatementCache: Sendable {
     /// What to do with one statement.
     enum Step: Equatable {
@@ -53,9 +42,6 @@ final class PostgresStatementCache: Sendable {
     static let capacity = 200
     /// Runs of the same text on a connection before it is prepared there.
     static let usesBeforePreparing = 3
-    /// How long a run of a prepared statement may take before its plan is dropped (see the type's comment): about
-    /// a hundred times what a statement takes on a loaded machine, and a ninth of the default statement timeout.
-    static let defaultReplanAfter = Duration.seconds(1)
     /// The session settings the worker's connections start with (see the type's comment).
     static let startupParameters: [(String, String)] = [
         ("enable_seqscan", "off"), ("plan_cache_mode", "force_generic_plan"),
@@ -64,9 +50,6 @@ final class PostgresStatementCache: Sendable {
     private struct Connection {
         var uses: [String: Int] = [:]
         var prepared: [String: String] = [:]
-        /// Prepared statements whose plan was dropped but could not be deallocated (their transaction had
-        /// failed): left in the session, and counted toward ``capacity``.
-        var abandoned = 0
     }
 
     private struct State {
@@ -77,12 +60,8 @@ final class PostgresStatementCache: Sendable {
     }
 
     private let state = Mutex(State())
-    /// See ``defaultReplanAfter``.
-    let replanAfter: Duration
 
-    init(replanAfter: Duration = PostgresStatementCache.defaultReplanAfter) {
-        self.replanAfter = replanAfter
-    }
+    init() {}
 
     /// The key of a statement: its text and the types of its binds, or nil when it is not to be prepared: one
     /// without binds (`BEGIN`, `COMMIT`, schema changes), or one that cannot run as `EXECUTE` with literals (a NULL
@@ -121,9 +100,7 @@ final class PostgresStatementCache: Sendable {
             var entry = state.connections[connection] ?? Connection()
             defer { state.connections[connection] = entry }
             if let name = entry.prepared[key] { return (.execute(name), isNew) }
-            if state.refused.contains(key) || entry.prepared.count + entry.abandoned >= Self.capacity {
-                return (.direct, isNew)
-            }
+            if state.refused.contains(key) || entry.prepared.count >= Self.capacity { return (.direct, isNew) }
             let uses = (entry.uses[key] ?? 0) + 1
             if uses < Self.usesBeforePreparing {
                 entry.uses[key] = uses
@@ -140,21 +117,6 @@ final class PostgresStatementCache: Sendable {
     /// `name` is prepared on `connection`.
     func prepared(_ key: String, as name: String, on connection: PostgresConnection.ID) {
         state.withLock { $0.connections[connection, default: Connection()].prepared[key] = name }
-    }
-
-    /// The plan of `key` on `connection` went wrong (a run took ``replanAfter`` or longer, or ran out of the
-    /// statement timeout): it is counted and prepared again like a new statement, under a new name. Returns the
-    /// name it was prepared under there, for the caller to `DEALLOCATE` (or ``abandoned(on:)``), or nil.
-    func replan(_ key: String, on connection: PostgresConnection.ID) -> String? {
-        state.withLock { state in
-            state.connections[connection]?.uses[key] = nil
-            return state.connections[connection]?.prepared.removeValue(forKey: key)
-        }
-    }
-
-    /// A statement whose plan was dropped stays prepared on `connection` (its `DEALLOCATE` could not run).
-    func abandoned(on connection: PostgresConnection.ID) {
-        state.withLock { $0.connections[connection]?.abandoned += 1 }
     }
 
     /// The `PREPARE` of `key` failed: it runs as a plain statement from now on, on every connection.
