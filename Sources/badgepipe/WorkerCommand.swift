@@ -188,9 +188,10 @@ struct WorkerCommand: AsyncParsableCommand {
         // Services shut down in reverse order: the worker first (its batches and rounds in progress finish), then
         // the operations listener (which answers while the worker drains), then the store.
         var services: [any Service] = [SecondSignal(), StoreService(store: store)]
+        // Always, metrics served or not: its samples also keep the outbox's planner statistics (see `OutboxGauges`).
+        services.append(OutboxGauges(store: store, health: worker.health, logger: logger))
         if let port {
             let health = worker.health
-            services.append(OutboxGauges(store: store, health: health, logger: logger))
             services.append(
                 OperationsServer(
                     host: Settings.value(metricsHost, "BADGEPIPE_METRICS_HOST", default: "127.0.0.1"), port: port,

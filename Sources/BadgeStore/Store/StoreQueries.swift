@@ -67,8 +67,42 @@ enum StoreQueries {
                 partition: Int(partition), depth: Int(depth), oldestCreatedAt: try row["oldest_created_at"].int64,
                 oldestAge: try row["oldest_age"].int64.map { .microseconds(max(0, $0)) })
         }
+        if database.dialect == .postgres {
+            try await keepOutboxStatistics(depth: found.values.reduce(0) { $0 + $1.depth }, database: database)
+        }
         return Set(partitions).sorted().map {
             found[$0] ?? OutboxBacklog(partition: $0, depth: 0, oldestCreatedAt: nil)
         }
+    }
+
+    /// Fewest rows the outbox holds (in the partitions one sample counts) before its statistics are looked at.
+    static let outboxAnalyzeDepth = 1_000
+
+    /// Whether the outbox's planner statistics (`reltuples`, nil when PostgreSQL has none) say far fewer rows than a
+    /// sample counted: at least ``outboxAnalyzeDepth``, and more than 4 times what the statistics say.
+    static func outboxStatisticsAreBehind(depth: Int, reltuples: Double?) -> Bool {
+        guard depth >= outboxAnalyzeDepth, let reltuples, reltuples >= 0 else { return false }
+        return Double(depth) > 4 * reltuples
+    }
+
+    /// Runs `ANALYZE` on the outbox when its statistics are behind a backlog (``outboxStatisticsAreBehind``).
+    ///
+    /// Why: the outbox is a queue. When it has drained, autovacuum finds it (nearly) empty and records so, and every
+    /// plan made afterwards (the connections cache generic plans, see `PostgresStatementCache`) takes it for a
+    /// table of one row, and picks among its indexes by accident: rows looked up by `id` through a whole-index scan
+    /// of `outbox (token, id)`, a token's rows read from `outbox_pkey` from one id to the end. Harmless while it is
+    /// small; once a backlog forms, every claim scans whole indexes, the backlog grows faster, and claims ran into
+    /// the statement timeout retry after retry until autovacuum came round a minute later (p99 41–66 s at 30–50 %
+    /// of a fleet's capacity). `ANALYZE` records the backlog, which invalidates the plans, and they are made again
+    /// on it. Several workers may see it at once: `SKIP_LOCKED` lets one of them do it.
+    static func keepOutboxStatistics(depth: Int, database: any SQLTransactor) async throws {
+        guard depth >= outboxAnalyzeDepth else { return }
+        let rows = try await database.transaction { sql in
+            try await sql.query(
+                "SELECT reltuples::float8::text AS reltuples FROM pg_class WHERE oid = to_regclass('outbox')", [])
+        }
+        let reltuples = try rows.first?["reltuples"].string.flatMap(Double.init)
+        guard outboxStatisticsAreBehind(depth: depth, reltuples: reltuples) else { return }
+        try await database.transaction { sql in try await sql.execute("ANALYZE (SKIP_LOCKED) outbox") }
     }
 }

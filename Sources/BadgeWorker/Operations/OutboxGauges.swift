@@ -7,7 +7,9 @@ import ServiceLifecycle
 /// Samples the outbox of the partitions this worker holds every `interval` into the gauges
 /// `badgepipe_outbox_depth` and `badgepipe_outbox_oldest_age_seconds` (one statement per sample, whatever the
 /// number of partitions). A `Service` of its own, beside the worker: a slow database delays the figures, never a
-/// lease round. Partitions the worker gave up read 0.
+/// lease round. Partitions the worker gave up read 0. On PostgreSQL a sample that counts a backlog far larger than
+/// the outbox's planner statistics record also has them taken again (`ANALYZE`; see the store's
+/// `keepOutboxStatistics`), so the worker runs it whether or not it serves metrics.
 public struct OutboxGauges: Service {
     private let store: any BadgeStore
     private let health: WorkerHealth
