@@ -94,7 +94,9 @@ enum StoreQueries {
     /// small; once a backlog forms, every claim scans whole indexes, the backlog grows faster, and claims ran into
     /// the statement timeout retry after retry until autovacuum came round a minute later (p99 41–66 s at 30–50 %
     /// of a fleet's capacity). `ANALYZE` records the backlog, which invalidates the plans, and they are made again
-    /// on it. Several workers may see it at once: `SKIP_LOCKED` lets one of them do it.
+    /// on it. Several workers may see it at once: the one that takes the advisory lock ``outboxAnalyzeLockKey``
+    /// (for its transaction, without waiting) does it, and the others go on (`SKIP_LOCKED` instead would have
+    /// PostgreSQL warn in its log each time).
     static func keepOutboxStatistics(depth: Int, database: any SQLTransactor) async throws {
         guard depth >= outboxAnalyzeDepth else { return }
         let rows = try await database.transaction { sql in
@@ -103,6 +105,15 @@ enum StoreQueries {
         }
         let reltuples = try rows.first?["reltuples"].string.flatMap(Double.init)
         guard outboxStatisticsAreBehind(depth: depth, reltuples: reltuples) else { return }
-        try await database.transaction { sql in try await sql.execute("ANALYZE (SKIP_LOCKED) outbox") }
+        try await database.transaction { sql in
+            let lock = try await sql.query(
+                "SELECT pg_try_advisory_xact_lock(\(outboxAnalyzeLockKey)) AS taken", []
+            ).first
+            guard try lock?["taken"].bool == true else { return }
+            try await sql.execute("ANALYZE outbox")
+        }
     }
+
+    /// The key of the PostgreSQL advisory lock a worker holds while it analyzes the outbox ("BPoutbox").
+    static let outboxAnalyzeLockKey: Int64 = 0x4250_6f75_7462_6f78
 }
