@@ -76,7 +76,7 @@ public struct Worker: Service {
             feedback: FeedbackPublisher(
                 store: store, exchange: configuration.topology.feedbackExchange,
                 hold: configuration.feedbackHold, logger: logger),
-            logger: logger)
+            recordGathering: configuration.recordGathering, logger: logger)
         do {
             // At start the database may not answer yet (a fleet starting with it): wait, saying so.
             // Waiting for the database or the broker (a fleet starting with them) ends at once on SIGTERM:

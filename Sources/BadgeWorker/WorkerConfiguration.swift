@@ -55,6 +55,16 @@ public struct WorkerConfiguration: Sendable {
     /// batches are not full (see `TransactionGroupStateMachine`): partitions take their batches at that tick,
     /// together. Zero: a transaction starts as soon as a batch is there.
     public var ingestionInterval = Duration.milliseconds(WorkerConfiguration.defaultIngestionIntervalMilliseconds)
+    /// How long a delivery record waits for those of the worker's other partitions, to be written together in one
+    /// transaction (see `PushDispatcher.record(_:)`): the pushes one ingestion transaction claims for several
+    /// partitions go out at the same time, and so do their records. It adds this long at most to the time a push
+    /// stays sent but not recorded. By default a tenth of ``ingestionInterval``, at most 2 ms; zero: each record on
+    /// its own.
+    public var recordGathering: Duration {
+        get { recordGatheringOverride ?? min(ingestionInterval / 10, .milliseconds(2)) }
+        set { recordGatheringOverride = newValue }
+    }
+    private var recordGatheringOverride: Duration?
     /// The most active devices a user keeps (see `ApplyContext.maxDevicesPerUser`).
     public var maxDevicesPerUser = ApplyContext.defaultMaxDevicesPerUser
     /// Most pushes in flight at once, per partition (one device's pushes always go one after another).

@@ -117,6 +117,28 @@ struct TransactionGroupStateMachineTests {
     }
 
     @Test
+    func withoutAnIntervalRequestsThatComeWithinTheGatheringMomentShareOneRound() {
+        // The delivery records' group: no interval, a gathering moment of 2 ms.
+        var group = TransactionGroupStateMachine<String, String>(
+            maxWeight: 100, interval: .zero, gathering: .milliseconds(2))
+        #expect(group.gathering == .milliseconds(2))
+        #expect(group.tickRequested(now: Self.at(0), urgent: false) == .time(until: Self.at(2)))
+        #expect(group.tickRequested(now: Self.at(1), urgent: false) == .join)
+        let joined = group.join("p1's record")
+        #expect(joined)
+        #expect(group.tickElapsed() == ["p1's record"])
+        #expect(group.arrived("p0", weight: 3, armed: true) == .wait)
+        #expect(group.arrived("p1", weight: 5, armed: true) == .wake("p0"))
+        #expect(group.takeRound(now: Self.at(2)) == ["p0", "p1"])
+        // One that comes while the round runs times a tick of its own, right after the gathering moment.
+        #expect(group.tickRequested(now: Self.at(3), urgent: false) == .time(until: Self.at(5)))
+        // Without an interval, the default gathering moment is none: a request goes at once.
+        var ungathered = TransactionGroupStateMachine<String, String>(maxWeight: 100)
+        #expect(ungathered.gathering == .zero)
+        #expect(ungathered.tickRequested(now: Self.at(0), urgent: false) == .go)
+    }
+
+    @Test
     func thePartitionsOfARoundLongerThanTheIntervalGatherForTheNextOne() {
         var group = TransactionGroupStateMachine<String, String>(maxWeight: 100, interval: .milliseconds(10))
         #expect(group.gathering == .milliseconds(1))

@@ -110,6 +110,40 @@ struct PartitionDeliveryTests {
         }
     }
 
+    /// A worker's partitions record their outcomes together when they come within the gathering moment: each
+    /// partition's sent rows leave the outbox, and only those.
+    @Test(arguments: Backend.allCases)
+    func recordsOfSeveralPartitionsWithinTheGatheringMomentAreWrittenTogether(backend: Backend) async throws {
+        try await withDeliveryFixture(backend) { store, _, dispatcher in
+            for partition in 0..<3 {
+                let events = deliveryFixtureEvents(token: "feed\(partition)000feed0000feed0000feed0000").map {
+                    var event = $0
+                    event.id += "-p\(partition)"
+                    event.recipient = "u-\(partition)"
+                    return event
+                }
+                _ = try await store.apply(events, policy: .unseen, context: ApplyContext(partition: partition))
+            }
+            let base = dispatcher(store)
+            let gathering = PushDispatcher(
+                store: store, sender: base.sender, builder: base.builder, concurrency: 4, policy: .unseen,
+                recordGathering: .milliseconds(200), logger: base.logger)
+            #expect(gathering.records != nil)
+            let queued = try await store.pendingPushes(limit: 100)
+            let partition0 = try await store.pendingPushes(limit: 100, partition: 0).map(\.id)
+            let partition1 = try await store.pendingPushes(limit: 100, partition: 1).map(\.id)
+            #expect(!partition0.isEmpty && !partition1.isEmpty)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await gathering.record(DeliveryRecord(sent: partition0)) }
+                group.addTask { try await gathering.record(DeliveryRecord(sent: partition1)) }
+                try await group.waitForAll()
+            }
+            let left = try await store.pendingPushes(limit: 100).map(\.id)
+            #expect(Set(left) == Set(queued.map(\.id)).subtracting(partition0 + partition1))
+            #expect(try await store.pendingPushes(limit: 100, partition: 2).map(\.id) == left)
+        }
+    }
+
     /// Runs partition 0's delivery loop (idle poll 60 s) until the sink has the alert, then `check` (given the
     /// outbox's row count), then stops the loop.
     private static func deliver(

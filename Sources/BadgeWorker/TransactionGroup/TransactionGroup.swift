@@ -33,13 +33,14 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
     private let logger: Logger
 
     /// A group of `what` requests: `transaction` runs one or several in one transaction (one answer per request,
-    /// in order) and retries transient failures itself; rounds start at most once every `interval` (see
-    /// ``TransactionGroupStateMachine``).
+    /// in order) and retries transient failures itself; rounds start at most once every `interval`, and a tick
+    /// waits `gathering` at least (nil: the default, see ``TransactionGroupStateMachine/gathering``).
     init(
-        _ what: String, maxWeight: Int, interval: Duration = .zero, logger: Logger,
+        _ what: String, maxWeight: Int, interval: Duration = .zero, gathering: Duration? = nil, logger: Logger,
         transaction: @escaping @Sendable ([Request]) async throws -> [Answer]
     ) {
-        self.group = Mutex(TransactionGroupStateMachine(maxWeight: maxWeight, interval: interval))
+        self.group = Mutex(
+            TransactionGroupStateMachine(maxWeight: maxWeight, interval: interval, gathering: gathering))
         self.what = what
         self.transaction = transaction
         self.logger = logger

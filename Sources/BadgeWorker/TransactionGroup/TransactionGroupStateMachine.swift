@@ -70,9 +70,11 @@ struct TransactionGroupStateMachine<Submission, TickWaiter> {
     private(set) var timing = false
     private var tickWaiters: [TickWaiter] = []
 
-    init(maxWeight: Int, interval: Duration = .zero) {
+    /// `gathering`: see ``gathering``; nil for the default, a tenth of `interval`, at most 2 ms.
+    init(maxWeight: Int, interval: Duration = .zero, gathering: Duration? = nil) {
         self.maxWeight = max(1, maxWeight)
         self.interval = max(.zero, interval)
+        self.gathering = max(.zero, gathering ?? min(self.interval / 10, .milliseconds(2)))
     }
 
     /// Requests waiting for a round.
@@ -93,9 +95,9 @@ struct TransactionGroupStateMachine<Submission, TickWaiter> {
         return .time(until: due)
     }
 
-    /// How long a tick asked for after `interval` has passed waits for the worker's other partitions: a tenth of
-    /// `interval`, at most 2 ms (none without an interval).
-    var gathering: Duration { min(interval / 10, .milliseconds(2)) }
+    /// How long a tick asked for after `interval` has passed waits for the worker's other partitions: by default a
+    /// tenth of `interval`, at most 2 ms (none without an interval).
+    let gathering: Duration
 
     /// `waiter` waits for the tick being timed; false when it came meanwhile (the partition is armed: it goes
     /// now).
