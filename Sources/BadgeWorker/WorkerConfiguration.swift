@@ -58,13 +58,9 @@ public struct WorkerConfiguration: Sendable {
     /// How long a delivery record waits for those of the worker's other partitions, to be written together in one
     /// transaction (see `PushDispatcher.record(_:)`): the pushes one ingestion transaction claims for several
     /// partitions go out at the same time, and so do their records. It adds this long at most to the time a push
-    /// stays sent but not recorded. By default a tenth of ``ingestionInterval``, at most 2 ms; zero: each record on
-    /// its own.
-    public var recordGathering: Duration {
-        get { recordGatheringOverride ?? min(ingestionInterval / 10, .milliseconds(2)) }
-        set { recordGatheringOverride = newValue }
-    }
-    private var recordGatheringOverride: Duration?
+    /// stays sent but not recorded. The ingestion tick's gathering moment: a tenth of ``ingestionInterval``, at
+    /// most 2 ms; none without an interval (each record on its own).
+    var recordGathering: Duration { .gatheringMoment(forInterval: ingestionInterval) }
     /// The most active devices a user keeps (see `ApplyContext.maxDevicesPerUser`).
     public var maxDevicesPerUser = ApplyContext.defaultMaxDevicesPerUser
     /// Most pushes in flight at once, per partition (one device's pushes always go one after another).

@@ -110,10 +110,10 @@ struct PartitionDeliveryTests {
         }
     }
 
-    /// A worker's partitions record their outcomes together when they come within the gathering moment: each
-    /// partition's sent rows leave the outbox, and only those.
+    /// Records of several partitions that come within the gathering moment (one shared write, see
+    /// `TransactionGroupGatheringTests`): each partition's sent rows leave the outbox, and only those.
     @Test(arguments: Backend.allCases)
-    func recordsOfSeveralPartitionsWithinTheGatheringMomentAreWrittenTogether(backend: Backend) async throws {
+    func recordsOfSeveralPartitionsGatheredTogetherRemoveEachPartitionsSentRowsOnly(backend: Backend) async throws {
         try await withDeliveryFixture(backend) { store, _, dispatcher in
             for partition in 0..<3 {
                 let events = deliveryFixtureEvents(token: "feed\(partition)000feed0000feed0000feed0000").map {

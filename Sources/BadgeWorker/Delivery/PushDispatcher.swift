@@ -75,10 +75,8 @@ struct PushDispatcher: Sendable {
         guard gathering > .zero else { return nil }
         return TransactionGroup("delivery record", maxWeight: maxRecordWeight, gathering: gathering, logger: logger) {
             records in
-            let merged = records.reduce(into: DeliveryRecord()) { $0.add($1) }
-            try await Retry.transient("record deliveries", health: health, logger: logger) {
-                try await store.recordDeliveries(merged)
-            }
+            try await write(
+                records.reduce(into: DeliveryRecord()) { $0.add($1) }, to: store, health: health, logger: logger)
             return records.map { _ in () }
         }
     }
@@ -210,11 +208,18 @@ struct PushDispatcher: Sendable {
             await records.awaitTick(urgent: false)
             try await records.run(record, weight: record.count, armed: true)
         } else {
-            try await Retry.transient("record deliveries", health: health, logger: logger) { [store] in
-                try await store.recordDeliveries(record)
-            }
+            try await Self.write(record, to: store, health: health, logger: logger)
         }
         if !record.feedback.isEmpty { feedback?.ring() }
+    }
+
+    /// Writes `record` in a transaction of its own, retrying transient failures.
+    private static func write(
+        _ record: DeliveryRecord, to store: any BadgeStore, health: WorkerHealth?, logger: Logger
+    ) async throws {
+        try await Retry.transient("record deliveries", health: health, logger: logger) {
+            try await store.recordDeliveries(record)
+        }
     }
 
     /// One attempt at one push, with its result for the round (and the error that stopped it, if any).

@@ -70,11 +70,11 @@ struct TransactionGroupStateMachine<Submission, TickWaiter> {
     private(set) var timing = false
     private var tickWaiters: [TickWaiter] = []
 
-    /// `gathering`: see ``gathering``; nil for the default, a tenth of `interval`, at most 2 ms.
+    /// `gathering`: see ``gathering``; nil for the default, `Duration.gatheringMoment(forInterval:)`.
     init(maxWeight: Int, interval: Duration = .zero, gathering: Duration? = nil) {
         self.maxWeight = max(1, maxWeight)
         self.interval = max(.zero, interval)
-        self.gathering = max(.zero, gathering ?? min(self.interval / 10, .milliseconds(2)))
+        self.gathering = max(.zero, gathering ?? .gatheringMoment(forInterval: self.interval))
     }
 
     /// Requests waiting for a round.
@@ -183,3 +183,11 @@ struct TransactionGroupStateMachine<Submission, TickWaiter> {
 }
 
 extension TransactionGroupStateMachine.Arrival: Equatable where Submission: Equatable {}
+
+extension Duration {
+    /// The default gathering moment of a group whose rounds start at most once every `interval` (see
+    /// `TransactionGroupStateMachine.gathering`): a tenth of it, at most 2 ms; none without an interval.
+    static func gatheringMoment(forInterval interval: Duration) -> Duration {
+        min(max(.zero, interval) / 10, .milliseconds(2))
+    }
+}
