@@ -84,6 +84,8 @@ def parse(arguments):
     broker.add_argument("--no-broker", action="store_true", help="skip the broker-only baseline")
     broker.add_argument("--broker-only", action="store_true", help="run the broker-only baseline alone")
     parser.add_argument("--broker-count", type=int, default=100_000)
+    parser.add_argument("--broker-runs", type=int, default=3,
+                        help="broker-only runs; the baseline is the median of each figure (default 3)")
     options = parser.parse_args(arguments)
     options.partitions = int(os.environ.get("BADGEPIPE_PARTITIONS", "8"))
     if options.mode == "celebrity":
@@ -94,7 +96,7 @@ def parse(arguments):
                                                                                                      50_000)
     if options.users is None:
         options.users = 1000 if options.callgrind else 5000
-    for name in ("count", "users", "workers"):
+    for name in ("count", "users", "workers", "broker_runs"):
         if getattr(options, name) <= 0:
             parser.error(f"--{name} must be > 0")
     if options.mode == "live" and not (options.rate and options.rate > 0):
@@ -147,7 +149,7 @@ def main(arguments=None):
         database = Database(options.database, postgres, work, run_id)
         setup = runs.Setup(options, binaries, env, database, work, run_id)
         if options.broker_only:
-            publish_rate, consume_rate, broker_us = runs.broker_only(setup, options.broker_count)
+            broker_runs(options, setup)
             return 0
         wal = newest_wal()
         try:
@@ -228,13 +230,25 @@ def run_pipeline(options, setup):
 def broker_baseline(options, setup, events_per_s, report=None):
     if options.no_broker:
         return
-    publish_rate, consume_rate, broker_us = runs.broker_only(setup, options.broker_count)
+    publish_rate, consume_rate, broker_us = broker_runs(options, setup)
     if report is not None:
         report.print(broker_us=broker_us)
     if events_per_s and not math.isnan(consume_rate):
         print(f"pipeline / broker consume + ack: {events_per_s:,.0f} events/s / {consume_rate:,.0f} msg/s = "
               f"{events_per_s / consume_rate:.3f} (the drain only consumes; confirmed publishes alone: "
               f"{publish_rate:,.0f} msg/s)")
+
+
+def broker_runs(options, setup):
+    """`--broker-runs` broker-only runs, one after the other; returns the median of each figure (with more than one
+    run, printed with every run's CPU per message)."""
+    results = [runs.broker_only(setup, options.broker_count) for _ in range(options.broker_runs)]
+    baseline = figures.median_baseline(results)
+    if len(results) > 1:
+        each = ", ".join(f"{machine_us:.0f}" for _, _, machine_us in results)
+        print(f"  the broker alone, median of {len(results)} runs: machine {baseline[2]:.0f} µs a message (runs: "
+              f"{each}), consumed + acked {baseline[1]:,.0f} msg/s, confirmed publishes {baseline[0]:,.0f} msg/s")
+    return baseline
 
 
 def print_latency_by_load(capacity, live_reports):

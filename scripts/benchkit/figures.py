@@ -67,6 +67,19 @@ def cpu_between(first, last):
     return {part: max(0.0, last.get(part, 0.0) - first.get(part, 0.0)) for part in parts}
 
 
+def median_baseline(runs):
+    """The broker-only baseline of several runs, each (confirmed publishes/s, consumed + acked/s, machine CPU µs a
+    message): the median of each figure, taken on its own (NaN when no run gave it). One run's CPU per message
+    spreads by a third from run to run on one machine, and the efficiency figure divides by it."""
+    def median(values):
+        values = sorted(value for value in values if not math.isnan(value))
+        if not values:
+            return float("nan")
+        middle = len(values) // 2
+        return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+    return tuple(median(run[index] for run in runs) for index in range(3))
+
+
 def broker_messages_per_event(pipeline_us_per_event, broker_us_per_message):
     """How many broker-only messages' worth of CPU one event costs (the efficiency bar's unit)."""
     if not broker_us_per_message:

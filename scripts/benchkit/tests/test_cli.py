@@ -9,10 +9,11 @@ class Arguments(unittest.TestCase):
         celebrity = cli.parse(["--mode", "celebrity"])
         self.assertEqual((celebrity.count, celebrity.database, celebrity.workers), (1_000_000, "postgres", 1))
         self.assertEqual(cli.parse(["--mode", "push"]).count, 20_000)
+        self.assertEqual(cli.parse([]).broker_runs, 3)
 
     def test_refuses_what_cannot_run(self):
         for arguments in (["--mode", "live"], ["--rate", "5"], ["--workers", "3"], ["--cpu", "--mode", "live"],
-                          ["--count", "0"], ["--no-broker", "--broker-only"], ["--live-fractions", "0.25"],
+                          ["--count", "0"], ["--broker-runs", "0"], ["--no-broker", "--broker-only"], ["--live-fractions", "0.25"],
                           ["--cpu", "--live-fractions", "0,0.5"], ["--cpu", "--live-fractions", "1.5"],
                           ["--cpu", "--live-fractions", "half"]):
             with self.subTest(arguments=arguments), self.assertRaises(SystemExit):

@@ -49,6 +49,21 @@ class Cpu(unittest.TestCase):
         self.assertAlmostEqual(figures.broker_messages_per_event(328, 82), 4.0)
 
 
+class BrokerBaseline(unittest.TestCase):
+    def test_the_median_of_each_figure_on_its_own(self):
+        runs = [(40_000.0, 30_000.0, 110.0), (50_000.0, 90_000.0, 78.0), (45_000.0, 60_000.0, 96.0)]
+        self.assertEqual(figures.median_baseline(runs), (45_000.0, 60_000.0, 96.0))
+
+    def test_an_even_count_takes_the_mean_of_the_middle_two_and_a_missing_figure_is_left_out(self):
+        nan = float("nan")
+        publish, consume, machine = figures.median_baseline([(1.0, nan, 80.0), (3.0, 10.0, 100.0)])
+        self.assertEqual((publish, consume, machine), (2.0, 10.0, 90.0))
+        self.assertTrue(math.isnan(figures.median_baseline([(nan, nan, nan)])[1]))
+
+    def test_one_run_is_its_own_baseline(self):
+        self.assertEqual(figures.median_baseline([(1.0, 2.0, 3.0)]), (1.0, 2.0, 3.0))
+
+
 class Windows(unittest.TestCase):
     def test_windows_cover_the_series_in_order(self):
         series = [(t, t * 10) for t in range(0, 11)]  # 0..100 counted
