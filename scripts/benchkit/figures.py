@@ -3,6 +3,7 @@
 import datetime
 import math
 import os
+import statistics
 
 
 def percentile(sorted_values, fraction):
@@ -72,11 +73,8 @@ def median_baseline(runs):
     message): the median of each figure, taken on its own (NaN when no run gave it). One run's CPU per message
     spreads by a third from run to run on one machine, and the efficiency figure divides by it."""
     def median(values):
-        values = sorted(value for value in values if not math.isnan(value))
-        if not values:
-            return float("nan")
-        middle = len(values) // 2
-        return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+        values = [value for value in values if not math.isnan(value)]
+        return statistics.median(values) if values else float("nan")
     return tuple(median(run[index] for run in runs) for index in range(3))
 
 

@@ -13,7 +13,8 @@ class Arguments(unittest.TestCase):
 
     def test_refuses_what_cannot_run(self):
         for arguments in (["--mode", "live"], ["--rate", "5"], ["--workers", "3"], ["--cpu", "--mode", "live"],
-                          ["--count", "0"], ["--broker-runs", "0"], ["--no-broker", "--broker-only"], ["--live-fractions", "0.25"],
+                          ["--count", "0"], ["--broker-runs", "0"], ["--no-broker", "--broker-only"],
+                          ["--live-fractions", "0.25"],
                           ["--cpu", "--live-fractions", "0,0.5"], ["--cpu", "--live-fractions", "1.5"],
                           ["--cpu", "--live-fractions", "half"]):
             with self.subTest(arguments=arguments), self.assertRaises(SystemExit):
