@@ -222,7 +222,8 @@ def run_pipeline(options, setup):
         print(f"bench: publishing alone at C/2 = {half:,.0f} events/s for {seconds} s ({alone_count:,} events), into "
               f"partition queues nothing consumes", flush=True)
         runs.publishing_alone(setup, alone_count, options.users, options.seed + 1 + len(live_reports), half,
-                               next((report for fraction, report in reversed(live_reports) if fraction == 0.5), None))
+                               next((report for fraction, report in reversed(live_reports) if fraction == 0.5), None),
+                               report)
     broker_baseline(options, setup, capacity, report if options.cpu else None)
     return 0
 

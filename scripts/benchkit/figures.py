@@ -152,6 +152,17 @@ def less_publishing(machine_us, rabbitmq_us, publisher_us):
     return max(0.0, machine_us - rabbitmq_us - publisher_us)
 
 
+def busy_at(rate, us_per_event, cores):
+    """The share of `cores` (0 to 1) that `rate` events/s keep busy at `us_per_event` µs of CPU each."""
+    return rate * us_per_event / (cores * 1e6) if cores else float("nan")
+
+
+def live_budget_us(rate, busy, publishing_us, cores):
+    """What the pipeline may spend on a live event at `rate` events/s for the machine to stay `busy` (0 to 1), beside
+    the `publishing_us` µs an event that publishing costs it (RabbitMQ and the publisher, measured alone)."""
+    return busy * cores * 1e6 / rate - publishing_us if rate > 0 else float("nan")
+
+
 def namespace_queues(queue_names, namespace):
     """The queues of a deployment namespace (`NAMESPACE.…`), sorted: never another namespace's whose name merely
     starts alike."""

@@ -235,11 +235,19 @@ def live(setup, count, users, seed, rate):
     return report
 
 
-def publishing_alone(setup, count, users, seed, rate, live_report=None):
+# The machine's load at which the live runs keep p99 within 50 ms (at C/10: 66-78 % busy, p99 28-57 ms; at C/5:
+# 84-93 %, p99 60-96 ms; docs/performance.md, *Latency at C/2*): the reference for the live event's budget.
+LATENCY_BUSY = 0.70
+
+
+def publishing_alone(setup, count, users, seed, rate, live_report=None, drain_report=None):
     """The live run's publishing without the pipeline: `badgepipe publish` of `count` events at `rate` events/s into
     the partition queues of a scratch namespace that nothing consumes (declared for the run, deleted after it).
     Prints its CPU per event (the machine, RabbitMQ, the publisher) and how busy the machine was; with the live run's
-    `live_report`, what the pipeline itself spent an event there (the machine less RabbitMQ and the publisher)."""
+    `live_report`, what the pipeline itself spent an event there (the machine less RabbitMQ and the publisher); with
+    the drain's `drain_report`, how busy the machine would be at `rate` if a live event cost the pipeline what a
+    drained one does (the drain's machine CPU less RabbitMQ's), and what a live event may cost the pipeline for the
+    machine to stay `LATENCY_BUSY` busy."""
     namespace = f"bench-alone-{setup.run_id}"
     env = dict(setup.env, BADGEPIPE_NAMESPACE=namespace)
     run(setup.binary, "setup", "--partitions", str(setup.options.partitions), env=env)
@@ -264,6 +272,14 @@ def publishing_alone(setup, count, users, seed, rate, live_report=None):
                                                  for part in ("machine", "rabbitmq", "publisher")))
             print(f"  the live run's pipeline (its machine CPU less RabbitMQ's and the publisher's): {pipeline:.0f} µs "
                   f"an event", flush=True)
+        if drain_report is not None:
+            cores = os.cpu_count()
+            drained = figures.less_publishing(drain_report.per_event("machine"), drain_report.per_event("rabbitmq"), 0)
+            floor = figures.busy_at(rate, machine + drained, cores)
+            budget = figures.live_budget_us(rate, LATENCY_BUSY, machine, cores)
+            print(f"  with a live event as cheap as a drained one ({drained:.0f} µs: the drain's machine CPU less "
+                  f"RabbitMQ's) and this publishing, the machine would be {floor:.0%} busy; {LATENCY_BUSY:.0%} busy "
+                  f"leaves the pipeline {budget:.0f} µs a live event", flush=True)
     finally:
         for queue in figures.namespace_queues(queue_counts(), namespace):
             subprocess.run(["scripts/services", "ctl", "delete_queue", queue], cwd=ROOT, capture_output=True)

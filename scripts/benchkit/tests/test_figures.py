@@ -98,6 +98,18 @@ class LiveShares(unittest.TestCase):
         self.assertEqual(figures.less_publishing(577, 113, 36), 428)
         self.assertEqual(figures.less_publishing(100, 80, 40), 0.0)
 
+    def test_the_machine_s_load_at_a_rate_and_the_live_event_s_budget(self):
+        # 10a0fac, PostgreSQL run 1: C/2 = 3,438 events/s, publishing alone 195 µs an event, the drain less RabbitMQ
+        # 251 µs: 77 % of two cores even with a live event as cheap as a drained one.
+        self.assertAlmostEqual(figures.busy_at(3438, 195 + 251, 2), 0.7667, places=3)
+        self.assertAlmostEqual(figures.busy_at(1000, 500, 1), 0.5)
+        self.assertTrue(math.isnan(figures.busy_at(1000, 500, 0)))
+        self.assertAlmostEqual(figures.live_budget_us(3438, 0.70, 195, 2), 212.2, places=1)
+        self.assertAlmostEqual(figures.live_budget_us(1000, 0.5, 100, 1), 400)
+        self.assertTrue(math.isnan(figures.live_budget_us(0, 0.7, 195, 2)))
+        # At the budget the machine is exactly as busy as asked.
+        self.assertAlmostEqual(figures.busy_at(3438, 195 + figures.live_budget_us(3438, 0.7, 195, 2), 2), 0.7)
+
     def test_only_the_namespace_s_own_queues_are_picked(self):
         names = ["badgepipe.events.0", "bench-alone-7.events.1", "bench-alone-7.dead", "bench-alone-70.events.0",
                  "bench-alone-7.events.0"]
