@@ -58,13 +58,13 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
         // The pool of batches and claims prepares the statements it runs again and again (see
         // `PostgresStatementCache`, which also says why its sessions start with `enable_seqscan = off`).
         if preparedStatements {
-            configuration.options.additionalStartupParameters += PostgresStatements.startupParameters
+            configuration.options.additionalStartupParameters += PostgresStatementCache.startupParameters
         }
         let (clientStarted, leaseClientStarted) = (CloseSignal<Void>(), CloseSignal<Void>())
         (self.clientStarted, self.leaseClientStarted) = (clientStarted, leaseClientStarted)
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.database = PostgresTransactor(
-            client: client, logger: logger, statements: preparedStatements ? PostgresStatements() : nil,
+            client: client, logger: logger, statements: preparedStatements ? PostgresStatementCache() : nil,
             started: clientStarted)
         leaseConfiguration.options.minimumConnections = 0
         leaseConfiguration.options.maximumConnections = 2

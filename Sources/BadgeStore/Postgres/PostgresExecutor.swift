@@ -1,20 +1,17 @@
 import Logging
 import PostgresNIO
 
-/// The statements a PostgreSQL connection has prepared: postgres-nio's prepared queries, by text and bind types.
-typealias PostgresStatements = PostgresStatementCache<PreparedQuery>
-
 /// Runs statements on one leased connection.
 struct PostgresExecutor: SQLExecutor {
     let connection: PostgresConnection
     let logger: Logger
     /// Statements prepared on this connection (see ``PostgresStatementCache``); nil runs every statement plainly.
-    var statements: PostgresStatements? = nil
+    var statements: PostgresStatementCache? = nil
 
     var dialect: SQLDialect { .postgres }
 
     func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-        guard let statements, let key = PostgresStatements.key(sql, binds) else {
+        guard let statements, let key = PostgresStatementCache.key(sql, binds) else {
             return try await plainQuery(sql, binds)
         }
         let id = connection.id
@@ -24,13 +21,11 @@ struct PostgresExecutor: SQLExecutor {
         switch step {
         case .direct:
             return try await plainQuery(sql, binds)
-        case .prepare:
-            let prepared: PreparedQuery
+        case .prepare(let name):
             do {
-                let typed = PostgresStatements.typed(sql, binds)
-                prepared = try await Self.ifOpen(connection) { connection.prepare(query: typed) }
+                _ = try await plainQuery(PostgresStatementCache.prepareStatement(sql, name: name, binds: binds), [])
             } catch {
-                let failure = failure(of: error)
+                let failure = PostgresTransactor.storeError(error)
                 guard !failure.transient else { throw failure }
                 // Not preparable as declared: from now on it runs plainly; this transaction starts again.
                 statements.refuse(key)
@@ -39,13 +34,13 @@ struct PostgresExecutor: SQLExecutor {
                     metadata: ["store.error": "\(failure)", "store.statement": "\(sql.prefix(200))"])
                 throw StoreError(code: failure.code, message: failure.message, transient: true)
             }
-            statements.prepared(key, as: prepared, on: id)
-            return try await execute(prepared, binds)
-        case .execute(let prepared):
+            statements.prepared(key, as: name, on: id)
+            return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
+        case .execute(let name):
             do {
-                return try await execute(prepared, binds)
+                return try await plainQuery(PostgresStatementCache.executeStatement(name: name, binds: binds), [])
             } catch {
-                let failure = failure(of: error)
+                let failure = PostgresTransactor.storeError(error)
                 // 26000: the session lost its prepared statements (DISCARD ALL by a pooler, say). 0A000: a
                 // migration changed a table so that the statement's result would change shape ("cached plan must
                 // not change result type"). Either way this connection prepares its statements again.
@@ -54,29 +49,6 @@ struct PostgresExecutor: SQLExecutor {
                 throw StoreError(code: failure.code, message: failure.message, transient: true)
             }
         }
-    }
-
-    /// What a failed preparation or execution of a prepared statement means. postgres-nio's `PreparedQuery` reports
-    /// errors in their older shapes (see `PostgresTransactor.storeError`); whatever its shape, a failure that left
-    /// the connection closed is a lost connection, which the transaction's retry takes another one for.
-    private func failure(of error: any Error) -> StoreError {
-        let failure = PostgresTransactor.storeError(error)
-        guard failure.code == .postgres, connection.isClosed else { return failure }
-        return StoreError(code: .connection, message: failure.message, transient: true)
-    }
-
-    /// Runs a prepared statement with `binds` in binary, the types ``PostgresStatementCache/typed(_:_:)`` cast its
-    /// parameters to.
-    private func execute(_ prepared: PreparedQuery, _ binds: [SQLValue]) async throws -> [SQLRow] {
-        let values = binds.map { value -> PostgresData in
-            switch value {
-            case .null: PostgresData(type: .text)
-            case .int(let number): PostgresData(type: .int8, value: ByteBuffer(integer: number))
-            case .bool(let flag): PostgresData(type: .bool, value: ByteBuffer(integer: UInt8(flag ? 1 : 0)))
-            case .text(let text): PostgresData(type: .text, value: ByteBuffer(string: text))
-            }
-        }
-        return try Self.rows(try await Self.ifOpen(connection) { prepared.execute(values) })
     }
 
     /// Runs `sql` with its binds as one unnamed statement.
@@ -90,40 +62,25 @@ struct PostgresExecutor: SQLExecutor {
             case .bool(let value): bindings.append(value)
             }
         }
-        let query = PostgresQuery(unsafeSQL: sql, binds: bindings)
-        return try Self.rows(try await Self.ifOpen(connection) { connection.query(query, logger: logger) }.rows)
-    }
-
-    private static func rows(_ rows: [PostgresRow]) throws -> [SQLRow] {
-        guard let first = rows.first else { return [] }
+        let result = try await Self.queryIfOpen(
+            PostgresQuery(unsafeSQL: sql, binds: bindings), on: connection, logger: logger)
+        guard let first = result.rows.first else { return [] }
         // Every row of a result has the same columns: their names are read once.
         let columns = SQLColumns(first.map(\.columnName))
-        return try rows.map { row in SQLRow(columns: columns, values: try row.map(Self.value)) }
+        return try result.rows.map { row in SQLRow(columns: columns, values: try row.map(Self.value)) }
     }
 
-    /// A cell's value, read from its bytes in PostgreSQL's binary format. postgres-nio asks for every result in binary
-    /// (its `Bind` says so for every statement), but a `PreparedQuery` keeps the columns' format as the statement's
-    /// description gave it, text, and its cells' own decoding then reads binary bytes as text: so the bytes are read
-    /// here, for the few types the store's statements return.
     private static func value(_ cell: PostgresCell) throws -> SQLValue {
-        guard var bytes = cell.bytes else { return .null }
-        let value: SQLValue?
+        guard cell.bytes != nil else { return .null }
         switch cell.dataType {
-        case .int8: value = bytes.readableBytes == 8 ? bytes.readInteger(as: Int64.self).map { .int($0) } : nil
-        case .int4: value = bytes.readableBytes == 4 ? bytes.readInteger(as: Int32.self).map { .int(Int64($0)) } : nil
-        case .int2: value = bytes.readableBytes == 2 ? bytes.readInteger(as: Int16.self).map { .int(Int64($0)) } : nil
-        case .bool: value = bytes.readableBytes == 1 ? bytes.readInteger(as: UInt8.self).map { .bool($0 != 0) } : nil
-        case .text, .varchar, .name, .bpchar: value = .text(String(buffer: bytes))
+        case .int8: return .int(try cell.decode(Int64.self))
+        case .int4: return .int(Int64(try cell.decode(Int32.self)))
+        case .int2: return .int(Int64(try cell.decode(Int16.self)))
+        case .bool: return .bool(try cell.decode(Bool.self))
+        case .text, .varchar, .name, .bpchar: return .text(try cell.decode(String.self))
         default:
             // Only `void` (pg_advisory_xact_lock) reaches here; its value is never read.
             return .null
         }
-        guard let value else {
-            throw StoreError(
-                code: .postgres,
-                message: "column \(cell.columnName): a \(cell.dataType) value of \(bytes.readableBytes) bytes",
-                transient: false)
-        }
-        return value
     }
 }

@@ -7,7 +7,7 @@ struct PostgresTransactor: SQLTransactor {
     let client: PostgresClient
     let logger: Logger
     /// Statements prepared per connection, or nil to run every statement plainly.
-    var statements: PostgresStatements? = nil
+    var statements: PostgresStatementCache? = nil
     /// Resolved once the client's `run()` has been called (see ``PostgresBadgeStore/run()``).
     var started: CloseSignal<Void>? = nil
 

@@ -2,8 +2,7 @@ import Logging
 import PostgresNIO
 
 extension PostgresExecutor {
-    /// Runs `write` (a query, a preparation or a prepared statement's execution) and awaits its result; fails at
-    /// once, transiently, when the connection has already closed.
+    /// Runs `query` and collects its rows; fails at once, transiently, when the connection has already closed.
     ///
     /// postgres-nio 1.33 hands a query to its channel with a write whose promise is `nil`. Once the channel has
     /// closed (the server was stopped, say), its handlers are gone and such a write fails silently: the query
@@ -11,15 +10,15 @@ extension PostgresExecutor {
     /// PostgreSQL restart: the pool can lease a connection that has just closed, and a transaction's next statement
     /// or ROLLBACK can follow a close. Checking the channel and writing in one event-loop task leaves no gap: an
     /// open channel still has its handler, which answers or fails the query.
-    static func ifOpen<Result: Sendable>(
-        _ connection: PostgresConnection, _ write: @escaping @Sendable () -> EventLoopFuture<Result>
-    ) async throws -> Result {
-        @Sendable func checkAndWrite() -> EventLoopFuture<Result> {
+    static func queryIfOpen(
+        _ query: PostgresQuery, on connection: PostgresConnection, logger: Logger
+    ) async throws -> PostgresQueryResult {
+        @Sendable func checkAndWrite() -> EventLoopFuture<PostgresQueryResult> {
             if connection.isClosed {
                 return connection.eventLoop.makeFailedFuture(
                     StoreError(code: .connectionClosed, message: "the connection has closed", transient: true))
             }
-            return write()
+            return connection.query(query, logger: logger)
         }
         // On the loop already (a transaction runs there, see `EventLoopTaskExecutor`): this is one step of it.
         if connection.eventLoop.inEventLoop { return try await checkAndWrite().get() }
