@@ -245,10 +245,11 @@ def publishing_alone(setup, count, users, seed, rate, live_report=None, drain_re
     """The live run's publishing without the pipeline: `badgepipe publish` of `count` events at `rate` events/s into
     the partition queues of a scratch namespace that nothing consumes (declared for the run, deleted after it).
     Prints its CPU per event (the machine, RabbitMQ, the publisher) and how busy the machine was; with the live run's
-    `live_report`, what the pipeline itself spent an event there (the machine less RabbitMQ and the publisher); with
-    the drain's `drain_report`, how busy the machine would be at `rate` if a live event cost the pipeline what a
-    drained one does (the drain's machine CPU less RabbitMQ's), and what a live event may cost the pipeline for the
-    machine to stay `LATENCY_BUSY` busy."""
+    `live_report`, what the pipeline itself spent an event there (the machine less RabbitMQ and the publisher), and
+    how busy that alone keeps the machine's cores at `rate` (as if publishing ran elsewhere); with the drain's
+    `drain_report`, how busy the machine would be at `rate` if a live event cost the pipeline what a drained one does
+    (the drain's machine CPU less RabbitMQ's), and what a live event may cost the pipeline for the machine to stay
+    `LATENCY_BUSY` busy."""
     namespace = f"bench-alone-{setup.run_id}"
     env = dict(setup.env, BADGEPIPE_NAMESPACE=namespace)
     run(setup.binary, "setup", "--partitions", str(setup.options.partitions), env=env)
@@ -271,8 +272,10 @@ def publishing_alone(setup, count, users, seed, rate, live_report=None, drain_re
         if live_report is not None:
             pipeline = figures.less_publishing(*(live_report.per_event(part)
                                                  for part in ("machine", "rabbitmq", "publisher")))
+            on_its_own = figures.busy_at(rate, pipeline, os.cpu_count())
             print(f"  the live run's pipeline (its machine CPU less RabbitMQ's and the publisher's): {pipeline:.0f} µs "
-                  f"an event", flush=True)
+                  f"an event, which alone keeps the {os.cpu_count()} cores {on_its_own:.0%} busy at this rate (as if "
+                  f"publishing ran elsewhere)", flush=True)
         if drain_report is not None:
             cores = os.cpu_count()
             drained = figures.less_publishing(drain_report.per_event("machine"), drain_report.per_event("rabbitmq"), 0)
