@@ -266,18 +266,18 @@ def publishing_alone(setup, count, users, seed, rate, live_report=None, drain_re
         alone = CpuReport(dict(seconds, publisher=publisher_cpu), count, "event")
         machine, rabbitmq, publisher = (alone.per_event(part) for part in ("machine", "rabbitmq", "publisher"))
         busy = figures.utilisation(seconds["machine"], last[0] - first[0])
+        cores = os.cpu_count()
         print(f"  CPU per event (µs): machine {machine:.0f} = rabbitmq {rabbitmq:.0f}, publisher {publisher:.0f}, "
               f"other {figures.less_publishing(machine, rabbitmq, publisher):.0f}; the machine {busy:.0%} busy of "
-              f"{os.cpu_count()} cores", flush=True)
+              f"{cores} cores", flush=True)
         if live_report is not None:
             pipeline = figures.less_publishing(*(live_report.per_event(part)
                                                  for part in ("machine", "rabbitmq", "publisher")))
-            on_its_own = figures.busy_at(rate, pipeline, os.cpu_count())
+            on_its_own = figures.busy_at(rate, pipeline, cores)
             print(f"  the live run's pipeline (its machine CPU less RabbitMQ's and the publisher's): {pipeline:.0f} µs "
-                  f"an event, which alone keeps the {os.cpu_count()} cores {on_its_own:.0%} busy at this rate (as if "
+                  f"an event, which alone keeps the {cores} cores {on_its_own:.0%} busy at this rate (as if "
                   f"publishing ran elsewhere)", flush=True)
         if drain_report is not None:
-            cores = os.cpu_count()
             drained = figures.less_publishing(drain_report.per_event("machine"), drain_report.per_event("rabbitmq"), 0)
             floor = figures.busy_at(rate, machine + drained, cores)
             budget = figures.live_budget_us(rate, LATENCY_BUSY, machine, cores)
