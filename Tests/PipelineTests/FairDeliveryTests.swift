@@ -56,7 +56,8 @@ struct FairDeliveryPipelineTests {
             // The outage ends, and both tokens' waiting pushes are due at the same moment: their retries are first
             // put off (again, should a round attempting them have scheduled them meanwhile), then made due together.
             try await waitFor("the retries to be put off", timeout: .seconds(30)) {
-                try pipeline.executeSQL("UPDATE outbox SET next_attempt_at = 9000000000000000 WHERE attempts > 0")
+                try await executeBesideTheWorker(
+                    "UPDATE outbox SET next_attempt_at = 9000000000000000 WHERE attempts > 0", in: pipeline)
                 let attempts = sink.nextSeq
                 try await Task.sleep(for: .milliseconds(300))
                 return sink.nextSeq == attempts
@@ -65,7 +66,7 @@ struct FairDeliveryPipelineTests {
             let recovered = sink.nextSeq - 1
             _ = sink.clearFaults()
             let recovery = Date()
-            try pipeline.executeSQL("UPDATE outbox SET next_attempt_at = 0 WHERE attempts > 0")
+            try await executeBesideTheWorker("UPDATE outbox SET next_attempt_at = 0 WHERE attempts > 0", in: pipeline)
             let queued = try await accepted(eventID: "fd-queued", token: Self.nextToken, in: pipeline)
             let heavyBefore = heavyAccepted(in: pipeline, after: recovered, before: queued.seq)
             #expect(
@@ -133,6 +134,21 @@ private func heavyAccepted(in pipeline: Pipeline, after: Int, before: Int = .max
     pipeline.sink.receivedPushes(token: FairDeliveryPipelineTests.heavyToken, after: after).filter {
         $0.status == 200 && $0.seq < before
     }.count
+}
+
+/// Runs `statement` on the pipeline's database from outside the worker, up to five times: an `UPDATE` of the
+/// outbox's waiting rows locks them in its own order while the worker's claims and records lock some of them in
+/// theirs, and PostgreSQL may end the test's statement as the victim of a deadlock (it is rolled back whole, so
+/// running it again is safe).
+private func executeBesideTheWorker(_ statement: String, in pipeline: Pipeline) async throws {
+    for attempt in 1... {
+        do {
+            return try pipeline.executeSQL(statement)
+        } catch {
+            guard attempt < 5 else { throw error }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
 }
 
 /// Polls `condition` every 20 ms until it holds; records an issue and throws after `timeout`.
