@@ -110,13 +110,22 @@ struct AMQPBrokerTests {
         try await reader.close()
 
         let after = try await connection.openChannel()
+        let kept = (0..<count).filter { !taken.contains($0) }
         var bodies: [String] = []
         var counts: [Int] = []
-        while let message = try await after.get(queue: queue, noAck: true) {
+        // The quorum queue takes the closed channel's deliveries back through its log, after `channel.close-ok`: a
+        // `basic.get` right after the close may find it empty for a moment. Read until every expected message came
+        // (or 10 s passed), then compare.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while bodies.count < kept.count + 2, ContinuousClock.now < deadline {
+            guard let message = try await after.get(queue: queue, noAck: true) else {
+                try await Task.sleep(for: .milliseconds(20))
+                continue
+            }
             bodies.append(String(decoding: message.body, as: UTF8.self))
             counts.append(message.properties.headers?["x-delivery-count"]?.intValue ?? 0)
         }
-        let kept = (0..<count).filter { !taken.contains($0) }
+        #expect(try await after.get(queue: queue, noAck: true) == nil, "nothing beyond the expected messages")
         #expect(bodies == kept.map { "m\($0)" } + ["m\(count)", "m\(count + 1)"])
         let returned = counts.prefix(kept.count)
         #expect(returned.allSatisfy { $0 == 1 }, "a quorum queue counts each return as a delivery")
