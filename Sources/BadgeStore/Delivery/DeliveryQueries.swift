@@ -91,6 +91,14 @@ enum DeliveryQueries {
     /// sums over its rows in id order decide: a row is taken when it is a candidate (due, in the partition, not in
     /// doubt, not excluded), no earlier row of its token waits, and fewer than the bound of its token's earlier
     /// rows were taken.
+    ///
+    /// Across partitions: a device's pushes are normally all in its user's partition, since a user's events are
+    /// routed by the user id. A producer that routes an event by another key puts its pushes in another partition,
+    /// whose delivery loop would send them while the user's partition sends the earlier ones: the device would see
+    /// `badge_version` go back and end on a stale badge. So a partition's claim takes a token's rows only while no
+    /// earlier row of the token waits in another partition (the head must be the token's first row anywhere, and a
+    /// row of another partition inside the head's window holds back the rows after it): a device's pushes go out in
+    /// planning order whichever partitions hold them. The check is one descent of `outbox_token_id` per head.
     static func dueIDs(
         partition: Int?, limit: Int, skipClaimedBefore: Int64?, epoch: Int64? = nil, binds: inout SQLBinds,
         dialect: SQLDialect, excluding: String? = nil
@@ -100,11 +108,15 @@ enum DeliveryQueries {
         // excluded.
         var filters: [(String) -> String] = []
         var inPartition: (String) -> String = { _ in "" }
+        // A row of the same token in another partition (see "Across partitions" above); nil for a claim of every
+        // partition.
+        var elsewhere: ((String) -> String)?
         if let excluding { filters.append { "\($0).id NOT IN (SELECT id FROM \(excluding))" } }
         if let partition {
             let placeholder = binds.add(.int(Int64(partition)))
             filters.append { "\($0).partition_id = \(placeholder)" }
             inPartition = { "\($0).partition_id = \(placeholder) AND " }
+            elsewhere = { "\($0).partition_id <> \(placeholder)" }
         }
         if let skipClaimedBefore {
             let placeholder = binds.add(.int(skipClaimedBefore))
@@ -124,10 +136,18 @@ enum DeliveryQueries {
             let wait = waitingHead
             waitingHead = { "\(wait($0)) AND NOT (\(heldBefore($0)))" }
         }
-        // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more.
-        let waiting: (String) -> String = { [waitingHead] row in
-            waitingHead(row) + (excluding.map { " AND \(row).id NOT IN (SELECT id FROM \($0))" } ?? "")
+        // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more. A row
+        // of the token in another partition always holds back the rows after it.
+        let waiting: (String) -> String = { [waitingHead, elsewhere] row in
+            let own = waitingHead(row) + (excluding.map { " AND \(row).id NOT IN (SELECT id FROM \($0))" } ?? "")
+            guard let elsewhere else { return own }
+            return "(\(elsewhere(row)) OR (\(own)))"
         }
+        // A head with an earlier row of its token in another partition waits for it.
+        let firstOfToken =
+            elsewhere.map { elsewhere in
+                " AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = h.token AND e.id < h.head AND \(elsewhere("e")))"
+            } ?? ""
         func candidate(_ row: String) -> String {
             ([due(row)] + filters.map { $0(row) }).joined(separator: " AND ")
         }
@@ -144,14 +164,14 @@ enum DeliveryQueries {
             heads AS (SELECT q.token, (SELECT y.id FROM outbox y WHERE \(inPartition("y"))y.token = q.token\(notRemoved)
                 ORDER BY y.id LIMIT 1) AS head FROM queued q WHERE q.token IS NOT NULL),
             chosen AS (SELECT h.token, h.head FROM heads h JOIN outbox hr ON hr.id = h.head
-                WHERE NOT (\(waitingHead("hr"))) ORDER BY h.head LIMIT \(limit)),
+                WHERE NOT (\(waitingHead("hr")))\(firstOfToken) ORDER BY h.head LIMIT \(limit)),
             spans AS MATERIALIZED (SELECT c.token, c.head, coalesce((SELECT k.id FROM outbox k
                 WHERE \(inPartition("k"))k.token = c.token AND k.id >= c.head ORDER BY k.id
                 LIMIT 1 OFFSET \(headWindow - 1)), \(Int64.max)) AS last FROM chosen c),
             ranked AS (SELECT o.id, CASE WHEN \(candidate("o")) THEN 1 ELSE 0 END AS ok,
                     sum(CASE WHEN \(waiting("o")) THEN 1 ELSE 0 END) \(inOrder) AS blocked,
                     sum(CASE WHEN \(candidate("o")) THEN 1 ELSE 0 END) \(inOrder) AS taken
-                FROM spans c JOIN outbox o ON \(inPartition("o"))o.token = c.token AND o.id BETWEEN c.head AND c.last)
+                FROM spans c JOIN outbox o ON o.token = c.token AND o.id BETWEEN c.head AND c.last)
             SELECT id FROM ranked WHERE ok = 1 AND blocked = 0 AND taken <= \(ClaimedPushes.perDeviceLimit)
             ORDER BY id LIMIT \(limit)
             """
