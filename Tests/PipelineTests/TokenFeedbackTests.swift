@@ -134,4 +134,31 @@ struct TokenFeedbackPipelineTests {
             #expect(try pipeline.querySQL("SELECT count(*) FROM token_feedback") == ["0"])
         }
     }
+
+    /// With the exchange there and no queue bound to it, the broker would confirm an unroutable message and drop
+    /// it: the report is published mandatory, comes back, and waits in the database until a queue is bound.
+    @Test func withNoQueueBoundTheReportWaitsInTheDatabaseAndGoesOutOnceOneIs() async throws {
+        try await Pipeline.with(backend: .sqlite) { pipeline in
+            let registeredAt = "2026-11-21T09:00:00Z"
+            try await pipeline.publish(Self.register(Self.apnsToken, provider: "apns", at: registeredAt, id: "b-d1"))
+            try await pipeline.waitUntilQuiet()
+            pipeline.sink.addFault(try Fault(token: Self.apnsToken, status: 410, reason: "Unregistered"))
+            try await pipeline.publish(ProviderTests.follow("u-gone", id: "b-n1"))
+            try await pipeline.waitUntilQuiet()
+            #expect(try await pipeline.store.snapshot(user: "u-gone").devices.isEmpty, "deactivated")
+            // Longer than the test's feedback hold (1 s): the entry was published, returned, and taken again.
+            try await Task.sleep(for: .seconds(3))
+            #expect(
+                try pipeline.querySQL("SELECT token, reason FROM token_feedback") == ["\(Self.apnsToken)|Unregistered"],
+                "returned unroutable, so kept")
+
+            let (channel, queue) = try await Self.bindFeedbackQueue(pipeline)
+            defer { Task { _ = try? await channel.deleteQueue(queue) } }
+            let messages = try await Self.take(1, from: queue, on: channel, timeout: .seconds(20))
+            #expect(messages.count == 1)
+            #expect(messages.first.flatMap { try? JSONValue.parse($0.body)["token"]?.stringValue } == Self.apnsToken)
+            #expect(try await Self.take(1, from: queue, on: channel, timeout: .seconds(1)).isEmpty, "once")
+            #expect(try pipeline.querySQL("SELECT count(*) FROM token_feedback") == ["0"])
+        }
+    }
 }

@@ -15,6 +15,12 @@ import Logging
 /// it was publishing) is published again; each message carries the entry's `message_id`, and a consumer that
 /// must not see one twice drops repeats by it (its content is a fact about a token, harmless to read twice).
 ///
+/// Every message is published `mandatory`: with no queue bound to the exchange for its routing key the broker would
+/// otherwise confirm it and drop it, and the entry would be deleted unread. A returned message is kept (its entry
+/// stays in the table, bounded by the tokens there are, and is published again once its hold ends), counted in
+/// `badgepipe_token_feedback_returned_total`, and logged once until feedback goes through again; the channel is
+/// kept.
+///
 /// The delivery stage rings it after each record with dead tokens; it also looks every ``poll`` for entries left
 /// by a worker that died or a broker that was away. Each broker session runs it on a channel of its own
 /// (`WorkerSession`).
@@ -77,11 +83,21 @@ final class FeedbackPublisher: Sendable {
                 return
             } catch {
                 guard !Task.isCancelled, !connection.isClosed else { return }
-                if !(error is StoreError) { channel = nil }
+                let returned = (error as? AMQPError)?.code == .publishReturned
+                if !(error is StoreError), !returned { channel = nil }
                 if !failing {
-                    logger.warning(
-                        "token feedback not published; it waits in the database",
-                        metadata: ["feedback.error": "\(error)"])
+                    if returned {
+                        logger.warning(
+                            """
+                            token feedback returned unroutable: no queue is bound to the feedback exchange for it; \
+                            it waits in the database and is published again
+                            """,
+                            metadata: ["feedback.exchange": "\(exchange)", "feedback.error": "\(error)"])
+                    } else {
+                        logger.warning(
+                            "token feedback not published; it waits in the database",
+                            metadata: ["feedback.error": "\(error)"])
+                    }
                     failing = true
                 }
                 try? await Task.sleep(for: backoff)
@@ -106,21 +122,24 @@ final class FeedbackPublisher: Sendable {
         guard !taken.isEmpty else { return 0 }
         let confirmations = taken.map { entry in
             channel.publishInOrder(
-                Self.body(entry), exchange: exchange, routingKey: Self.routingKey(entry.feedback),
+                Self.body(entry), exchange: exchange, routingKey: Self.routingKey(entry.feedback), mandatory: true,
                 properties: AMQPProperties(
                     contentType: "application/json", deliveryMode: .persistent,
                     messageID: "token-feedback-\(entry.id)-\(entry.recordedAt)", type: "token_feedback"))
         }
         var confirmed: [Int64] = []
+        var returned = 0
         var failure: (any Error)?
         for (entry, confirmation) in zip(taken, confirmations) {
             do {
                 try await confirmation.wait()
                 confirmed.append(entry.id)
             } catch {
+                if (error as? AMQPError)?.code == .publishReturned { returned += 1 }
                 if failure == nil { failure = error }
             }
         }
+        if returned > 0 { WorkerMetrics.feedbackReturned.increment(by: returned) }
         try await store.deleteFeedback(confirmed)
         WorkerMetrics.feedbackPublished.increment(by: confirmed.count)
         if let failure { throw failure }

@@ -43,6 +43,9 @@ enum WorkerMetrics {
     }
     /// Dead tokens reported to the feedback exchange (confirmed by the broker).
     static let feedbackPublished = Counter(label: "badgepipe_token_feedback_published_total")
+    /// Token feedback the broker returned unroutable (no queue bound to the feedback exchange takes its routing
+    /// key): kept in the database and published again once its hold ends.
+    static let feedbackReturned = Counter(label: "badgepipe_token_feedback_returned_total")
     /// Pushes claimed by delivery rounds.
     static let pushesClaimed = Counter(label: "badgepipe_pushes_claimed_total")
 
