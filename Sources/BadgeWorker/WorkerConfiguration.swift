@@ -37,8 +37,8 @@ public struct WorkerConfiguration: Sendable {
     public var prefetch: UInt16
     /// The most bytes of message bodies the worker holds unacked, shared equally by the topology's partitions:
     /// each partition's prefetch count follows its messages' average size to stay within its share
-    /// (`PrefetchBudget`), and a body over the contract's 64 KiB is not kept at all (the message is parked as
-    /// `too_large` without it).
+    /// (`PrefetchBudget`). A body over the contract's 64 KiB is held in a file, not in memory, until its message is
+    /// parked as `too_large` with it (one at a time per partition).
     public var maxBytesInFlight = WorkerConfiguration.defaultMaxBytesInFlight
     /// 64 MiB: with 8 partitions, 8 MiB each, 128 messages of the contract's largest body.
     public static let defaultMaxBytesInFlight = 64 << 20

@@ -5,9 +5,9 @@ import BadgeWire
 import Foundation
 import Testing
 
-/// Messages far over the contract's 64 KiB (the broker takes up to 1 MiB): each is parked with its reason, without
-/// its body, while the other events flow; the worker's memory stays bounded (its consumers do not keep such bodies,
-/// and each partition's prefetch follows its messages' size).
+/// Messages far over the contract's 64 KiB (the broker takes up to 1 MiB): each is parked with its reason and its
+/// original body, while the other events flow; the worker's memory stays bounded (its consumers hold such bodies in
+/// files until they are parked, and each partition's prefetch follows its messages' size).
 @Suite("Oversized messages", .serialized, .timeLimit(.minutes(6)))
 struct OversizedMessagesTests {
     @Test func sixHundredMessagesOfOneMegabyteAreParkedWhileEventsFlow() async throws {
@@ -64,9 +64,11 @@ struct OversizedMessagesTests {
                 $0.status == 200 && (try? JSONValue.parse($0.body))?["aps"]?["alert"] != nil
             }
             #expect(alerts.count == 30)
-            // Parked with the reason, without the body.
+            // Parked with the reason and the original body and properties (guarantee 7).
             let dead = try await channel.get(queue: "\(run.namespace).dead")
-            #expect(dead?.body.isEmpty == true)
+            #expect(dead?.body == big, "the parked body is the original, \(dead?.body.count ?? -1) bytes")
+            #expect(dead?.properties.contentType == "application/json")
+            #expect(dead?.properties.messageID?.hasPrefix("big-") == true)
             let reason = dead?.properties.headers?["x-badgepipe-error"].map { "\($0)" } ?? ""
             #expect(reason.contains("too_large"), "\(reason)")
             let peak = try #require(run.workers[0].peakResidentMegabytes)

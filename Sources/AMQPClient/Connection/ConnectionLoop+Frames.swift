@@ -47,9 +47,18 @@ extension ConnectionLoop {
         }
         deliveredCounter.increment()
         let size = envelope.message.body.len
-        let keep = handler.maxBodyBytes.map { size <= $0 } ?? true
+        var spilled: AMQPSpilledBody?
+        if let limit = handler.maxBodyBytes, size > limit, let bytes = envelope.message.body.bytes {
+            spilled = AMQPSpilledBody(
+                UnsafeRawBufferPointer(start: bytes, count: size), directory: handler.spillDirectory)
+            if spilled == nil {
+                logger.warning(
+                    "could not write a long message body to a file; keeping it in memory",
+                    metadata: ["amqp.body_size": "\(size)", "amqp.spill_directory": "\(handler.spillDirectory)"])
+            }
+        }
         var message = AMQPMessage(
-            body: keep ? envelope.message.body.array : [],
+            body: spilled == nil ? envelope.message.body.array : [],
             properties: AMQPProperties(envelope.message.properties),
             deliveryTag: envelope.delivery_tag,
             redelivered: envelope.redelivered != 0,
@@ -58,6 +67,7 @@ extension ConnectionLoop {
             consumerTag: consumerTag,
             channel: AMQPChannel(id: channel, mailbox: mailbox))
         message.bodySize = size
+        message.spilledBody = spilled
         handler.message(message)
     }
 

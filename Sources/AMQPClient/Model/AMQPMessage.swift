@@ -2,11 +2,13 @@
 /// project calls it a message everywhere (a "delivery" would read as a push), keeping the word only in the
 /// protocol's own field names (`deliveryTag`).
 public struct AMQPMessage: Sendable {
-    /// The message body; empty when it was longer than its consumer keeps (see
-    /// ``AMQPMessageHandler/maxBodyBytes``, ``bodySize``).
+    /// The message body; empty when it was longer than its consumer keeps in memory (see
+    /// ``AMQPMessageHandler/maxBodyBytes``, ``bodySize``, ``spilledBody``).
     public var body: [UInt8]
-    /// The body's length as the broker sent it: more than `body.count` when the body was not kept.
+    /// The body's length as the broker sent it: more than `body.count` when the body is not in memory.
     public var bodySize: Int = 0
+    /// The body, in a file, when it was longer than its consumer keeps in memory.
+    public var spilledBody: AMQPSpilledBody?
     /// The content header.
     public var properties: AMQPProperties
     /// The channel-scoped tag to ack, nack or reject it with.
@@ -22,8 +24,15 @@ public struct AMQPMessage: Sendable {
     /// The channel it arrived on; acks go back through it.
     public var channel: AMQPChannel
 
-    /// Whether the consumer dropped the body for its length (``AMQPMessageHandler/maxBodyBytes``).
-    public var bodyDropped: Bool { bodySize > body.count }
+    /// Whether the body is not in memory for its length (``AMQPMessageHandler/maxBodyBytes``): it is in
+    /// ``spilledBody``.
+    public var bodySpilled: Bool { bodySize > body.count }
+
+    /// The whole body: ``body``, or ``spilledBody`` read back into memory.
+    public func wholeBody() throws -> [UInt8] {
+        guard bodySpilled, let spilledBody else { return body }
+        return try spilledBody.read()
+    }
 
     /// Acknowledges this message (and, with `multiple`, every earlier unacked one on the channel).
     public func ack(multiple: Bool = false) async throws {

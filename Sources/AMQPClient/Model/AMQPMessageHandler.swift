@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Where a consumer's messages go when the connection's own thread hands them over directly (see
 /// ``AMQPChannel/consume(queue:consumerTag:noAck:exclusive:arguments:handler:)``), rather than through an
 /// ``AMQPConsumer`` sequence, whose reader is a task that wakes up for each burst of messages.
@@ -10,11 +16,14 @@ public struct AMQPMessageHandler: Sendable {
     /// Called once, when the consumer ends: with nil when the application closed the channel, with the error when
     /// the broker closed it, cancelled the consumer, or the connection was lost. No message follows it.
     public var end: @Sendable ((any Error)?) -> Void
-    /// The longest body this consumer keeps: a longer one is not copied out of the library's buffer, and its
-    /// message arrives with an empty ``AMQPMessage/body`` and its length in ``AMQPMessage/bodySize``. Nil keeps
-    /// every body. (A worker parks such a message anyway; keeping a prefetch's worth of megabyte bodies in memory
-    /// for that is what this avoids.)
+    /// The longest body this consumer keeps in memory: a longer one is written to an unlinked file
+    /// (``AMQPMessage/spilledBody``, in ``spillDirectory``) and its message arrives with an empty
+    /// ``AMQPMessage/body`` and its length in ``AMQPMessage/bodySize``; when the file cannot be written, the body is
+    /// kept in memory after all (it is never dropped). Nil keeps every body in memory. (A worker parks such a
+    /// message with its body; keeping a prefetch's worth of megabyte bodies in memory for that is what this avoids.)
     public var maxBodyBytes: Int?
+    /// Where bodies over ``maxBodyBytes`` are written: `TMPDIR`, or `/tmp`.
+    public var spillDirectory: String
 
     /// A handler of `message` and `end`.
     public init(
@@ -24,5 +33,12 @@ public struct AMQPMessageHandler: Sendable {
         self.message = message
         self.end = end
         self.maxBodyBytes = maxBodyBytes
+        self.spillDirectory = Self.defaultSpillDirectory
+    }
+
+    /// `TMPDIR` when set, else `/tmp`.
+    static var defaultSpillDirectory: String {
+        let value = getenv("TMPDIR").map { String(cString: $0) } ?? ""
+        return value.isEmpty ? "/tmp" : value
     }
 }

@@ -22,12 +22,9 @@ public struct InvalidEvent: Error, Sendable, Equatable, CustomStringConvertible 
 }
 
 extension InvalidEvent {
-    /// A body over the contract's 64 KiB; `kept: false` when the consumer did not keep it (the message is parked
-    /// without it).
-    public static func tooLarge(_ size: Int, kept: Bool = true) -> InvalidEvent {
-        InvalidEvent(
-            code: .tooLarge,
-            message: "body is \(size) bytes, above the 64 KiB limit" + (kept ? "" : "; the body was not kept"))
+    /// A body over the contract's 64 KiB (the message is parked with it, as with any invalid event).
+    public static func tooLarge(_ size: Int) -> InvalidEvent {
+        InvalidEvent(code: .tooLarge, message: "body is \(size) bytes, above the 64 KiB limit")
     }
 
     static func missing(_ field: String) -> InvalidEvent {

@@ -79,8 +79,8 @@ struct PartitionProcessor: Sendable {
         let heldBack = HeldBack()
         events.reserveCapacity(batch.count)
         for message in batch {
-            if message.bodyDropped {
-                invalid.append((message, InvalidEvent.tooLarge(message.bodySize, kept: false)))
+            if message.bodySpilled {
+                invalid.append((message, InvalidEvent.tooLarge(message.bodySize)))
                 continue
             }
             switch EventDecoder.decode(body: message.body, contentType: message.properties.contentType) {
@@ -150,10 +150,10 @@ struct PartitionProcessor: Sendable {
         WorkerMetrics.eventsApplied.increment(by: events.count)
     }
 
-    /// What a message weighs against the partition's prefetch in bytes (``PrefetchBudget``): its body, or a
-    /// little for one whose body was not kept.
+    /// What a message weighs against the partition's prefetch in bytes (``PrefetchBudget``): its body's length,
+    /// in memory or in a file.
     static func weight(of message: AMQPMessage) -> Int {
-        message.bodyDropped ? PrefetchBudget.droppedBodyWeight : message.body.count
+        message.bodySize
     }
 
     /// The work an event makes in a transaction, in rows: one, plus one per notification id it names.
@@ -271,8 +271,8 @@ struct PartitionProcessor: Sendable {
         var sources: [AMQPMessage] = []
         for message in taken {
             let decoded =
-                message.bodyDropped
-                ? .failure(InvalidEvent.tooLarge(message.bodySize, kept: false))
+                message.bodySpilled
+                ? .failure(InvalidEvent.tooLarge(message.bodySize))
                 : EventDecoder.decode(body: message.body, contentType: message.properties.contentType)
             switch decoded {
             case .success(let event) where event.recipient == user || heldBack.holds(event.recipient):
@@ -349,8 +349,10 @@ struct PartitionProcessor: Sendable {
     private func park(_ message: AMQPMessage, reason: String, class reasonClass: String) async throws {
         let properties = ParkHeaders.stamped(
             message.properties, routingKey: message.routingKey, reason: reasonClass, error: reason, at: .now())
+        // A body too long to keep in memory is read back from its file here, one message at a time per partition:
+        // parked with its original body, as every invalid event is.
         try await deadLetters.publish(
-            message.body, exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
+            try message.wholeBody(), exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
             properties: properties)
         WorkerMetrics.eventsParked(reason: reasonClass).increment()
         logger.warning(

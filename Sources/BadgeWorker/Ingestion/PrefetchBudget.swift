@@ -7,7 +7,9 @@
 /// average size: `maxBytes / average`, within `minMessages...maxMessages` (a batch heavier than the average counts
 /// at once). It starts where the contract's largest
 /// body (64 KiB, ``assumedLargest``) keeps the bound, and grows once small bodies are seen. Bodies over the contract's
-/// size are not kept at all (see `AMQPMessageHandler.maxBodyBytes`), so they weigh ``droppedBodyWeight``.
+/// size are not kept in memory (see `AMQPMessageHandler.maxBodyBytes`: each goes to a file until it is parked), but
+/// they weigh their full size all the same: what the budget bounds is the bytes in flight wherever they wait, and so
+/// the files (and their descriptors) a partition holds.
 struct PrefetchBudget {
     /// The most bytes of message bodies the partition should hold.
     let maxBytes: Int
@@ -22,8 +24,6 @@ struct PrefetchBudget {
 
     /// The body size assumed before any is seen: the contract's largest.
     static let assumedLargest = 65_536
-    /// What a message whose body was not kept weighs (its properties and headers).
-    static let droppedBodyWeight = 512
 
     init(maxBytes: Int, maxMessages: Int, minMessages: Int = 8) {
         self.maxBytes = maxBytes
