@@ -13,6 +13,10 @@ import Logging
 ///   ``unavailableBackoff``'s maximum between tries); the worker reports unready (`/readyz` says why), its watchdog
 ///   does not count the wait as a wedge, and the state is logged once when it begins and once when it ends
 ///   (``DatabaseOutage``, kept by ``WorkerHealth``), not per attempt.
+/// - ``DatabaseFailure/connection`` failures that go on for ``unreachableAfter`` (PostgreSQL stopped, so every
+///   connection is refused; a host that does not answer, so every attempt times out) mean the same as
+///   ``DatabaseFailure/unavailable``: the database cannot write now. From then on the work waits as above, however
+///   long the outage lasts, instead of exhausting the watchdog's patience with quick retries.
 enum Retry {
     /// The waits between attempts after a connection failure: full jitter below a ceiling of 50 ms doubling up to
     /// 2 s.
@@ -26,6 +30,11 @@ enum Retry {
     /// cancellation; one that does not (see `PostgresExecutor.queryIfOpen` for the case we met) is left to the
     /// watchdog.
     static let attemptTimeout: Duration = .seconds(10)
+
+    /// How long connection failures (``DatabaseFailure/connection``) may go on, every attempt failing, before the
+    /// work treats the database as unable to write (``DatabaseFailure/unavailable``): long enough for a dropped
+    /// connection, a deadlock or a busy SQLite file to clear by itself, well within the watchdog's limit.
+    static let unreachableAfter: Duration = .seconds(5)
 
     /// Runs `body` until it succeeds or fails with an error that is not retried. `waitingFor`, when given, names the
     /// dependency the retries wait for, in the log line of every retry (e.g. "the database" at start). `health`
@@ -44,6 +53,8 @@ enum Retry {
         var attempt = 0
         // Since when this call waits for a database that cannot write; nil while it does not.
         var waitingSince: ContinuousClock.Instant?
+        // Since when every attempt failed with a connection failure; nil after any other outcome.
+        var failingSince: ContinuousClock.Instant?
         defer { if waitingSince != nil { health?.databaseWaitDone() } }
         while true {
             do {
@@ -68,7 +79,14 @@ enum Retry {
             } catch let error as StoreError where error.failure.isRetried {
                 WorkerMetrics.databaseErrors(error).increment()
                 attempt += 1
-                if error.failure == .unavailable {
+                let now = ContinuousClock.now
+                if error.failure == .connection {
+                    failingSince = failingSince ?? now
+                } else {
+                    failingSince = nil
+                }
+                let unreachable = failingSince.map { now - $0 >= unreachableAfter } ?? false
+                if error.failure == .unavailable || unreachable {
                     let began: Bool
                     if waitingSince != nil {
                         began = false

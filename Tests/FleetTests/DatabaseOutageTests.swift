@@ -8,8 +8,9 @@ import Testing
     import FoundationNetworking
 #endif
 
-/// The database cannot write for a minute, under steady publishing: a PostgreSQL failover onto a read-only standby,
-/// and SQLite's disk filling up. The workers hold what they have unacked, take nothing more, keep their broker
+/// The database cannot write for a minute or more, longer than the watchdog's limit, under steady publishing: a
+/// PostgreSQL failover onto a read-only standby, PostgreSQL stopped (every connection refused) for 90 s, and
+/// SQLite's disk full for 90 s. The workers hold what they have unacked, take nothing more, keep their broker
 /// sessions (no channel churn, so nothing counts toward the queues' delivery limit), report unready while it lasts,
 /// and catch up after: every event takes effect once, nothing is dead-lettered, no worker exits.
 @Suite("Database outages", .serialized, .timeLimit(.minutes(8)))
@@ -19,6 +20,9 @@ struct DatabaseOutageTests {
         var channelsOpened = 0
         var unready: Set<Int> = []
         var readyAfter: [Int: Duration] = [:]
+        /// How long after the database was back the queues held no more than a second's publishing.
+        var caughtUp: Duration?
+        func caughtUp(after duration: Duration) { caughtUp = duration }
         func record(channels: Int, unready: Set<Int>, readyAfter: [Int: Duration]) {
             (channelsOpened, self.unready, self.readyAfter) = (channels, unready, readyAfter)
         }
@@ -49,9 +53,45 @@ struct DatabaseOutageTests {
         #expect(readyAfter.count == 3, "every worker ready again after the outage")
     }
 
+    /// PostgreSQL stopped for 90 seconds (every connection refused) under steady publishing: longer than the
+    /// watchdog's limit, so that a worker that counted the refused connections as a wedge would exit.
+    @Test func postgresStoppedForNinetySeconds() async throws {
+        let observed = Observed()
+        // 2,500 events at 25 a second: publishing goes on through the whole outage (about 96 s from the stop).
+        let report = try await FleetHarness.run(seed: 23, rate: 25) { run in
+            try await Task.sleep(for: .seconds(6))
+            try await FleetHarness.shell("scripts/services", ["pg-stop"])
+            let clock = ContinuousClock()
+            var back = clock.now
+            try await Self.outage(of: .seconds(90), run: run, observed: observed) {
+                try await FleetHarness.shell("scripts/services", ["pg-start"])
+                back = clock.now
+            }
+            // Caught up: what queued during the outage is taken (a second's publishing at most is left queued).
+            while clock.now - back < .seconds(120),
+                try await FleetHarness.messagesInQueues(namespace: run.namespace) > 30
+            {
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            await observed.caughtUp(after: clock.now - back)
+            return 1
+        }
+        FleetTests.expectClean(report, allowDuplicates: false, "PostgreSQL stopped 90 s")
+        let channels = await observed.channelsOpened
+        let (unready, readyAfter, caughtUp) = await (observed.unready, observed.readyAfter, observed.caughtUp)
+        print(
+            "fleet[PostgreSQL stopped 90 s]: channels opened during the outage \(channels), ready again after "
+                + "\(readyAfter), caught up \(caughtUp.map { "\($0)" } ?? "never") after PostgreSQL started again"
+        )
+        #expect(channels < 10 * 3, "channels and connections opened by 3 workers during the outage")
+        #expect(unready == [0, 1, 2], "every worker reported unready while the database was down")
+        #expect(readyAfter.count == 3, "every worker ready again after the outage")
+        #expect(caughtUp.map { $0 < .seconds(120) } ?? false, "the fleet took what queued during the outage")
+    }
+
     /// Needs root, to mount a small tmpfs (CI runs as root).
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
-    func sqliteOnADiskThatFillsUpAndIsEnlargedAMinuteLater() async throws {
+    func sqliteOnADiskThatFillsUpAndIsEnlargedNinetySecondsLater() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
             "badgepipe-full-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -66,7 +106,7 @@ struct DatabaseOutageTests {
         let report = try await FleetHarness.run(
             seed: 22, workers: 1, rate: 60, sqlitePath: directory.appendingPathComponent("badgepipe.sqlite").path
         ) { run in
-            try await Self.outage(of: .seconds(60), run: run, observed: observed) {
+            try await Self.outage(of: .seconds(90), run: run, observed: observed) {
                 try await FleetHarness.shell("mount", ["-o", "remount,size=256m", directory.path])
             }
             return 1
