@@ -77,6 +77,45 @@ struct FairDeliveryTests {
         }
     }
 
+    /// 25,000 devices of one partition waiting for a retry (an FCM outage, one app's revoked key), all of them
+    /// sorting before one fresh device: the fresh device's push goes in the next claim. (The claim walked queued
+    /// devices in token order, at most `claimHorizon` of them, counting the waiting ones: past 20,000 waiting
+    /// devices, every device after them got nothing until they gave up.)
+    @Test(arguments: Backend.allCases, [false, true])
+    func devicesWaitingForARetryDoNotStarveAFreshDevice(backend: Backend, leased: Bool) async throws {
+        try await withStore(backend) { store in
+            let lease = leased ? try await onlyLease(of: store) : nil
+            let context = ApplyContext(partition: 0, lease: lease)
+            let fresh = "ffff" + String(repeating: "f", count: 60)
+            _ = try await store.apply(
+                [register("d-fresh", token: fresh, for: "u-fresh")], policy: .unseen, context: context)
+            let registration = try await claimPartitionZero(
+                store, lease: lease, limit: 256, recording: DeliveryRecord())
+            #expect(registration.pushes.count == 1)
+            let waiting = 25_000
+            #expect(waiting > DeliveryQueries.claimHorizon)
+            // One retried push each, its next attempt far ahead; tokens 'aaaa…00000' and up sort before the fresh one.
+            let series =
+                backend == .postgres
+                ? "SELECT generate_series(1, \(waiting)) AS n"
+                : "WITH RECURSIVE s(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM s WHERE n < \(waiting)) SELECT n FROM s"
+            let token = backend == .postgres ? "'aaaa' || lpad(n::text, 8, '0')" : "'aaaa' || printf('%08d', n)"
+            try await execute(
+                store,
+                """
+                INSERT INTO outbox (user_id, event_id, event_type, token, provider, topic, kind, event_json,
+                    unread_notifications, unseen_notifications, unread_messages, badge, badge_version, previews,
+                    partition_id, created_at, attempts, next_attempt_at)
+                SELECT 'u-w' || n, 'w-' || n, 'device_registered', \(token), 'fcm', NULL, 'badge', NULL, 0, 0, 0, 0,
+                    0, TRUE, 0, 0, 3, 9000000000000000 FROM (\(series)) AS series
+                """)
+            _ = try await store.apply([follow("n-fresh", at: 1, to: "u-fresh")], policy: .unseen, context: context)
+            let next = try await claimPartitionZero(
+                store, lease: lease, limit: 256, recording: DeliveryRecord(sent: registration.pushes.map(\.outbox.id)))
+            #expect(next.pushes.map(\.push.eventID) == ["n-fresh"])
+        }
+    }
+
     /// Many devices of one partition with backlogs, the oldest of them waiting for a retry: one claim takes the
     /// 16 oldest pushes of every other device (the claim reads each device's head, not the rows in between) and
     /// nothing of the waiting one, whose queue holds nobody back; once its retry is due, it drains in order.

@@ -82,8 +82,11 @@ enum DeliveryQueries {
     /// rows of their token. Rows held under this very epoch are its own worker's, on their way: they stay out of
     /// the claim and hold back their token's later rows until recorded.
     ///
-    /// How, by queue heads: the claim walks the partition's queued tokens (one descent of the
-    /// `(partition_id, token, id)` index each, at most ``claimHorizon``), takes each token's oldest row (its head),
+    /// How, by queue heads: the claim walks the partition's queued tokens that have a row never attempted (one
+    /// descent of the partial index `outbox_partition_fresh` each, at most ``claimHorizon``) and adds those with a
+    /// retried row that is due (`outbox_partition_retry`, by when they are due, at most ``claimHorizon``): a device
+    /// whose rows all wait for a retry is not visited at all, so however many devices wait (an FCM outage, one
+    /// app's revoked key) the others are claimed at once. It takes each token's oldest row (its head),
     /// keeps the heads that do not wait, the `limit` oldest of them, and reads at most ``headWindow`` rows of each
     /// of those tokens from its head. So a claim costs what the partition's queued devices and the rows it takes
     /// cost, not what one device holds: a device with a million queued pushes is one head, and its other devices
@@ -154,15 +157,32 @@ enum DeliveryQueries {
         let notRemoved = excluding.map { " AND y.id NOT IN (SELECT id FROM \($0))" } ?? ""
         let rows = "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW"
         let inOrder = "OVER (PARTITION BY o.token ORDER BY o.id \(rows))"
+        // The queued tokens: of one partition, those with a row never attempted (walked in token order over
+        // `outbox_partition_fresh`) and those with a retried row that is due (the soonest due first, over
+        // `outbox_partition_retry`), each at most `claimHorizon`; a token whose rows all wait for a retry is in
+        // neither. Of every partition (a claim without a partition), every token with rows, in token order.
+        let walked = partition == nil ? "" : "x.attempts = 0 AND "
+        var retrying = ""
+        var retried = ""
+        if partition != nil {
+            retrying = """
+                retrying AS (SELECT r.token FROM outbox r WHERE \(inPartition("r"))r.attempts > 0
+                    AND r.next_attempt_at <= \(now) ORDER BY r.next_attempt_at LIMIT \(claimHorizon)),
+                """
+            retried = " UNION SELECT token FROM retrying"
+        }
         let ids = """
             WITH RECURSIVE queued(token, n) AS (
-                SELECT (SELECT x.token FROM outbox x WHERE \(inPartition("x"))x.token IS NOT NULL ORDER BY x.token LIMIT 1), 1
+                SELECT (SELECT x.token FROM outbox x WHERE \(inPartition("x"))\(walked)x.token IS NOT NULL
+                    ORDER BY x.token LIMIT 1), 1
                 UNION ALL
-                SELECT (SELECT x.token FROM outbox x WHERE \(inPartition("x"))x.token > q.token ORDER BY x.token LIMIT 1),
-                    q.n + 1
+                SELECT (SELECT x.token FROM outbox x WHERE \(inPartition("x"))\(walked)x.token > q.token
+                    ORDER BY x.token LIMIT 1), q.n + 1
                 FROM queued q WHERE q.token IS NOT NULL AND q.n < \(claimHorizon)),
+            \(retrying)
+            tokens AS (SELECT token FROM queued WHERE token IS NOT NULL\(retried)),
             heads AS (SELECT q.token, (SELECT y.id FROM outbox y WHERE \(inPartition("y"))y.token = q.token\(notRemoved)
-                ORDER BY y.id LIMIT 1) AS head FROM queued q WHERE q.token IS NOT NULL),
+                ORDER BY y.id LIMIT 1) AS head FROM tokens q),
             chosen AS (SELECT h.token, h.head FROM heads h JOIN outbox hr ON hr.id = h.head
                 WHERE NOT (\(waitingHead("hr")))\(firstOfToken) ORDER BY h.head LIMIT \(limit)),
             spans AS MATERIALIZED (SELECT c.token, c.head, coalesce((SELECT k.id FROM outbox k
@@ -191,8 +211,9 @@ enum DeliveryQueries {
     /// How many queued tokens of a partition a claim visits at most (see
     /// ``dueIDs(partition:limit:skipClaimedBefore:epoch:binds:dialect:excluding:)``), in token order: the claim costs
     /// one index descent per queued device, so without a bound a provider outage with every device of a large
-    /// partition queued made every claim read all of them. A device past the first `claimHorizon` queued tokens of
-    /// its partition waits until fewer are queued ahead of it in token order.
+    /// partition queued made every claim read all of them. Devices whose rows all wait for a retry are not among
+    /// them; a device past the first `claimHorizon` tokens with rows never attempted (devices waiting for a retry
+    /// with later pushes queued behind it count) waits until fewer are queued ahead of it in token order.
     static let claimHorizon = 20_000
 
     /// Whether a claim's rows (with a `token` column; rows without an id, as a fenced claim returns when nothing

@@ -280,6 +280,15 @@ enum Schema {
         Migration(version: 9) { _, _ in
             [.index("outbox_partition_token", on: "outbox (partition_id, token, id)")]
         },
+        // The delivery claim's two sources of queue heads (see `DeliveryQueries.dueIDs`): the devices of a
+        // partition with rows never attempted, and the rows waiting for a retry by when they are due, so that a
+        // device whose only rows wait for a retry costs a claim nothing until it is due.
+        Migration(version: 10) { _, _ in
+            [
+                .index("outbox_partition_fresh", on: "outbox (partition_id, token, id) WHERE attempts = 0"),
+                .index("outbox_partition_retry", on: "outbox (partition_id, next_attempt_at) WHERE attempts > 0"),
+            ]
+        },
     ]
 
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas
