@@ -205,6 +205,10 @@ struct StoreTests {
         #expect(try PostgresURL("postgres://u@db.example/app").sslMode == "verify-full")
         #expect(try PostgresURL("postgres://u@127.0.0.1/app").sslMode == "prefer")
         #expect(try PostgresURL("postgres://u@localhost/app").sslMode == "prefer")
+        #expect(try PostgresURL("postgres://u@[::1]/app").sslMode == "prefer")
+        // A name that merely starts like a loopback address is another host: its certificate is checked.
+        #expect(try PostgresURL("postgres://u@127.db.example.com/app").sslMode == "verify-full")
+        #expect(try PostgresURL("postgres://u@127.0.0.1.example.com/app").sslMode == "verify-full")
         #expect(try PostgresURL("postgres://u@db.example/app?sslmode=require").sslMode == "require")
         #expect(throws: StoreError.self) { try PostgresURL("postgres://u@db.example/app?sslmode=bogus") }
         #expect(throws: StoreError.self) {

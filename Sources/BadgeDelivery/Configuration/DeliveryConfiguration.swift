@@ -1,3 +1,4 @@
+import BadgeSupport
 import BadgeWire
 import Foundation
 import NIOCore
@@ -218,16 +219,7 @@ public struct DeliveryConfiguration: Sendable {
     /// interface: `localhost` (any case), an IPv4 address in 127.0.0.0/8 (dotted decimal), or the IPv6 address ::1
     /// (in any of its spellings). Anything else counts as another host.
     public static func isLoopbackHost(_ host: String) -> Bool {
-        var host = host
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host.lowercased() == "localhost" { return true }
-        // inet_pton's strict forms: no octal or shortened IPv4, no zone ids.
-        guard let address = try? SocketAddress(ipAddress: host, port: 0) else { return false }
-        switch address {
-        case .v4: return address.ipAddress?.hasPrefix("127.") == true
-        case .v6: return address.ipAddress == "::1"
-        case .unixDomainSocket: return false
-        }
+        LoopbackHost.isLoopback(host)
     }
 
     /// Apple's APNs host for production devices.

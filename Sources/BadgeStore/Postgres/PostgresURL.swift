@@ -1,3 +1,4 @@
+import BadgeSupport
 import Foundation
 import NIOSSL
 import PostgresNIO
@@ -21,7 +22,7 @@ struct PostgresURL {
     static let sslModes = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full"]
 
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]" || host.hasPrefix("/")
+        LoopbackHost.isLoopback(host) || host.hasPrefix("/")
     }
 
     init(_ url: String) throws {
