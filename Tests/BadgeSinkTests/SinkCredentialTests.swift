@@ -1,9 +1,10 @@
-import BadgeSink
 import Foundation
 import ProviderAuth
 import SinkTestSupport
 import TestCredentials
 import Testing
+
+@testable import BadgeSink
 
 /// The sink as a faithful stand-in: HTTPS with HTTP/2 and HTTP/1.1, APNs provider tokens and FCM access tokens
 /// checked as the real services check them, paged deliveries and a cap on what is kept.
@@ -186,6 +187,35 @@ struct SinkCredentialTests {
             #expect(refused.status == 400)
             #expect(refused.json["error"] as? String == "invalid_grant")
         }
+    }
+
+    /// Malformed token requests are answered with an OAuth2 error, never a crash: one byte (`=`), empty pairs,
+    /// pairs without `=`, bad escapes, binary. The sink goes on serving.
+    @Test func malformedTokenFormsAreRefusedAndTheSinkGoesOn() async throws {
+        let credentials = try TestCredentials(tokenURI: "https://127.0.0.1/token")
+        defer { credentials.remove() }
+        try await TestSink.withSink(configuration: Self.secured(credentials)) { sink in
+            let forms: [[UInt8]] = [
+                Array("=".utf8), Array("&".utf8), Array("&&=&=".utf8), Array("==".utf8), Array("grant_type".utf8),
+                Array("=x&assertion".utf8), Array("grant_type=%ZZ&assertion=%".utf8), Array("%=%".utf8),
+                [0xFF, 0x3D, 0x00],
+                Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=".utf8),
+                Array("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=a.b.c".utf8),
+            ]
+            for form in forms {
+                let answer = try await sink.send(
+                    "POST", "/token", body: form, headers: [("content-type", "application/x-www-form-urlencoded")])
+                #expect(answer.status == 400, "\(form): \(answer.status)")
+            }
+            #expect(try await sink.send("GET", "/devices").status == 200, "the sink still serves")
+        }
+    }
+
+    @Test func formFieldsReadAnyBytes() {
+        #expect(SinkCredentials.formFields("=") == ["": ""])
+        #expect(SinkCredentials.formFields("a=1&b&=c&a=2") == ["a": "2", "b": "", "": "c"])
+        #expect(SinkCredentials.formFields("x=%41+b%ZZ") == ["x": "%41 b%ZZ"])
+        #expect(SinkCredentials.formFields("x=%41+b") == ["x": "A b"])
     }
 
     @Test func deliveriesArePagedAndTheOldestAreDroppedBeyondTheCap() async throws {

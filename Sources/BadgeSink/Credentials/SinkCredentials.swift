@@ -163,6 +163,26 @@ final class SinkCredentials: Sendable {
         var keyID: String?
     }
 
+    /// The fields of an `application/x-www-form-urlencoded` body: `name=value` pairs split on `&`, `+` read as a
+    /// space and percent-escapes decoded. Any bytes make some fields: an empty pair, a pair without `=` (a name
+    /// with an empty value), an empty name, or an escape that does not decode (left as written) never fail; the
+    /// last of a repeated name wins.
+    static func formFields(_ form: String) -> [String: String] {
+        func decoded(_ part: Substring) -> String {
+            let spaced = part.replacingOccurrences(of: "+", with: " ")
+            return spaced.removingPercentEncoding ?? spaced
+        }
+        var fields: [String: String] = [:]
+        for pair in form.split(separator: "&", omittingEmptySubsequences: true) {
+            guard let equals = pair.firstIndex(of: "=") else {
+                fields[decoded(pair)] = ""
+                continue
+            }
+            fields[decoded(pair[..<equals])] = decoded(pair[pair.index(after: equals)...])
+        }
+        return fields
+    }
+
     /// An access token for the assertion in a `POST /token` form body, or the OAuth2 error to answer.
     func issueToken(form: String, now: Date = Date()) -> Result<(token: String, lifetime: Int), TokenError> {
         guard let assertions else {
@@ -171,13 +191,7 @@ final class SinkCredentials: Sendable {
                     code: .invalidClient,
                     message: "the sink has no --fcm-public-key and no app with a service account"))
         }
-        var fields: [String: String] = [:]
-        for pair in form.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            let name = String(parts[0]).removingPercentEncoding ?? ""
-            let value = parts.count > 1 ? (String(parts[1]).replacingOccurrences(of: "+", with: " ")) : ""
-            fields[name] = value.removingPercentEncoding ?? value
-        }
+        let fields = Self.formFields(form)
         guard fields["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return .failure(TokenError(code: .unsupportedGrantType, message: "grant_type must be jwt-bearer"))
         }
