@@ -64,6 +64,9 @@ struct SinkServeCommand: AsyncParsableCommand {
     var maxRequestBytes: Int?
     @Option(help: "Requests waiting at once with ?wait= (BADGEPIPE_SINK_MAX_WAITERS, default 1024).")
     var maxWaiters: Int?
+    @Option(
+        help: "GET /events streams open at once, apart from the waits (BADGEPIPE_SINK_MAX_EVENT_STREAMS, default 256).")
+    var maxEventStreams: Int?
     @Option(help: "Longest ?wait= in seconds; longer ones are cut (BADGEPIPE_SINK_MAX_WAIT, default 300).")
     var maxWait: Double?
     @Option(help: "Event-loop threads, where pushes are answered (BADGEPIPE_SINK_EVENT_LOOPS, default 1).")
@@ -118,6 +121,9 @@ struct SinkServeCommand: AsyncParsableCommand {
             maxWaiters: try Settings.integer(
                 maxWaiters, "BADGEPIPE_SINK_MAX_WAITERS", name: "--max-waiters",
                 default: SinkConfiguration.defaultMaxWaiters, range: 1...100_000),
+            maxEventStreams: try Settings.integer(
+                maxEventStreams, "BADGEPIPE_SINK_MAX_EVENT_STREAMS", name: "--max-event-streams",
+                default: SinkConfiguration.defaultMaxEventStreams, range: 1...100_000),
             maxWaitSeconds: try Self.maxWaitSeconds(maxWait))
         if let file = Settings.optional(appsFile, "BADGEPIPE_SINK_APPS_FILE") {
             configuration.apps = try Self.apps(file: file)

@@ -89,4 +89,36 @@ struct EventStreamTests {
             #expect(try await reader.next(1).map(\.id) == [3])
         }
     }
+
+    @Test("open event streams do not use up the waits: each pool has its own bound")
+    func streamsAndWaitsAreCountedApart() async throws {
+        let configuration = SinkConfiguration(host: "127.0.0.1", port: 0, maxWaiters: 2, maxEventStreams: 4)
+        try await TestSink.withSink(configuration: configuration) { sink in
+            // Four idle web views: more than the two waits the sink takes.
+            var streams: [HTTPClientResponse] = []
+            for _ in 0..<4 {
+                let response = try await sink.client.execute(
+                    HTTPClientRequest(url: sink.baseURL + "/events"), timeout: .seconds(30))
+                #expect(response.status.code == 200)
+                streams.append(response)
+            }
+            // Each stream parks between pushes: let them all be parked.
+            try await Task.sleep(for: .milliseconds(300))
+            let fifth = try await sink.client.execute(
+                HTTPClientRequest(url: sink.baseURL + "/events"), timeout: .seconds(10))
+            #expect(fifth.status.code == 503)
+            let error = try await fifth.body.collect(upTo: 4096)
+            #expect(String(buffer: error).contains("too_many_streams"))
+            // A wait still answers: it is woken by the push, not refused.
+            let waiting = Task {
+                try await sink.client.execute(
+                    HTTPClientRequest(url: sink.baseURL + "/devices/phone?wait=5&badge=1"), timeout: .seconds(10))
+            }
+            try await Task.sleep(for: .milliseconds(200))
+            _ = try await sink.alert("phone", badge: 1, version: 1, title: "Hello")
+            let answer = try await waiting.value
+            #expect(answer.status.code == 200)
+            _ = streams
+        }
+    }
 }

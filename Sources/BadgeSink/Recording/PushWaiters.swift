@@ -12,20 +12,38 @@ struct PushWaiters {
         case expired
     }
 
+    /// Who waits: a request's `?wait=`, or a `GET /events` stream between two pushes. Each has a bound of its own,
+    /// so that open web views never take the requests' room (nor requests the streams').
+    enum Pool: Sendable {
+        case requests
+        case streams
+    }
+
     private var entries: [UInt64: Entry] = [:]
+    /// The pool of each waiter that uses the streams' bound (the others are requests).
+    private var streamWaiters: Set<UInt64> = []
     private var nextID: UInt64 = 0
-    /// How many are parked or about to be; compared with the limit by ``reserve(limit:)``.
+    /// How many requests are parked or about to be; compared with the limit by ``reserve(limit:pool:)``.
     private(set) var active = 0
+    /// How many streams are parked or about to be.
+    private(set) var activeStreams = 0
 
     /// Whether no continuation is parked (the check a push makes before looking further).
     var isEmpty: Bool { self.entries.isEmpty }
 
-    /// A new waiter's id; nil when `limit` waiters are active already.
-    mutating func reserve(limit: Int) -> UInt64? {
-        guard self.active < limit else { return nil }
-        self.active += 1
+    /// A new waiter's id; nil when `limit` waiters of its pool are active already.
+    mutating func reserve(limit: Int, pool: Pool = .requests) -> UInt64? {
+        switch pool {
+        case .requests:
+            guard self.active < limit else { return nil }
+            self.active += 1
+        case .streams:
+            guard self.activeStreams < limit else { return nil }
+            self.activeStreams += 1
+        }
         self.nextID += 1
         self.entries[self.nextID] = .reserved
+        if pool == .streams { self.streamWaiters.insert(self.nextID) }
         return self.nextID
     }
 
@@ -68,6 +86,10 @@ struct PushWaiters {
     /// Forgets waiter `id` once its wait is over.
     mutating func finish(_ id: UInt64) {
         self.entries[id] = nil
-        self.active -= 1
+        if self.streamWaiters.remove(id) != nil {
+            self.activeStreams -= 1
+        } else {
+            self.active -= 1
+        }
     }
 }

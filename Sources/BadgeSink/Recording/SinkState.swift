@@ -26,6 +26,10 @@ public final class SinkState: Sendable {
     private let deviceTable = Mutex(DeviceTable())
     /// The most requests waiting at once.
     private let maxWaiters: Int
+    /// The most `GET /events` streams open at once.
+    let maxEventStreams: Int
+    /// `GET /events` streams open now.
+    private let openEventStreams = Mutex(0)
     /// Pushes recorded by ``recordUnlessFaulted(provider:token:headers:authorization:body:http2:refusal:sandbox:)``
     /// (answered in the channel pipeline rather than by the router).
     let recordedUnlessFaulted = Atomic<Int>(0)
@@ -40,10 +44,12 @@ public final class SinkState: Sendable {
     ///   - maxDeliveries: The most deliveries kept; the oldest are dropped beyond it.
     ///   - maxDeliveryBytes: The most bytes of deliveries kept; the oldest are dropped beyond it.
     ///   - maxWaiters: The most requests waiting at once (``wait(for:tokens:until:)``).
+    ///   - maxEventStreams: The most `GET /events` streams open at once, counted apart from the requests.
     public init(
         randomSeed: UInt64? = nil, maxDeliveries: Int = 1_000_000,
         maxDeliveryBytes: Int = SinkConfiguration.defaultMaxDeliveryBytes,
-        maxWaiters: Int = SinkConfiguration.defaultMaxWaiters
+        maxWaiters: Int = SinkConfiguration.defaultMaxWaiters,
+        maxEventStreams: Int = SinkConfiguration.defaultMaxEventStreams
     ) {
         let seed = randomSeed ?? UInt64.random(in: .min ... .max)
         self.state = Mutex(
@@ -51,13 +57,15 @@ public final class SinkState: Sendable {
                 log: ReceivedPushLog(capacity: maxDeliveries, byteCapacity: maxDeliveryBytes),
                 faults: FaultTable(seed: seed)))
         self.maxWaiters = maxWaiters
+        self.maxEventStreams = maxEventStreams
     }
 
     /// Creates an empty store with the caps of `configuration`.
     public convenience init(configuration: SinkConfiguration, randomSeed: UInt64? = nil) {
         self.init(
             randomSeed: randomSeed, maxDeliveries: configuration.maxDeliveries,
-            maxDeliveryBytes: configuration.maxDeliveryBytes, maxWaiters: configuration.maxWaiters)
+            maxDeliveryBytes: configuration.maxDeliveryBytes, maxWaiters: configuration.maxWaiters,
+            maxEventStreams: configuration.maxEventStreams)
     }
 
     /// Records a push and decides its answer.
@@ -336,9 +344,32 @@ public final class SinkState: Sendable {
     public func wait(
         for seq: Int, tokens: Set<String>?, until deadline: ContinuousClock.Instant
     ) async throws(SinkError) -> Bool {
-        guard let id = self.state.withLock({ $0.waiters.reserve(limit: self.maxWaiters) }) else {
+        try await wait(for: seq, tokens: tokens, until: deadline, pool: .requests)
+    }
+
+    /// Opens a `GET /events` stream: false when ``maxEventStreams`` are open already. Each opened stream is
+    /// closed with ``closeEventStream()``.
+    func openEventStream() -> Bool {
+        openEventStreams.withLock { open in
+            guard open < maxEventStreams else { return false }
+            open += 1
+            return true
+        }
+    }
+
+    /// A `GET /events` stream ended.
+    func closeEventStream() {
+        openEventStreams.withLock { $0 -= 1 }
+    }
+
+    /// ``wait(for:tokens:until:)`` in `pool`: the streams wait under their own bound.
+    func wait(
+        for seq: Int, tokens: Set<String>?, until deadline: ContinuousClock.Instant, pool: PushWaiters.Pool
+    ) async throws(SinkError) -> Bool {
+        let limit = pool == .requests ? self.maxWaiters : self.maxEventStreams
+        guard let id = self.state.withLock({ $0.waiters.reserve(limit: limit, pool: pool) }) else {
             throw SinkError(
-                code: .tooManyWaiters, message: "\(self.maxWaiters) requests are waiting already", httpStatus: 503)
+                code: .tooManyWaiters, message: "\(limit) requests are waiting already", httpStatus: 503)
         }
         let came = await withTaskGroup(of: Void.self) { timer -> Bool in
             timer.addTask {

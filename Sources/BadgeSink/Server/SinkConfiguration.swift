@@ -98,6 +98,9 @@ public struct SinkConfiguration: Sendable, Equatable {
     /// The most requests waiting at once (`?wait=`); more are answered 503 `too_many_waiters`.
     /// ``defaultMaxWaiters`` by default.
     public var maxWaiters: Int
+    /// The most `GET /events` streams (the web view's live feed) open at once, counted apart from
+    /// ``maxWaiters``; more are answered 503 `too_many_streams`. ``defaultMaxEventStreams`` by default.
+    public var maxEventStreams: Int
     /// The longest a request waits, in seconds: a longer `?wait=` (up to 300) is cut to it. 300 by default; a
     /// fuzzer's sink sets less, so that no request hangs.
     public var maxWaitSeconds: Double
@@ -109,6 +112,8 @@ public struct SinkConfiguration: Sendable, Equatable {
     public static let defaultMaxRequestBytes = 64 * 1024
     /// 1024 waiting requests.
     public static let defaultMaxWaiters = 1024
+    /// 256 open event streams: a developer's browser tabs, many times over.
+    public static let defaultMaxEventStreams = 256
 
     /// Creates a configuration.
     /// - Parameters:
@@ -123,6 +128,7 @@ public struct SinkConfiguration: Sendable, Equatable {
         maxDeliveryBytes: Int = SinkConfiguration.defaultMaxDeliveryBytes,
         maxRequestBytes: Int = SinkConfiguration.defaultMaxRequestBytes,
         maxWaiters: Int = SinkConfiguration.defaultMaxWaiters,
+        maxEventStreams: Int = SinkConfiguration.defaultMaxEventStreams,
         maxWaitSeconds: Double = 300
     ) {
         self.host = host
@@ -139,6 +145,7 @@ public struct SinkConfiguration: Sendable, Equatable {
         self.maxDeliveryBytes = maxDeliveryBytes
         self.maxRequestBytes = maxRequestBytes
         self.maxWaiters = maxWaiters
+        self.maxEventStreams = maxEventStreams
         self.maxWaitSeconds = maxWaitSeconds
     }
 }

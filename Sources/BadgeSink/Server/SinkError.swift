@@ -57,4 +57,6 @@ extension ErrorCode<SinkError> {
     public static var unknownDevice: Self { Self("unknown_device") }
     /// As many requests wait already as the sink allows (503).
     public static var tooManyWaiters: Self { Self("too_many_waiters") }
+    /// ``SinkConfiguration/maxEventStreams`` `GET /events` streams are open already.
+    public static var tooManyStreams: Self { Self("too_many_streams") }
 }

@@ -26,10 +26,16 @@ extension SinkServer {
             let start = try max(
                 lastEventID ?? query.integer("after", range: 0...Int.max) ?? newest,
                 newest - Self.eventReplayLimit)
+            guard state.openEventStream() else {
+                throw SinkError(
+                    code: .tooManyStreams, message: "\(state.maxEventStreams) event streams are open already",
+                    httpStatus: 503)
+            }
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream; charset=UTF-8"
             headers[.cacheControl] = "no-cache"
             let body = ResponseBody { writer in
+                defer { state.closeEventStream() }
                 let stopping = Atomic(false)
                 try await withGracefulShutdownHandler {
                     try await Self.streamEvents(from: start, state: state, to: &writer) {
@@ -55,7 +61,7 @@ extension SinkServer {
             let batch = state.snapshot(DeliveryFilter(after: after, limit: Self.eventBatchLimit))
             guard let last = batch.records.last else {
                 // Woken by the next push, or after a second to look at `stopping`.
-                if (try? await state.wait(for: after, tokens: nil, until: .now + .seconds(1))) == nil {
+                if (try? await state.wait(for: after, tokens: nil, until: .now + .seconds(1), pool: .streams)) == nil {
                     try await Task.sleep(for: .seconds(1))
                 }
                 if ContinuousClock.now - idle >= Self.eventKeepAlive {
