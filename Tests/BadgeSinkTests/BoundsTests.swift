@@ -47,7 +47,8 @@ struct BoundsTests {
             let apns = try await sink.send("POST", "/3/device/t", body: big)
             #expect(apns.status == 413)
             #expect(apns.json["reason"] as? String == "PayloadTooLarge")
-            let fault = try await sink.send("POST", "/faults", body: big)
+            let fault = try await sink.send(
+                "POST", "/faults", body: big, headers: [("content-type", "application/json")])
             #expect(fault.status == 413)
             #expect(try await sink.deliveries().isEmpty)
             // Within the cap but over APNs's 4096: recorded and answered 413 as APNs does.

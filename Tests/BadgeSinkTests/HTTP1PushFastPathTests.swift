@@ -149,7 +149,7 @@ struct HTTP1PushFastPathTests {
                     + "{\"aps\":{}}"
             }
             let requests =
-                push("p-1") + "GET /stats HTTP/1.1\r\nhost: sink\r\n\r\n" + push("p-2") + push("p-3")
+                push("p-1") + "GET /stats HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n" + push("p-2") + push("p-3")
                 + "POST /3/device/\(Self.token) HTTP/1.1\r\ntransfer-encoding: chunked\r\napns-id: p-4\r\n\r\n"
                 + "a\r\n{\"aps\":{}}\r\n0\r\n\r\n" + push("p-5")
             for chunk in [Int.max, 1, 7] {

@@ -72,7 +72,11 @@ struct OpenAPITests {
         try await RouterSink.withSink(configuration: configuration) { sink in
             var checked = 0
             func check(_ method: String, _ route: String, _ path: String, body: String? = nil) async throws {
-                let answer = try await sink.send(method, path, body: body.map { Array($0.utf8) }, headers: [])
+                // JSON bodies say so, as every client of the inspection API must; the token endpoint takes a form.
+                let requestType = route == "/token" ? "application/x-www-form-urlencoded" : "application/json"
+                let answer = try await sink.send(
+                    method, path, body: body.map { Array($0.utf8) },
+                    headers: body == nil ? [] : [("content-type", requestType)])
                 let response = try #require(
                     document.response(method, route, status: answer.status),
                     "\(method) \(path) answered \(answer.status), not documented for \(route): \(answer.text)")

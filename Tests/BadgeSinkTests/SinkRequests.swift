@@ -44,13 +44,16 @@ extension SinkRequests {
         try await self.send(method, path, body: body, headers: [])
     }
 
-    /// Sends a request whose body is `json` text.
+    /// Sends a request whose body is `json` text, as `application/json` unless `headers` name another type.
     func send(
         _ method: String, _ path: String, json: String, headers: [(String, String)] = []
     ) async throws
         -> SinkAnswer
     {
-        try await self.send(method, path, body: Array(json.utf8), headers: headers)
+        let typed = headers.contains { $0.0.lowercased() == "content-type" }
+        return try await self.send(
+            method, path, body: Array(json.utf8),
+            headers: typed ? headers : headers + [("content-type", "application/json")])
     }
 
     /// Pushes an APNs alert with a small payload to `token`.

@@ -101,6 +101,10 @@ public struct SinkConfiguration: Sendable, Equatable {
     /// The most `GET /events` streams (the web view's live feed) open at once, counted apart from
     /// ``maxWaiters``; more are answered 503 `too_many_streams`. ``defaultMaxEventStreams`` by default.
     public var maxEventStreams: Int
+    /// Names besides loopback and ``host`` that requests to the inspection API and the web view may carry in
+    /// `Host` (and their pages in `Origin`): a name this sink is reached by, such as a reverse proxy's. See
+    /// `LocalWebGuard`.
+    public var allowedHosts: [String] = []
     /// The longest a request waits, in seconds: a longer `?wait=` (up to 300) is cut to it. 300 by default; a
     /// fuzzer's sink sets less, so that no request hangs.
     public var maxWaitSeconds: Double

@@ -59,4 +59,10 @@ extension ErrorCode<SinkError> {
     public static var tooManyWaiters: Self { Self("too_many_waiters") }
     /// ``SinkConfiguration/maxEventStreams`` `GET /events` streams are open already.
     public static var tooManyStreams: Self { Self("too_many_streams") }
+    /// The request's `Host` does not name the sink (403): a page's own domain rebound to it.
+    public static var forbiddenHost: Self { Self("forbidden_host") }
+    /// A state-changing request from another site's page (403).
+    public static var forbiddenOrigin: Self { Self("forbidden_origin") }
+    /// A state-changing request whose body is not JSON (415).
+    public static var unsupportedMediaType: Self { Self("unsupported_media_type") }
 }

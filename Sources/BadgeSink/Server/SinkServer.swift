@@ -60,6 +60,7 @@ public struct SinkServer: Service {
     /// Tests serve it in process (HummingbirdTesting's `.router` mode) without a socket.
     public func makeRouter() -> Router<SinkRequestContext> {
         let router = Router(context: SinkRequestContext.self)
+        router.add(middleware: LocalWebGuard(host: configuration.host, allowedHosts: configuration.allowedHosts))
         if let metrics {
             router.add(middleware: MetricsMiddleware())
             let state = self.state
