@@ -202,26 +202,44 @@ struct DeadReplayCommand: AsyncParsableCommand {
     @OptionGroup var broker: BrokerOptions
     @OptionGroup var filters: ParkedFilterOptions
     @Flag(help: "Print what would be replayed; publish and remove nothing.") var dryRun = false
+    @Flag(help: "Replay messages older than the idempotency window too (see --retention-days).") var force = false
+    @Option(
+        help: """
+            The workers' --retention-days (BADGEPIPE_RETENTION_DAYS, default 30): a message parked, or whose event             occurred, longer ago than that is left unless --force.
+            """)
+    var retentionDays: Int?
 
     func run() async throws {
         let filter = try filters.filter()
         let (limit, dryRun) = (filters.limit, self.dryRun)
+        let days = try Settings.integer(
+            retentionDays, "BADGEPIPE_RETENTION_DAYS", name: "--retention-days",
+            default: Retention.Configuration.defaultDays, range: 0...36_500)
+        // 0 keeps everything for ever: no window.
+        let window: Duration? = force || days == 0 ? nil : .seconds(days * 86_400)
         let (summary, deadQueue) = try await broker.withDeadQueue { queue in
-            let summary = try await queue.replay(filter, limit: limit, dryRun: dryRun) { message, outcome in
+            let summary = try await queue.replay(filter, limit: limit, dryRun: dryRun, idempotencyWindow: window) {
+                message, outcome in
                 let row = ParkedRow(message)
                 let what =
                     switch outcome {
                     case .replayed: "replayed"
                     case .wouldReplay: "would replay"
                     case .noRoutingKey: "left (no original routing key)"
+                    case .tooOld(let age):
+                        "left (\(age.components.seconds / 86_400) days old, older than the \(days)-day idempotency "
+                            + "window: its processed id or a read tombstone may be purged, so replaying it could "
+                            + "apply it twice or undo a read; --force replays it anyway)"
                     }
                 print("\(what) \(row.position) \(row.id) type=\(row.type) reason=\(row.reason)")
             }
             return (summary, queue.topology.deadQueueName)
         }
         let verb = dryRun ? "would replay" : "replayed"
+        var tail = "\(summary.skipped) without a routing key"
+        if summary.tooOld > 0 { tail += " and \(summary.tooOld) older than \(days) days (--force replays them)" }
         standardError(
             "\(verb) \(summary.replayed) of \(summary.matched) matching parked messages (\(summary.read) read of "
-                + "the \(summary.held) held); \(summary.skipped) without a routing key left in \(deadQueue)")
+                + "the \(summary.held) held); \(tail) left in \(deadQueue)")
     }
 }

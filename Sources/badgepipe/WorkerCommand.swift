@@ -167,7 +167,8 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         // Retention: 30 days by default, 0 keeps everything.
         let retentionDays = try Settings.integer(
-            retentionDays, "BADGEPIPE_RETENTION_DAYS", name: "--retention-days", default: 30, range: 0...36_500)
+            retentionDays, "BADGEPIPE_RETENTION_DAYS", name: "--retention-days",
+            default: Retention.Configuration.defaultDays, range: 0...36_500)
         let retentionInterval = try Settings.integer(
             retentionInterval, "BADGEPIPE_RETENTION_INTERVAL", name: "--retention-interval", default: 600,
             range: 1...86_400)

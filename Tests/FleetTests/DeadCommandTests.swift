@@ -16,16 +16,18 @@ struct DeadCommandTests {
         let channel = try await connection.openChannel()
         try await channel.confirmSelect()
         let dead = "\(namespace).dead"
-        // Two messages as a worker parks them: a valid event it did not know, and one that is not JSON.
+        // Two messages as a worker parks them, an hour ago: a valid event it did not know, and one that is not
+        // JSON.
+        func ago(_ seconds: Double) -> String {
+            Timestamp(date: Date().addingTimeInterval(-seconds)).rfc3339Milliseconds
+        }
+        let (hourAgo, parkedAt) = (ago(3600), ago(3599))
         let event =
-            #"{"id":"cli-1","type":"follow","recipient":"u-cli","occurred_at":"2026-11-21T10:00:00Z","#
+            #"{"id":"cli-1","type":"follow","recipient":"u-cli","occurred_at":"\#(hourAgo)","#
             + #""actor":{"id":"u-2","name":"Two"}}"#
         let parked: [(body: String, id: String, reason: String, error: String, at: String)] = [
-            (
-                "not json", "cli-0", "invalid_json", "invalid_json: expected a value at byte 0",
-                "2026-11-21T10:00:00.000Z"
-            ),
-            (event, "cli-1", "unknown_type", #"unknown_type: unknown type "follow""#, "2026-11-21T10:00:01.000Z"),
+            ("not json", "cli-0", "invalid_json", "invalid_json: expected a value at byte 0", hourAgo),
+            (event, "cli-1", "unknown_type", #"unknown_type: unknown type "follow""#, parkedAt),
         ]
         for message in parked {
             let headers: AMQPTable = [
@@ -56,7 +58,7 @@ struct DeadCommandTests {
         #expect(rows.first?["message_id"]?.stringValue == "cli-1")
         #expect(rows.first?["type"]?.stringValue == "follow")
         #expect(rows.first?["reason"]?.stringValue == "unknown_type")
-        #expect(rows.first?["parked_at"]?.stringValue == "2026-11-21T10:00:01.000Z")
+        #expect(rows.first?["parked_at"]?.stringValue == parkedAt)
         #expect(rows.first?["routing_key"]?.stringValue == "u-cli")
 
         let shown = try runBadgepipe(["dead", "show", "cli-1"] + broker)
@@ -99,6 +101,32 @@ struct DeadCommandTests {
         let again = try runBadgepipe(["dead", "replay", "--reason", "unknown_type"] + broker)
         #expect(again.status == 0)
         #expect(again.errors.contains("replayed 0 of 0 matching"), "\(again.errors)")
+
+        // Older than the idempotency window (the workers' 30-day retention): left, saying why, unless --force.
+        let old =
+            #"{"id":"cli-old","type":"follow","recipient":"u-cli","occurred_at":"\#(ago(40 * 86_400))","#
+            + #""actor":{"id":"u-2","name":"Two"}}"#
+        try await channel.publish(
+            Array(old.utf8), exchange: "", routingKey: dead, mandatory: true,
+            properties: AMQPProperties(
+                contentType: "application/json",
+                headers: [
+                    "x-badgepipe-reason": "unknown_type", "x-badgepipe-error": "unknown_type: x",
+                    "x-badgepipe-parked-at": .string(ago(60)), "x-badgepipe-original-routing-key": "u-cli",
+                ], deliveryMode: .persistent, messageID: "cli-old"))
+        let refused = try runBadgepipe(["dead", "replay", "--id", "cli-old"] + broker)
+        #expect(refused.status == 0, "\(refused.errors)")
+        #expect(
+            refused.output.contains("left (40 days old, older than the 30-day idempotency window"), "\(refused.output)")
+        #expect(refused.errors.contains("1 older than 30 days (--force replays them)"), "\(refused.errors)")
+        #expect(try await channel.declareQueue(dead, passive: true).messageCount == 2, "still parked")
+        let longer = try runBadgepipe(
+            ["dead", "replay", "--id", "cli-old", "--retention-days", "60", "--dry-run"] + broker)
+        #expect(longer.output.contains("would replay"), "within a 60-day window: \(longer.output)")
+        let forced = try runBadgepipe(["dead", "replay", "--id", "cli-old", "--force"] + broker)
+        #expect(forced.status == 0, "\(forced.errors)")
+        #expect(forced.output.contains("replayed 2 cli-old"), "\(forced.output)")
+        #expect(try await channel.declareQueue(dead, passive: true).messageCount == 1)
 
         let wrong = try runBadgepipe([
             "dead", "list", "--amqp-url", FleetHarness.amqpURL, "--namespace", namespace + "x",

@@ -1,4 +1,5 @@
 import AMQPClient
+import BadgeWire
 
 /// Reads and replays the parked messages of `badgepipe.dead` without losing or reordering any.
 ///
@@ -78,6 +79,8 @@ public struct DeadLetterQueue: Sendable {
         case wouldReplay
         /// Nothing says where it was going (no original routing key): it stays.
         case noRoutingKey
+        /// Older than the idempotency window (``ReplaySummary/tooOld``): it stays unless the replay is forced.
+        case tooOld(age: Duration)
     }
 
     /// What a replay did.
@@ -92,6 +95,8 @@ public struct DeadLetterQueue: Sendable {
         public var replayed = 0
         /// Those left because nothing says where they were going.
         public var skipped = 0
+        /// Those left because they are older than the idempotency window.
+        public var tooOld = 0
 
         /// A summary of these counts.
         public init(held: Int = 0, read: Int = 0, matched: Int = 0, replayed: Int = 0, skipped: Int = 0) {
@@ -115,8 +120,10 @@ public struct DeadLetterQueue: Sendable {
     @discardableResult
     public func replay(
         _ filter: ParkedFilter, limit: Int? = nil, dryRun: Bool = false, window: Int = 64,
+        idempotencyWindow: Duration? = Retention.Configuration.defaultAge,
         each: (ParkedMessage, ReplayOutcome) -> Void = { _, _ in }
     ) async throws -> ReplaySummary {
+        let now = Timestamp.now()
         let publisher = try await connection.openChannel()
         var pass: DeadQueuePass
         do {
@@ -162,6 +169,11 @@ public struct DeadLetterQueue: Sendable {
                 guard let routingKey = parked.originalRoutingKey else {
                     summary.skipped += 1
                     each(parked, .noRoutingKey)
+                    continue
+                }
+                if let idempotencyWindow, let age = parked.age(at: now), age > idempotencyWindow {
+                    summary.tooOld += 1
+                    each(parked, .tooOld(age: age))
                     continue
                 }
                 if dryRun {

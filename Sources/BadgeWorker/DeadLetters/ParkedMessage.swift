@@ -26,6 +26,8 @@ public struct ParkedMessage: Sendable {
     public let eventID: String?
     /// The event's `type`, when the body is a JSON object that has one (`unknown_type` included).
     public let eventType: String?
+    /// The event's `occurred_at`, when its body is an event that says it.
+    public let occurredAt: Timestamp?
     /// The bounded class of why it was parked (see ``reason(headers:)``).
     public let reason: String
     /// The one-line reason, when the worker gave one (`x-badgepipe-error`).
@@ -52,6 +54,7 @@ public struct ParkedMessage: Sendable {
         let event = Self.eventFields(body)
         eventID = event.id
         eventType = event.type
+        occurredAt = event.occurredAt
         reason = Self.reason(headers: headers)
         if let text = headers[ParkHeaders.parkedAt]?.stringValue, let time = Timestamp.parse(text) {
             parkedAt = time
@@ -116,10 +119,23 @@ public struct ParkedMessage: Sendable {
     }
 
     /// The `id` and `type` of a body that is a JSON object.
-    private static func eventFields(_ body: [UInt8]) -> (id: String?, type: String?) {
+    private static func eventFields(_ body: [UInt8]) -> (id: String?, type: String?, occurredAt: Timestamp?) {
         guard body.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) == UInt8(ascii: "{"),
             let json = try? JSONValue.parse(body)
-        else { return (nil, nil) }
-        return (json["id"]?.stringValue, json["type"]?.stringValue)
+        else { return (nil, nil, nil) }
+        return (
+            json["id"]?.stringValue, json["type"]?.stringValue,
+            json["occurred_at"]?.stringValue.flatMap(Timestamp.parse)
+        )
+    }
+
+    /// How old the message is for replaying it, at `now`: since the earlier of when it was parked and when its
+    /// event says it occurred (nil when it says neither). Processed event ids and read tombstones live for the
+    /// retention age from when the workers recorded them, which is after the event occurred and before (or
+    /// when) it was parked: past that age either of them may be gone, and the event, replayed, could take effect
+    /// a second time or make a notification whose read was forgotten unread again.
+    public func age(at now: Timestamp) -> Duration? {
+        let oldest = [parkedAt, occurredAt].compactMap { $0?.microsecondsSinceEpoch }.min()
+        return oldest.map { .microseconds(now.microsecondsSinceEpoch - $0) }
     }
 }

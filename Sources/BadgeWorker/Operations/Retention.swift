@@ -24,9 +24,16 @@ public struct Retention: Service {
         /// In a fleet, this worker's id (for the maintenance lease) and the lease's time to live; nil alone.
         public var fleet: (workerID: String, leaseTTLMilliseconds: Int64)?
 
-        /// A configuration; 30 days by default, checked every 10 minutes.
+        /// How long processed event ids and read tombstones are kept by default (`--retention-days`): the window
+        /// in which a duplicate of an event has no second effect, and within which `badgepipe dead replay`
+        /// replays without `--force`.
+        public static let defaultDays = 30
+        /// ``defaultDays`` as a duration.
+        public static let defaultAge: Duration = .seconds(defaultDays * 86_400)
+
+        /// A configuration; ``defaultAge`` by default, checked every 10 minutes.
         public init(
-            age: Duration = .seconds(30 * 86_400), interval: Duration = .seconds(600), batchSize: Int = 1000,
+            age: Duration = Configuration.defaultAge, interval: Duration = .seconds(600), batchSize: Int = 1000,
             pause: Duration = .milliseconds(50), fleet: (workerID: String, leaseTTLMilliseconds: Int64)? = nil
         ) {
             self.age = age
