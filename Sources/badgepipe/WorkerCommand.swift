@@ -191,6 +191,15 @@ struct WorkerCommand: AsyncParsableCommand {
         var services: [any Service] = [SecondSignal(), StoreService(store: store)]
         // Always, metrics served or not: its samples also keep the outbox's planner statistics (see `OutboxGauges`).
         services.append(OutboxGauges(store: store, health: worker.health, logger: logger))
+        // A newer badgepipe may migrate the database past this one while it runs: it stops writing then.
+        services.append(
+            SchemaWatch(
+                store: store,
+                interval: .seconds(
+                    try Settings.integer(
+                        nil, "BADGEPIPE_SCHEMA_CHECK_INTERVAL", name: "BADGEPIPE_SCHEMA_CHECK_INTERVAL",
+                        default: Int(SchemaWatch.defaultInterval.components.seconds), range: 1...3600)),
+                logger: logger))
         if let port {
             let health = worker.health
             services.append(

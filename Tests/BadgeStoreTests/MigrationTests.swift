@@ -91,14 +91,70 @@ struct MigrationTests {
             #expect(error?.transient == false)
             #expect(
                 error?.message
-                    == "the database schema is at version \(newer), this badgepipe knows up to "
-                    + "\(Schema.latestVersion): upgrade badgepipe")
+                    == "the database schema is at version \(newer) and serves badgepipe from schema version "
+                    + "\(newer); this badgepipe knows up to \(Schema.latestVersion): upgrade badgepipe")
             // A store on an older database carries on as before.
             try await database.transaction { sql in
                 try await sql.execute("DELETE FROM schema_migrations WHERE version = $1", [.int(newer)])
             }
             try await store.migrate()
         }
+    }
+
+    /// A database a newer badgepipe migrated with versions that only add (an index) still serves this code: it
+    /// starts and works against it (a rollback after an additive migration). A running store notices when a newer
+    /// badgepipe then applies a version that does not serve it, and a start refuses it, naming both versions.
+    @Test(arguments: Backend.allCases)
+    func aSchemaThatOnlyGrewServesOlderCodeUntilAVersionThatDoesNot(backend: Backend) async throws {
+        try await withStores(backend) { stores in
+            let store = stores[0]
+            let database = store.sqlBackend.database
+            let latest = Schema.latestVersion
+            let recorded = try await database.transaction { sql in
+                try await sql.query("SELECT max(serves_from) AS requirement FROM schema_migrations", [])
+            }
+            let requirement = try #require(try recorded.first?["requirement"].int64)
+            #expect(requirement <= latest, "this code's own versions serve it")
+            // A newer badgepipe's additive version (an index): it records the requirement unchanged.
+            try await database.transaction { sql in
+                try await sql.execute(
+                    "INSERT INTO schema_migrations (version, applied_at, serves_from) VALUES ($1, 0, $2)",
+                    [.int(latest + 1), .int(requirement)])
+            }
+            try await store.migrate()
+            try await store.checkSchema()
+            _ = try await store.apply([register("s-d1", token: tokenA, for: "u-schema")], policy: .unseen)
+            #expect(try await store.snapshot(user: "u-schema").devices.map(\.token) == [tokenA])
+            // Then a version that changes what code must do: the running store stops, and a start refuses.
+            try await database.transaction { sql in
+                try await sql.execute(
+                    "INSERT INTO schema_migrations (version, applied_at, serves_from) VALUES ($1, 0, $1)",
+                    [.int(latest + 2)])
+            }
+            let running = await #expect(throws: StoreError.self) { try await store.checkSchema() }
+            #expect(running?.code == .schemaTooNew)
+            let starting = await #expect(throws: StoreError.self) { try await store.migrate() }
+            #expect(starting?.code == .schemaTooNew)
+            #expect(
+                starting?.message
+                    == "the database schema is at version \(latest + 2) and serves badgepipe from schema version "
+                    + "\(latest + 2); this badgepipe knows up to \(latest): upgrade badgepipe")
+        }
+    }
+
+    @Test func additiveVersionsKeepTheRequirementAndOthersRaiseIt() {
+        let index = Schema.Migration(version: 20, additive: true) { _, _ in [] }
+        let column = Schema.Migration(version: 21) { _, _ in [] }
+        #expect(Schema.servesFrom(index, requirement: 8) == 8)
+        #expect(Schema.servesFrom(column, requirement: 8) == 21)
+        let latest = Schema.latestVersion
+        #expect(Schema.compatibility([(1, 1), (latest, 8)]) == .current)
+        #expect(Schema.compatibility([(latest, 8), (latest + 1, 8)]) == .newerButServed(newest: latest + 1))
+        #expect(
+            Schema.compatibility([(latest, 8), (latest + 1, latest + 1)])
+                == .tooNew(newest: latest + 1, requires: latest + 1))
+        // The schema's own migrations: versions 9 and 10 only add indexes.
+        #expect(Schema.migrations.filter(\.additive).map(\.version).starts(with: [9, 10]))
     }
 
     /// On PostgreSQL a migration's DDL gives up after the lock timeout when another session holds the table (a

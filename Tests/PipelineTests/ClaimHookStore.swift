@@ -40,6 +40,7 @@ final class ClaimHookStore: BadgeStore {
     func deleteFeedback(_ ids: [Int64]) async throws { try await base.deleteFeedback(ids) }
     func run() async { await base.run() }
     func migrate() async throws { try await base.migrate() }
+    func checkSchema() async throws { try await base.checkSchema() }
     func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]] {
         try await base.apply(batches, policy: policy)
     }

@@ -9,6 +9,10 @@ public protocol SQLBackedBadgeStore: BadgeStore {
 }
 
 extension SQLBackedBadgeStore {
+    public func checkSchema() async throws {
+        try await Schema.checkCompatibility(sqlBackend.database)
+    }
+
     public func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]] {
         try await StoreQueries.apply(
             batches, policy: policy, database: sqlBackend.database, beforeEvent: sqlBackend.hooks.beforeEvent)

@@ -4,9 +4,15 @@ import BadgeSupport
 /// The schema, as numbered migrations applied in order and recorded in `schema_migrations` (one row per version
 /// applied, with the time it was applied).
 ///
-/// **Versions.** `migrate` first reads the versions applied. A database with a version above ``latestVersion`` was
-/// upgraded by a newer badgepipe: it refuses to touch it and fails with `schema_too_new` (not transient: only an
-/// upgrade of badgepipe helps), which ends a worker's start with that message.
+/// **Versions.** `migrate` first reads the versions applied. Each version records in `schema_migrations.serves_from`
+/// the oldest code it still serves: the version itself for a migration that changes what code must do, the
+/// previous requirement for one that only adds (an index, a column with a default that older code may ignore; see
+/// ``Migration/additive``). A database with a version above ``latestVersion`` was upgraded by a newer badgepipe:
+/// when every version it has still serves this code (``compatibility(_:)``) the code runs against it, applying
+/// nothing (a rollback after an additive migration); otherwise it refuses to touch it and fails with
+/// `schema_too_new` (not transient: only an upgrade of badgepipe helps), which ends a worker's start with that
+/// message. A running worker checks again every so often (``checkCompatibility(_:)``) and stops writing when a newer
+/// badgepipe moved the schema past it.
 ///
 /// **How a version is applied.** On SQLite, everything missing is applied in one `BEGIN IMMEDIATE` transaction
 /// (other processes wait for it; SQLite has no concurrent index builds). On PostgreSQL, a migration must never hold
@@ -34,6 +40,10 @@ import BadgeSupport
 enum Schema {
     struct Migration: Sendable {
         var version: Int64
+        /// Whether code older than this version runs correctly against a database that has it: the migration only
+        /// adds what older code does not use (indexes; columns with defaults it never needs to write). Such a
+        /// version raises no requirement; any other raises it to itself.
+        var additive = false
         /// The version's steps on a dialect, given the database's time when the run began (microseconds since the
         /// epoch: a migration that stamps existing rows stamps them with the database's clock, never the
         /// migrating worker's).
@@ -277,13 +287,13 @@ enum Schema {
         },
         // The delivery claim's queue heads (see `DeliveryQueries.dueIDs`): the devices with queued rows in a
         // partition, one index descent each, and each device's oldest rows, whatever one device holds.
-        Migration(version: 9) { _, _ in
+        Migration(version: 9, additive: true) { _, _ in
             [.index("outbox_partition_token", on: "outbox (partition_id, token, id)")]
         },
         // The delivery claim's two sources of queue heads (see `DeliveryQueries.dueIDs`): the devices of a
         // partition with rows never attempted, and the rows waiting for a retry by when they are due, so that a
         // device whose only rows wait for a retry costs a claim nothing until it is due.
-        Migration(version: 10) { _, _ in
+        Migration(version: 10, additive: true) { _, _ in
             [
                 .index("outbox_partition_fresh", on: "outbox (partition_id, token, id) WHERE attempts = 0"),
                 .index("outbox_partition_retry", on: "outbox (partition_id, next_attempt_at) WHERE attempts > 0"),
@@ -310,7 +320,7 @@ enum Schema {
                 try await sql.execute(statement)
             }
             let applied = try await appliedVersions(sql)
-            let missing = try missing(applied, through: through)
+            let missing = try await missing(applied, through: through, sql: sql)
             let now = missing.isEmpty ? 0 : try await databaseNow(sql)
             for migration in missing {
                 for step in migration.steps(sql.dialect, now) {
@@ -350,7 +360,7 @@ enum Schema {
             }
             let applied = try await appliedVersions(sql)
             let milliseconds = max(1, lockTimeout.wholeMicroseconds / 1000)
-            let missing = try missing(applied, through: through)
+            let missing = try await missing(applied, through: through, sql: sql)
             let now = missing.isEmpty ? 0 : try await databaseNow(sql)
             for migration in missing {
                 var pending: [String] = []
@@ -406,34 +416,104 @@ enum Schema {
         try await sql.execute("CREATE INDEX CONCURRENTLY IF NOT EXISTS \(name) ON \(definition)")
     }
 
-    /// Creates `schema_migrations` when missing and returns the versions it records.
+    /// Creates `schema_migrations` (and its `serves_from` column) when missing and returns the versions it records.
     private static func appliedVersions(_ sql: any SQLExecutor) async throws -> Set<Int64> {
         try await sql.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at BIGINT NOT NULL)")
-        return Set(
-            try await sql.query("SELECT version FROM schema_migrations", []).compactMap { try $0["version"].int64 })
+        if try await !hasServesFrom(sql) {
+            try await sql.execute("ALTER TABLE schema_migrations ADD COLUMN serves_from BIGINT")
+        }
+        return Set(try await recorded(sql).map(\.version))
     }
 
-    /// The migrations not in `applied`, up to `through`, in order; throws `schema_too_new` when `applied` has a
-    /// version this code does not know.
-    private static func missing(_ applied: Set<Int64>, through: Int64) throws -> [Migration] {
+    /// Whether `schema_migrations` has its `serves_from` column (added to databases from before it).
+    private static func hasServesFrom(_ sql: any SQLExecutor) async throws -> Bool {
+        let rows: [SQLRow]
+        if sql.dialect == .postgres {
+            rows = try await sql.query(
+                "SELECT 1 AS found FROM information_schema.columns WHERE table_schema = current_schema() "
+                    + "AND table_name = 'schema_migrations' AND column_name = 'serves_from'", [])
+        } else {
+            rows = try await sql.query(
+                "SELECT 1 AS found FROM pragma_table_info('schema_migrations') WHERE name = 'serves_from'", [])
+        }
+        return !rows.isEmpty
+    }
+
+    /// Each recorded version with the oldest code it serves (the version itself when it was recorded before
+    /// `serves_from` existed).
+    private static func recorded(_ sql: any SQLExecutor) async throws -> [(version: Int64, servesFrom: Int64)] {
+        try await sql.query("SELECT version, serves_from FROM schema_migrations", []).compactMap { row in
+            guard let version = try row["version"].int64 else { return nil }
+            return (version, try row["serves_from"].int64 ?? version)
+        }
+    }
+
+    /// Whether this code may run against a database whose recorded versions are `recorded`: it may unless the
+    /// database has a version this code does not know that does not serve it.
+    enum Compatibility: Equatable {
+        /// The database is at or below this code's version.
+        case current
+        /// The database is newer, and every version it has still serves this code.
+        case newerButServed(newest: Int64)
+        /// The database is newer, and needs code at `requires` or later.
+        case tooNew(newest: Int64, requires: Int64)
+    }
+
+    static func compatibility(_ recorded: [(version: Int64, servesFrom: Int64)]) -> Compatibility {
+        guard let newest = recorded.map(\.version).max(), newest > latestVersion else { return .current }
+        let requires = recorded.map(\.servesFrom).max() ?? newest
+        return requires <= latestVersion ? .newerButServed(newest: newest) : .tooNew(newest: newest, requires: requires)
+    }
+
+    /// The error for a database that needs code at `requires` or later.
+    static func tooNew(newest: Int64, requires: Int64) -> StoreError {
+        StoreError(
+            code: .schemaTooNew,
+            message: "the database schema is at version \(newest) and serves badgepipe from schema version "
+                + "\(requires); this badgepipe knows up to \(latestVersion): upgrade badgepipe",
+            transient: false)
+    }
+
+    /// Checks, on a running store, that the database still serves this code (a newer badgepipe may have migrated
+    /// it since); throws `schema_too_new` when it does not. One read of `schema_migrations`.
+    static func checkCompatibility(_ database: any SQLTransactor) async throws {
+        let recorded = try await database.transaction { sql in try await Self.recorded(sql) }
+        if case .tooNew(let newest, let requires) = compatibility(recorded) {
+            throw tooNew(newest: newest, requires: requires)
+        }
+    }
+
+    /// The migrations not in `applied`, up to `through`, in order; throws `schema_too_new` when the database has a
+    /// version this code does not know that does not serve it.
+    private static func missing(
+        _ applied: Set<Int64>, through: Int64, sql: any SQLExecutor
+    ) async throws -> [Migration] {
         if let newest = applied.max(), newest > latestVersion {
-            throw StoreError(
-                code: .schemaTooNew,
-                message: "the database schema is at version \(newest), this badgepipe knows up to \(latestVersion): "
-                    + "upgrade badgepipe",
-                transient: false)
+            if case .tooNew(let newest, let requires) = compatibility(try await recorded(sql)) {
+                throw tooNew(newest: newest, requires: requires)
+            }
+            return []
         }
         return migrations.filter { !applied.contains($0.version) && $0.version <= through }.sorted {
             $0.version < $1.version
         }
     }
 
+    /// The oldest code a database serves once `migration` is applied on top of what it has (`requirement`, the
+    /// highest `serves_from` recorded so far).
+    static func servesFrom(_ migration: Migration, requirement: Int64) -> Int64 {
+        migration.additive ? requirement : migration.version
+    }
+
     private static func record(_ migration: Migration, sql: any SQLExecutor) async throws {
         let now = FleetQueries.statementNow(sql.dialect)
+        let requirement = try await recorded(sql).map(\.servesFrom).max() ?? 0
         var binds = SQLBinds()
+        let version = binds.add(.int(migration.version))
+        let serves = binds.add(.int(servesFrom(migration, requirement: requirement)))
         try await sql.execute(
-            "INSERT INTO schema_migrations (version, applied_at) VALUES (\(binds.add(.int(migration.version))), \(now))",
+            "INSERT INTO schema_migrations (version, applied_at, serves_from) VALUES (\(version), \(now), \(serves))",
             binds.values)
     }
 

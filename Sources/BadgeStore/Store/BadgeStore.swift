@@ -23,6 +23,10 @@ public protocol BadgeStore: Sendable {
     /// seconds: one that would wait longer fails with a transient error (`sqlstate_55P03`), to be tried again.
     func migrate() async throws
 
+    /// Throws `schema_too_new` (not transient) when the database's schema no longer serves this code: a newer
+    /// badgepipe applied a migration older code cannot run with since this store migrated. One read.
+    func checkSchema() async throws
+
     /// Applies several partitions' batches in one database transaction (all or nothing), as if each were applied
     /// on its own under its context, one after another, and returns what each batch's events did. Batches of one
     /// worker's partitions (their users are disjoint) share the transaction's fixed cost this way. With leases,
