@@ -136,4 +136,6 @@ extension ErrorCode<StoreError> {
     /// The database's schema is at a version newer than this code knows: an older badgepipe must not write to
     /// it (see `Schema`). Upgrading badgepipe is the fix; retrying is not.
     public static var schemaTooNew: Self { Self("schema_too_new") }
+    /// A read asked for more users at once than it takes (``AppReadLimits/usersPerRead``).
+    public static var tooManyUsers: Self { Self("too_many_users") }
 }

@@ -42,7 +42,8 @@ extension EventRules {
         let seen = user.openedUntil.map { occurredAt <= $0 } ?? false
         guard notifications[event.recipient]?[event.id] == nil else { return }
         notifications[event.recipient, default: [:]][event.id] = NotificationRow(
-            occurredAt: occurredAt, read: read, seen: seen, isNew: true)
+            occurredAt: occurredAt, read: read, seen: seen, isNew: true,
+            eventJSON: String(decoding: event.jsonData(), as: UTF8.self))
         guard !read else { return }
         user.unreadNotifications += 1
         if !seen { user.unseenNotifications += 1 }

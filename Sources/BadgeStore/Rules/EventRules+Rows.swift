@@ -63,6 +63,8 @@ extension EventRules {
         var isNew: Bool
         /// A loaded row whose state this batch changed.
         var changed = false
+        /// For a new row, its event's JSON, stored for the app's list (`AppReads`).
+        var eventJSON: String?
     }
 
     /// A message the batch may turn read, or one it stores.

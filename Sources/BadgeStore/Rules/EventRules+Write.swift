@@ -21,20 +21,28 @@ extension EventRules {
 
     private func addNotifications(to batch: inout SQLWriteBatch) {
         var inserted = SQLRowSet(
-            [("user_id", .text), ("id", .text), ("occurred_at", .int), ("read", .bool), ("seen", .bool)])
+            [
+                ("user_id", .text), ("id", .text), ("occurred_at", .int), ("read", .bool), ("seen", .bool),
+                ("event_json", .text),
+            ])
         var updated = SQLRowSet([("user_id", .text), ("id", .text), ("read", .bool), ("seen", .bool)])
         for (user, rows) in notifications.sorted(by: { $0.key < $1.key }) {
             for (id, row) in rows.sorted(by: { $0.key < $1.key }) {
                 if row.isNew {
-                    inserted.append([.text(user), .text(id), .int(row.occurredAt), .bool(row.read), .bool(row.seen)])
+                    inserted.append([
+                        .text(user), .text(id), .int(row.occurredAt), .bool(row.read), .bool(row.seen),
+                        row.eventJSON.map(SQLValue.text) ?? .null,
+                    ])
                 } else if row.changed {
                     updated.append([.text(user), .text(id), .bool(row.read), .bool(row.seen)])
                 }
             }
         }
+        // `stored_at`: the database's now, the order in which the app's stream announces new notifications.
+        let now = FleetQueries.statementNow(sql.dialect)
         batch.add(inserted) {
-            "INSERT INTO notifications (user_id, id, occurred_at, read, seen) "
-                + "SELECT user_id, id, occurred_at, read, seen FROM \($0) WHERE true "
+            "INSERT INTO notifications (user_id, id, occurred_at, read, seen, event_json, stored_at) "
+                + "SELECT user_id, id, occurred_at, read, seen, event_json, \(now) FROM \($0) WHERE true "
                 + "ON CONFLICT (user_id, id) DO NOTHING"
         }
         batch.add(updated) {

@@ -299,6 +299,18 @@ enum Schema {
                 .index("outbox_partition_retry", on: "outbox (partition_id, next_attempt_at) WHERE attempts > 0"),
             ]
         },
+        // The app's reads (`AppReads`): each new notification keeps its event's JSON (for the list's type, actor,
+        // post and text; NULL for those stored before) and when it was stored by the database's clock (the stream's
+        // order of new notifications; 0 before), with an index for the list newest first and one for the unread by
+        // storage order. Older code ignores both columns.
+        Migration(version: 11, additive: true) { dialect, _ in
+            [
+                .ddl("ALTER TABLE notifications \(dialect.addColumn) event_json TEXT"),
+                .ddl("ALTER TABLE notifications \(dialect.addColumn) stored_at BIGINT NOT NULL DEFAULT 0"),
+                .index("notifications_newest", on: "notifications (user_id, occurred_at, id)"),
+                .index("notifications_unread_stored", on: "notifications (user_id, stored_at) WHERE NOT read"),
+            ]
+        },
     ]
 
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas
