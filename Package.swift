@@ -1,6 +1,9 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// A dependency only Linux builds take (the client library uses URLSession on Apple platforms).
+let onLinux = TargetDependencyCondition.when(platforms: [.linux])
+
 let package = Package(
     name: "badgepipe",
     platforms: [.macOS(.v15)],
@@ -10,6 +13,8 @@ let package = Package(
         .library(name: "BadgeCore", targets: ["BadgeCore"]),
         // A typed client of the sink's test API with its waits, for end-to-end tests written in Swift.
         .library(name: "BadgePipeTesting", targets: ["BadgePipeTesting"]),
+        // The Swift client of `badgepipe api` for apps: counts as a live AsyncSequence, the list, reads, devices.
+        .library(name: "BadgePipeClient", targets: ["BadgePipeClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
@@ -27,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/vapor/jwt-kit.git", from: "5.7.0"),
     ],
     targets: [
         // C: the system rabbitmq-c library and a shim for its variadic functions.
@@ -136,6 +142,23 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // The app's API (`badgepipe api`, contract section 7): JWT-authenticated reads of a user's counts,
+        // notifications and conversations, writes published as events with confirms, and a live stream of counts.
+        .target(
+            name: "BadgeAPI",
+            dependencies: [
+                "AMQPClient",
+                "BadgeCore",
+                "BadgeSupport",
+                "BadgeStore",
+                "BadgeWire",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         // The worker: consume, apply, push.
         .target(
             name: "BadgeWorker",
@@ -155,6 +178,7 @@ let package = Package(
             name: "badgepipe",
             dependencies: [
                 "AMQPClient",
+                "BadgeAPI",
                 "BadgeCore",
                 "BadgeSupport",
                 "BadgeDelivery",
@@ -183,6 +207,16 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        // The app's client of the API: URLSession on Apple platforms, async-http-client elsewhere; no other
+        // BadgePipe module.
+        .target(
+            name: "BadgePipeClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: onLinux),
+                .product(name: "NIOCore", package: "swift-nio", condition: onLinux),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: onLinux),
             ]
         ),
         // Benchmark of the AMQP client alone (release build: `swift run -c release amqp-bench`).
@@ -256,6 +290,8 @@ let package = Package(
         .testTarget(
             name: "PipelineTests",
             dependencies: [
+                "BadgeAPI",
+                "BadgePipeClient",
                 "SinkTestSupport",
                 "TestCredentials",
                 "TestServices",

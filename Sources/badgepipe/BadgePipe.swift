@@ -8,7 +8,7 @@ struct BadgePipe: AsyncParsableCommand {
         abstract: "Server-side notification badges: consume events, keep counts, push authoritative badges.",
         subcommands: [
             WorkerCommand.self, SinkCommand.self, PublishCommand.self, SetupCommand.self, HealthCommand.self,
-            DeadCommand.self,
+            DeadCommand.self, APICommand.self,
         ]
     )
 }

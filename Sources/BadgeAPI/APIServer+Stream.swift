@@ -1,0 +1,107 @@
+import BadgeStore
+import BadgeWire
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import ServiceLifecycle
+
+extension APIServer {
+    /// `GET /v1/me/stream` (contract 7.3): Server-Sent Events. First a `counts` event with the current counts
+    /// (skipped when `Last-Event-ID` already names that version), then a `counts` event for every later change and
+    /// a `notification` event for every new unread notification, as ``CountsWatcher`` finds them; each `counts`
+    /// event's `id:` is its `badge_version`, never lower than one sent before; a comment line every
+    /// ``APIConfiguration/keepAlive``. At most ``APIConfiguration/maxStreams`` streams per instance (`503`) and
+    /// ``APIConfiguration/maxStreamsPerUser`` per user (`429`).
+    func stream(_ request: Request) async throws -> Response {
+        let user = try await authenticate(request, allowQuery: true)
+        guard watcher.streamCount < configuration.maxStreams else {
+            throw APIError(.tooManyStreams, "this instance has no room for another stream", status: .serviceUnavailable)
+        }
+        guard watcher.streamCount(of: user) < configuration.maxStreamsPerUser else {
+            throw APIError(.tooManyStreams, "too many open streams for this user", status: .tooManyRequests)
+        }
+        let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!].flatMap { Int64($0) }
+        let (reads, policy, watcher, keepAlive) = (reads, configuration.badgePolicy, watcher, configuration.keepAlive)
+        let current = try await reads.userCounts([user], policy: policy)[user] ?? .zero
+        let known = try await reads.notifications(of: user, limit: 20, before: nil, unreadOnly: true).notifications
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream; charset=UTF-8"
+        headers[.cacheControl] = "no-cache"
+        let body = ResponseBody { writer in
+            let (id, updates) = watcher.watch(user, current: current, known: known)
+            defer { watcher.stop(id, user: user) }
+            var sent = lastEventID ?? -1
+            try await writer.write(ByteBuffer(string: "retry: 1000\n\n"))
+            if current.badgeVersion > sent {
+                try await writer.write(ByteBuffer(bytes: Self.countsEvent(current)))
+                sent = current.badgeVersion
+            }
+            // Updates, with a keep-alive comment whenever none came for a while, until the client leaves or the
+            // instance shuts down (which ends the updates).
+            try await withGracefulShutdownHandler {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    let (ticks, tick) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+                    group.addTask {
+                        while !Task.isCancelled {
+                            try await Task.sleep(for: keepAlive)
+                            tick.yield()
+                        }
+                    }
+                    var merged = Self.merge(updates, ticks).makeAsyncIterator()
+                    while let next = await merged.next() {
+                        switch next {
+                        case .tick:
+                            try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                        case .update(.notification(let notification)):
+                            var text = Array("event: notification\ndata: ".utf8)
+                            text.append(contentsOf: APIJSON.notification(notification).serialized())
+                            text.append(contentsOf: "\n\n".utf8)
+                            try await writer.write(ByteBuffer(bytes: text))
+                        case .update(.counts(let counts)):
+                            guard counts.badgeVersion > sent else { continue }
+                            try await writer.write(ByteBuffer(bytes: Self.countsEvent(counts)))
+                            sent = counts.badgeVersion
+                        }
+                    }
+                    group.cancelAll()
+                }
+            } onGracefulShutdown: {
+                watcher.stop(id, user: user)
+            }
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
+    /// `id: <badge_version>`, `event: counts`, `data: <counts>`.
+    static func countsEvent(_ counts: UserCounts) -> [UInt8] {
+        var text = Array("id: \(counts.badgeVersion)\nevent: counts\ndata: ".utf8)
+        text.append(contentsOf: APIJSON.counts(counts).serialized())
+        text.append(contentsOf: "\n\n".utf8)
+        return text
+    }
+
+    enum StreamItem: Sendable {
+        case update(CountsWatcher.Update)
+        case tick
+    }
+
+    /// The watcher's updates and the keep-alive ticks as one sequence, ending when the updates end.
+    static func merge(
+        _ updates: AsyncStream<CountsWatcher.Update>, _ ticks: AsyncStream<Void>
+    ) -> AsyncStream<StreamItem> {
+        let (merged, continuation) = AsyncStream<StreamItem>.makeStream(bufferingPolicy: .bufferingNewest(128))
+        let tasks = [
+            Task {
+                for await update in updates { continuation.yield(.update(update)) }
+                continuation.finish()
+            },
+            Task {
+                for await _ in ticks { continuation.yield(.tick) }
+            },
+        ]
+        continuation.onTermination = { _ in for task in tasks { task.cancel() } }
+        return merged
+    }
+}

@@ -1,0 +1,153 @@
+import BadgeCore
+import BadgeStore
+import Foundation
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// How changes reach this instance's open streams: every ``interval`` it reads the current counts of every user
+/// with an open stream (``AppReadLimits/usersPerRead`` users per statement) and, for each user whose
+/// `badge_version` moved, their new unread notifications; each of the user's streams gets them. A `Service`.
+///
+/// Why polling the database rather than a message from the workers: the database is the one authority on the
+/// counts, so a stream can never miss a change or show counts no push carries, whatever restarts or loses a
+/// message (a worker's SIGKILL between its commit and a publish, an API instance's broker reconnect); every
+/// instance serves every user without routing; and the workers' hot path is unchanged. It costs one statement per
+/// thousand watched users every ``interval``, which keeps a change within the contract's second (guarantee 10).
+public final class CountsWatcher: Service, Sendable {
+    /// How often the watched users' counts are read.
+    public static let defaultInterval: Duration = .milliseconds(250)
+    /// The most new notifications one change announces (the rest are in the list).
+    static let notificationsPerChange = 20
+
+    /// What a stream is told.
+    enum Update: Sendable {
+        case counts(UserCounts)
+        case notification(StoredNotification)
+    }
+
+    private struct Watched {
+        var streams: [UUID: AsyncStream<Update>.Continuation] = [:]
+        var counts: UserCounts?
+        /// The newest `stored_at` of the notifications announced (or present when the stream opened).
+        var storedAfter: Int64 = 0
+        /// The ids announced lately (at most ``CountsWatcher/announcedMemory``): the next read looks back
+        /// ``CountsWatcher/storedSlack`` before ``storedAfter`` (a transaction that read the clock earlier may
+        /// commit later) and leaves these out.
+        var announced: [String] = []
+    }
+
+    /// How far before the newest announced `stored_at` the next read looks.
+    static let storedSlack: Int64 = 5_000_000
+    /// How many announced ids a watched user remembers.
+    static let announcedMemory = 256
+
+    private let reads: any AppReads
+    private let policy: BadgePolicy
+    private let interval: Duration
+    private let logger: Logger
+    private let watched = Mutex<[String: Watched]>([:])
+
+    public init(reads: any AppReads, policy: BadgePolicy, interval: Duration = defaultInterval, logger: Logger) {
+        self.reads = reads
+        self.policy = policy
+        self.interval = interval
+        self.logger = logger
+    }
+
+    /// Open streams now.
+    var streamCount: Int { watched.withLock { $0.values.reduce(0) { $0 + $1.streams.count } } }
+
+    /// Open streams of `user` now.
+    func streamCount(of user: String) -> Int { watched.withLock { $0[user]?.streams.count ?? 0 } }
+
+    /// Watches `user` for a new stream, whose first counts are `current` and whose `known` notifications (the
+    /// newest unread ones when it opened) are not announced as new; returns its updates and the id to
+    /// ``stop(_:user:)`` it with.
+    func watch(_ user: String, current: UserCounts, known: [StoredNotification]) -> (UUID, AsyncStream<Update>) {
+        let id = UUID()
+        let (stream, continuation) = AsyncStream<Update>.makeStream(bufferingPolicy: .bufferingNewest(64))
+        watched.withLock { all in
+            var entry = all[user] ?? Watched()
+            entry.streams[id] = continuation
+            if entry.counts.map({ $0.badgeVersion < current.badgeVersion }) ?? true { entry.counts = current }
+            for notification in known where !entry.announced.contains(notification.id) {
+                entry.storedAfter = max(entry.storedAfter, notification.storedAt)
+                entry.announced.append(notification.id)
+            }
+            all[user] = entry
+        }
+        return (id, stream)
+    }
+
+    /// The stream `id` of `user` ended.
+    func stop(_ id: UUID, user: String) {
+        let continuation = watched.withLock { all -> AsyncStream<Update>.Continuation? in
+            let removed = all[user]?.streams.removeValue(forKey: id)
+            if all[user]?.streams.isEmpty == true { all[user] = nil }
+            return removed
+        }
+        continuation?.finish()
+    }
+
+    public func run() async throws {
+        while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            do {
+                try await poll()
+            } catch is CancellationError {
+                break
+            } catch {
+                logger.warning("reading the watched users' counts failed", metadata: ["api.error": "\(error)"])
+            }
+            try? await cancelWhenGracefulShutdown { [interval] in try await Task.sleep(for: interval) }
+        }
+        let all = watched.withLock { all in
+            defer { all = [:] }
+            return all
+        }
+        for entry in all.values { for continuation in entry.streams.values { continuation.finish() } }
+    }
+
+    /// One round: the watched users' counts, and the new notifications of those whose version moved.
+    func poll() async throws {
+        let users = watched.withLock { Array($0.keys) }
+        var start = 0
+        while start < users.count {
+            let chunk = Array(users[start..<min(users.count, start + AppReadLimits.usersPerRead)])
+            start += chunk.count
+            let current = try await reads.userCounts(chunk, policy: policy)
+            for user in chunk {
+                guard let counts = current[user] else { continue }
+                let changed = watched.withLock { all -> (Int64, Bool) in
+                    guard var entry = all[user] else { return (0, false) }
+                    let moved = entry.counts.map { $0.badgeVersion < counts.badgeVersion } ?? true
+                    if moved { entry.counts = counts }
+                    all[user] = entry
+                    return (entry.storedAfter, moved)
+                }
+                guard changed.1 else { continue }
+                let read = try await reads.unreadNotifications(
+                    of: user, storedAfter: max(0, changed.0 - Self.storedSlack), limit: Self.notificationsPerChange)
+                let (streams, fresh) = watched.withLock {
+                    all -> ([AsyncStream<Update>.Continuation], [StoredNotification]) in
+                    guard var entry = all[user] else { return ([], []) }
+                    let known = Set(entry.announced)
+                    let fresh = read.filter { !known.contains($0.id) && $0.storedAt > 0 }
+                    for notification in fresh {
+                        entry.storedAfter = max(entry.storedAfter, notification.storedAt)
+                        entry.announced.append(notification.id)
+                    }
+                    if entry.announced.count > Self.announcedMemory {
+                        entry.announced.removeFirst(entry.announced.count - Self.announcedMemory)
+                    }
+                    all[user] = entry
+                    return (Array(entry.streams.values), fresh)
+                }
+                for continuation in streams {
+                    for notification in fresh { continuation.yield(.notification(notification)) }
+                    continuation.yield(.counts(counts))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,421 @@
+import AMQPClient
+import AsyncHTTPClient
+import BadgeAPI
+import BadgeCore
+import BadgePipeClient
+@_spi(Testing) import BadgeStore
+import BadgeWire
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+import Testing
+
+/// The app's API (contract section 7) against a real pipeline: the broker, a worker on a fresh database, the sink
+/// and `APIServer` over real HTTP.
+@Suite("The app's API", .serialized, .timeLimit(.minutes(5)))
+struct AppAPITests {
+    static let secret = Array("a-development-secret-of-at-least-32-bytes".utf8)
+    static let audience = "com.example.app"
+    static let token = "abab0000abab0000abab0000abab0000abab0000abab0000abab0000abab0000"
+
+    /// A running API over `pipeline`'s database and exchange, and an HTTP client for it.
+    struct API: Sendable {
+        let base: String
+        let client: HTTPClient
+
+        func request(
+            _ method: HTTPMethod, _ path: String, token: String?, body: String? = nil,
+            headers extra: [(String, String)] = []
+        ) async throws -> (status: Int, headers: HTTPHeaders, body: String) {
+            var request = HTTPClientRequest(url: base + path)
+            request.method = method
+            if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+            for (name, value) in extra { request.headers.add(name: name, value: value) }
+            if let body {
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .bytes(ByteBuffer(string: body))
+            }
+            let response = try await client.execute(request, timeout: .seconds(10))
+            let bytes = try await response.body.collect(upTo: 1 << 20)
+            return (Int(response.status.code), response.headers, String(buffer: bytes))
+        }
+
+        func json(_ path: String, token: String) async throws -> JSONValue {
+            let answer = try await request(.GET, path, token: token)
+            #expect(answer.status == 200, "\(path): \(answer.status) \(answer.body)")
+            return try JSONValue.parse(answer.body)
+        }
+    }
+
+    static func withAPI(
+        backend: Backend, _ body: @Sendable (Pipeline, API) async throws -> Void
+    ) async throws {
+        try await Pipeline.with(backend: backend) { pipeline in
+            var logger = Logger(label: "api-test")
+            logger.logLevel = .warning
+            let reads = try #require(pipeline.store as? any AppReads)
+            let verifier = try await TokenVerifier(keys: [.hs256(secret: secret, kid: nil)], audience: audience)
+            let watcher = CountsWatcher(reads: reads, policy: .unseen, logger: logger)
+            var configuration = APIConfiguration(
+                host: "127.0.0.1", port: 0, badgePolicy: .unseen, amqp: try AMQPConfigurationForTests.make(),
+                exchange: pipeline.topology.exchange)
+            configuration.maxStreamsPerUser = 3
+            let (ports, portContinuation) = AsyncStream<Int>.makeStream()
+            let server = APIServer(
+                configuration: configuration, reads: reads, verifier: verifier, watcher: watcher, logger: logger
+            ) { port in portContinuation.yield(port) }
+            let group = ServiceGroup(services: [watcher, server], logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await group.run() }
+                var iterator = ports.makeAsyncIterator()
+                let port = try #require(await iterator.next())
+                let client = HTTPClient(eventLoopGroupProvider: .singleton)
+                // The API stops first: its streams end with it, and the client then has nothing in flight.
+                do {
+                    try await body(pipeline, API(base: "http://127.0.0.1:\(port)", client: client))
+                } catch {
+                    await group.triggerGracefulShutdown()
+                    try? await tasks.waitForAll()
+                    try? await client.shutdown()
+                    throw error
+                }
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+                try await client.shutdown()
+            }
+        }
+    }
+
+    static func token(
+        for user: String, lifetime: TimeInterval = 600, secret: [UInt8] = secret, audience: String? = audience
+    )
+        async throws -> String
+    {
+        try await DevelopmentToken.sign(user: user, secret: secret, lifetime: lifetime, audience: audience)
+    }
+
+    static func follow(_ user: String, id: String, second: Int) -> JSONValue {
+        [
+            "id": .string(id), "type": "follow", "recipient": .string(user),
+            "occurred_at": .string("2026-11-21T10:00:\(String(format: "%02d", second))Z"),
+            "actor": ["id": "u-bob", "name": "Bob"],
+        ]
+    }
+
+    /// Counts with an ETag and 304; the list newest first with the event's fields; reads and writes through the
+    /// broker; an `Idempotency-Key` replayed takes effect once; bad bodies are refused with nothing published.
+    @Test(arguments: Backend.allCases)
+    func countsListAndWrites(backend: Backend) async throws {
+        try await Self.withAPI(backend: backend) { pipeline, api in
+            let user = "u-app"
+            let token = try await Self.token(for: user)
+            // A device registered through the API, then three follows from a producer.
+            let registered = try await api.request(
+                .POST, "/v1/me/devices", token: token,
+                body: #"{"token": "\#(Self.token)", "provider": "apns", "topic": "com.example.test"}"#)
+            #expect(registered.status == 202, "\(registered.body)")
+            for second in 1...3 { try await pipeline.publish(Self.follow(user, id: "api-f\(second)", second: second)) }
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
+
+            let counts = try await api.request(.GET, "/v1/me/counts", token: token)
+            #expect(counts.status == 200)
+            let parsed = try JSONValue.parse(counts.body)
+            #expect(parsed["unread_notifications"]?.int64Value == 3)
+            #expect(parsed["badge"]?.int64Value == 3)
+            let version = try #require(parsed["badge_version"]?.int64Value)
+            #expect(counts.headers.first(name: "ETag") == "\"\(version)\"")
+            // The icon's badge is the API's: the last push carries the same counts at the same version.
+            let last = try #require(pipeline.acceptedPayloads(token: Self.token).last)
+            #expect(last["badge_version"]?.int64Value == version)
+            #expect(last["aps"]?["badge"]?.int64Value == 3)
+            let notModified = try await api.request(
+                .GET, "/v1/me/counts", token: token, headers: [("If-None-Match", "\"\(version)\"")])
+            #expect(notModified.status == 304)
+
+            let page = try await api.json("/v1/me/notifications?limit=2", token: token)
+            let items = try #require(page["notifications"]?.arrayValue)
+            #expect(items.compactMap { $0["id"]?.stringValue } == ["api-f3", "api-f2"])
+            #expect(items.first?["type"]?.stringValue == "follow")
+            #expect(items.first?["actor"]?["name"]?.stringValue == "Bob")
+            #expect(items.first?["read"]?.boolValue == false)
+            let next = try #require(page["next"]?.stringValue)
+            let rest = try await api.json("/v1/me/notifications?limit=2&before=\(next)", token: token)
+            #expect(rest["notifications"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["api-f1"])
+            #expect(rest["next"]?.isNull == true)
+
+            // Read two, twice with the same Idempotency-Key: one event.
+            let read = #"{"ids": ["api-f1", "api-f2"]}"#
+            let first = try await api.request(
+                .POST, "/v1/me/notifications/read", token: token, body: read, headers: [("Idempotency-Key", "k-1")])
+            let again = try await api.request(
+                .POST, "/v1/me/notifications/read", token: token, body: read, headers: [("Idempotency-Key", "k-1")])
+            #expect(first.status == 202 && again.status == 202)
+            #expect(first.body == again.body, "the same event id")
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
+            let after = try await api.json("/v1/me/counts", token: token)
+            #expect(after["unread_notifications"]?.int64Value == 1)
+            #expect(after["badge_version"]?.int64Value == version + 1, "one read event, one version")
+            #expect(pipeline.lastBadge(token: Self.token) == 1)
+
+            // Refused with the reason, nothing published.
+            let missing = try await api.request(.POST, "/v1/me/notifications/read", token: token, body: "{}")
+            #expect(missing.status == 400, "\(missing.body)")
+            let tooMany = try await api.request(
+                .POST, "/v1/me/notifications/read", token: token,
+                body: #"{"ids": [\#((0...500).map { "\"n\($0)\"" }.joined(separator: ","))]}"#)
+            #expect(tooMany.status == 400, "\(tooMany.body)")
+            let badTime = try await api.request(
+                .POST, "/v1/me/notifications/read-all", token: token, body: #"{"until": "yesterday"}"#)
+            #expect(badTime.status == 400, "\(badTime.body)")
+            let badLimit = try await api.request(.GET, "/v1/me/notifications?limit=1000", token: token)
+            #expect(badLimit.status == 400)
+            let badCursor = try await api.request(.GET, "/v1/me/notifications?before=%%%", token: token)
+            #expect(badCursor.status == 400)
+            try await pipeline.waitUntilQuiet()
+            #expect(try await api.json("/v1/me/counts", token: token)["badge_version"]?.int64Value == version + 1)
+
+            // Another user sees nothing of this one's.
+            let other = try await api.json("/v1/me/counts", token: try await Self.token(for: "u-other"))
+            #expect(other["unread_notifications"]?.int64Value == 0)
+            #expect(try await api.json("/openapi.json", token: token)["openapi"]?.stringValue == "3.1.0")
+        }
+    }
+
+    /// Guarantee 11 at the door: a missing, malformed, expired, wrongly signed, wrong-audience or `alg: none`
+    /// token gets `401` with `WWW-Authenticate`, on every route.
+    @Test func badTokensAreRefused() async throws {
+        try await Self.withAPI(backend: .sqlite) { _, api in
+            let header = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64URL
+            let payload = Data(#"{"sub":"u-app","exp":4102444800,"aud":"com.example.app"}"#.utf8).base64URL
+            let tokens: [(String, String?)] = [
+                ("missing", nil),
+                ("malformed", "not-a-jwt"),
+                ("alg none", "\(header).\(payload)."),
+                ("expired", try await Self.token(for: "u-app", lifetime: -120)),
+                (
+                    "another key",
+                    try await Self.token(for: "u-app", secret: Array("another-secret-of-at-least-32-bytes!!".utf8))
+                ),
+                ("wrong audience", try await Self.token(for: "u-app", audience: "com.example.other")),
+                ("no audience", try await Self.token(for: "u-app", audience: nil)),
+            ]
+            for (what, token) in tokens {
+                for (method, path) in [
+                    (HTTPMethod.GET, "/v1/me/counts"), (.GET, "/v1/me/notifications"), (.GET, "/v1/me/stream"),
+                    (.POST, "/v1/me/notifications/read-all"), (.DELETE, "/v1/me/devices/abc"),
+                ] {
+                    let answer = try await api.request(method, path, token: token, body: method == .POST ? "{}" : nil)
+                    #expect(answer.status == 401, "\(what) on \(path): \(answer.status)")
+                    #expect(answer.headers.first(name: "WWW-Authenticate") == "Bearer error=\"invalid_token\"")
+                }
+            }
+            // Every route of the OpenAPI document is served: each /v1 one answers 401 without a token, not 404.
+            let document = try JSONValue.parse(try await api.request(.GET, "/openapi.json", token: nil).body)
+            let paths = try #require(document["paths"]?.objectMembers)
+            #expect(paths.count >= 14)
+            for (path, operations) in paths where path.hasPrefix("/v1/") {
+                let concrete = path.replacingOccurrences(of: "{conversation_id}", with: "c-1")
+                    .replacingOccurrences(of: "{token}", with: "abc")
+                for (method, _) in operations.objectMembers ?? [] {
+                    let answer = try await api.request(
+                        HTTPMethod(rawValue: method.uppercased()), concrete, token: nil,
+                        body: method == "get" || method == "delete" ? nil : "{}")
+                    #expect(answer.status == 401, "\(method) \(path): \(answer.status)")
+                }
+            }
+            // Within the leeway, an expired token still passes.
+            let recent = try await Self.token(for: "u-app", lifetime: -30)
+            #expect(try await api.request(.GET, "/v1/me/counts", token: recent).status == 200)
+        }
+    }
+
+    /// The stream: the current counts first, then every change in version order within a second, a
+    /// `notification` event for each new notification; each `counts` event's counts are those of the push built
+    /// at its version (guarantee 9), and a reconnect with `Last-Event-ID` gets nothing older.
+    @Test(arguments: Backend.allCases)
+    func theStreamFollowsEveryChange(backend: Backend) async throws {
+        try await Self.withAPI(backend: backend) { pipeline, api in
+            let user = "u-live"
+            let token = try await Self.token(for: user)
+            try await pipeline.publish(RobustnessTests.register(user, token: Self.token, id: "live-d1"))
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
+            let events = EventCollector()
+            let reader = Task { try await Self.readStream(api, token: token, into: events) }
+            defer { reader.cancel() }
+            try await events.wait(for: 1)
+            let clock = ContinuousClock()
+            let started = clock.now
+            try await pipeline.publish(Self.follow(user, id: "live-f1", second: 1))
+            try await events.wait { $0.contains { $0.name == "counts" && $0.id == "1" } }
+            let latency = clock.now - started
+            #expect(latency < .seconds(2), "the change reached the stream after \(latency)")
+            for second in 2...6 { try await pipeline.publish(Self.follow(user, id: "live-f\(second)", second: second)) }
+            try await pipeline.publish(
+                [
+                    "id": "live-r1", "type": "notifications_opened", "recipient": .string(user),
+                    "occurred_at": "2026-11-21T10:00:30Z",
+                ])
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
+            try await events.wait { $0.contains { $0.name == "counts" && $0.id == "7" } }
+            let received = await events.all
+            let counts = received.filter { $0.name == "counts" }
+            let versions = counts.compactMap { $0.id.flatMap { Int64($0) } }
+            #expect(versions == versions.sorted() && Set(versions).count == versions.count, "\(versions)")
+            #expect(versions.last == 7)
+            let notifications = received.filter { $0.name == "notification" }.compactMap {
+                (try? JSONValue.parse($0.data))?["id"]?.stringValue
+            }
+            #expect(Set(notifications) == Set((1...6).map { "live-f\($0)" }), "\(notifications)")
+            // Guarantee 9: at every version both show, the stream's counts are the push's.
+            let pushes = pipeline.acceptedPayloads(token: Self.token)
+            var compared = 0
+            for event in counts {
+                let data = try JSONValue.parse(event.data)
+                guard let version = data["badge_version"]?.int64Value,
+                    let push = pushes.first(where: { $0["badge_version"]?.int64Value == version })
+                else { continue }
+                compared += 1
+                #expect(push["aps"]?["badge"]?.int64Value == data["badge"]?.int64Value, "badge at \(version)")
+                #expect(push["counts"] == data.withoutBadge, "counts at \(version)")
+            }
+            #expect(compared >= 2, "the stream and the pushes share versions")
+
+            // Reconnecting with the last id: nothing older is sent again.
+            let again = EventCollector()
+            let second = Task {
+                try await Self.readStream(api, token: token, lastEventID: "7", into: again)
+            }
+            defer { second.cancel() }
+            try await pipeline.publish(Self.follow(user, id: "live-f7", second: 7))
+            try await again.wait { $0.contains { $0.name == "counts" } }
+            #expect(await again.all.filter { $0.name == "counts" }.compactMap { $0.id } == ["8"])
+        }
+    }
+
+    /// The Swift client: it registers a device, reads the list, marks read, and its `counts()` yields the current
+    /// counts and then each change, never a lower version.
+    @Test func theSwiftClientFollowsTheCounts() async throws {
+        try await Self.withAPI(backend: .sqlite) { pipeline, api in
+            let user = "u-client"
+            let token = try await Self.token(for: user)
+            let client = BadgePipeClient(url: URL(string: api.base)!) { token }
+            try await client.register(token: Self.token, provider: "apns", topic: "com.example.test")
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
+            let seen = CountsCollector()
+            let reader = Task {
+                for try await counts in client.counts() { await seen.add(counts) }
+            }
+            defer { reader.cancel() }
+            try await seen.wait { $0.count >= 1 }
+            try await pipeline.publish(Self.follow(user, id: "cl-f1", second: 1))
+            try await pipeline.publish(Self.follow(user, id: "cl-f2", second: 2))
+            try await seen.wait { $0.last?.badge == 2 }
+            let page = try await client.notifications(limit: 10)
+            #expect(page.notifications.map(\.id) == ["cl-f2", "cl-f1"])
+            #expect(page.notifications.first?.actor?.name == "Bob")
+            #expect(page.counts.badge == 2)
+            try await client.markRead(["cl-f1"], idempotencyKey: "read-1")
+            try await seen.wait { $0.last?.badge == 1 }
+            let versions = await seen.all.map(\.badgeVersion)
+            #expect(versions == versions.sorted() && Set(versions).count == versions.count, "\(versions)")
+            #expect(try await client.currentCounts().badge == 1)
+            try await pipeline.waitUntilQuiet(outboxEmpty: true)
+            #expect(pipeline.lastBadge(token: Self.token) == 1, "the icon agrees with the bell")
+        }
+    }
+
+    actor CountsCollector {
+        var all: [BadgeCounts] = []
+        func add(_ counts: BadgeCounts) { all.append(counts) }
+        func wait(timeout: Duration = .seconds(10), until done: @Sendable ([BadgeCounts]) -> Bool) async throws {
+            let deadline = ContinuousClock.now + timeout
+            while !done(all) {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record("the client's counts did not get there: \(all.map(\.badge))")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    /// One server-sent event.
+    struct StreamEvent: Sendable {
+        var name: String
+        var id: String?
+        var data: String
+    }
+
+    actor EventCollector {
+        var all: [StreamEvent] = []
+        func add(_ event: StreamEvent) { all.append(event) }
+
+        func wait(for count: Int) async throws {
+            try await wait { $0.count >= count }
+        }
+
+        func wait(timeout: Duration = .seconds(10), until done: @Sendable ([StreamEvent]) -> Bool) async throws {
+            let deadline = ContinuousClock.now + timeout
+            while !done(all) {
+                guard ContinuousClock.now < deadline else {
+                    Issue.record(
+                        "the stream did not show it within \(timeout): \(all.map { "\($0.name)#\($0.id ?? "")" })")
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+        }
+    }
+
+    /// Reads `/v1/me/stream` (the token in the query, as a browser's `EventSource` sends it) into `events`.
+    static func readStream(
+        _ api: API, token: String, lastEventID: String? = nil, into events: EventCollector
+    ) async throws {
+        var request = HTTPClientRequest(url: api.base + "/v1/me/stream?access_token=\(token)")
+        if let lastEventID { request.headers.add(name: "Last-Event-ID", value: lastEventID) }
+        let response = try await api.client.execute(request, timeout: .seconds(120))
+        #expect(response.status == .ok)
+        var pending = ""
+        for try await chunk in response.body {
+            pending += String(buffer: chunk)
+            while let end = pending.range(of: "\n\n") {
+                let block = pending[..<end.lowerBound]
+                pending.removeSubrange(..<end.upperBound)
+                var event = StreamEvent(name: "message", id: nil, data: "")
+                var isEvent = false
+                for line in block.split(separator: "\n") {
+                    if line.hasPrefix("event: ") {
+                        event.name = String(line.dropFirst(7))
+                        isEvent = true
+                    } else if line.hasPrefix("id: ") {
+                        event.id = String(line.dropFirst(4))
+                    } else if line.hasPrefix("data: ") {
+                        event.data = String(line.dropFirst(6))
+                    }
+                }
+                if isEvent { await events.add(event) }
+            }
+        }
+    }
+}
+
+extension JSONValue {
+    /// A `counts` object without its `badge` and `badge_version` (the push's `counts`).
+    var withoutBadge: JSONValue? {
+        guard let members = objectMembers else { return nil }
+        return .object(members.filter { $0.key != "badge" && $0.key != "badge_version" })
+    }
+}
+
+extension Data {
+    var base64URL: String {
+        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
+enum AMQPConfigurationForTests {
+    static func make() throws -> AMQPConfiguration { try AMQPConfiguration(url: Pipeline.amqpURL) }
+}
