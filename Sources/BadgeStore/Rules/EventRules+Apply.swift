@@ -41,14 +41,15 @@ extension EventRules {
         let read = tombstoned || (user.readAllUntil.map { occurredAt <= $0 } ?? false)
         let seen = user.openedUntil.map { occurredAt <= $0 } ?? false
         guard notifications[event.recipient]?[event.id] == nil else { return }
+        // Encoded once, for the app's list and for the alerts' outbox rows alike.
+        let json = String(decoding: event.jsonData(), as: UTF8.self)
         notifications[event.recipient, default: [:]][event.id] = NotificationRow(
-            occurredAt: occurredAt, read: read, seen: seen, isNew: true,
-            eventJSON: String(decoding: event.jsonData(), as: UTF8.self))
+            occurredAt: occurredAt, read: read, seen: seen, isNew: true, eventJSON: json)
         guard !read else { return }
         user.unreadNotifications += 1
         if !seen { user.unseenNotifications += 1 }
         user.badgeVersion += 1
-        planPushes(.alert(event), for: event, user: user)
+        planPushes(.alert(event), for: event, user: user, json: json)
     }
 
     private mutating func applyMessage(_ event: Event, to user: inout UserRow) {

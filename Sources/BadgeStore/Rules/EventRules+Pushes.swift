@@ -10,11 +10,12 @@ extension EventRules {
     }
 
     /// One push of `kind` to each active device of the recipient, in token order (Swift string order, as the
-    /// model, independent of the database's collation).
-    mutating func planPushes(_ kind: PushKind, for event: Event, user: UserRow) {
+    /// model, independent of the database's collation). An alert keeps its event's JSON for the outbox: `json` when
+    /// the caller already encoded it (a new notification stores it too), else encoded here.
+    mutating func planPushes(_ kind: PushKind, for event: Event, user: UserRow, json: String? = nil) {
         guard let tokens = tokensByUser[event.recipient], !tokens.isEmpty else { return }
         if kind.isAlert {
-            eventJSON[event.id] = String(decoding: event.jsonData(), as: UTF8.self)
+            eventJSON[event.id] = json ?? String(decoding: event.jsonData(), as: UTF8.self)
         }
         for token in tokens.sorted() {
             guard let row = devices[token] else { continue }

@@ -10,17 +10,26 @@ enum AppReadQueries {
             _ = try await database.statement("SELECT 1 AS one", [])
             return [:]
         }
-        guard users.count <= AppReadLimits.usersPerRead else {
+        // A user named twice is read once.
+        var distinct: [String] = []
+        var named: Set<String> = []
+        for user in users where named.insert(user).inserted { distinct.append(user) }
+        guard distinct.count <= AppReadLimits.usersPerRead else {
             throw StoreError(
                 code: .tooManyUsers,
-                message: "at most \(AppReadLimits.usersPerRead) users per read, not \(users.count)",
+                message: "at most \(AppReadLimits.usersPerRead) users per read, not \(distinct.count)",
                 transient: false)
         }
+        // The users as one row set: one bind and one SQL text whatever their number (an `IN` list of binds would
+        // be a new statement for each count, each prepared on its own on PostgreSQL).
+        var set = SQLRowSet([("user_id", .text)])
+        for user in distinct { set.append([.text(user)]) }
         var binds = SQLBinds()
-        let list = users.map { binds.add(.text($0)) }.joined(separator: ", ")
+        let dialect = database.dialect
+        let among = dialect.among("user_id", "SELECT user_id FROM \(set.table("s", binds: &binds, dialect: dialect))")
         let rows = try await database.statement(
-            "SELECT user_id, \(EventRules.UserRow.columns) FROM users WHERE user_id IN (\(list))", binds.values)
-        var counts = Dictionary(uniqueKeysWithValues: users.map { ($0, UserCounts.zero) })
+            "SELECT user_id, \(EventRules.UserRow.columns) FROM users WHERE \(among)", binds.values)
+        var counts = Dictionary(uniqueKeysWithValues: distinct.map { ($0, UserCounts.zero) })
         for row in rows {
             guard let user = try row["user_id"].string else { continue }
             // The same row type and badge function as every planned and rebuilt push (guarantee 9).
@@ -56,7 +65,8 @@ enum AppReadQueries {
         if let before {
             let at = binds.add(.int(before.occurredAt))
             let id = binds.add(.text(before.id))
-            conditions.append("(occurred_at < \(at) OR (occurred_at = \(at) AND id < \(id)))")
+            // The first part bounds the index range; the second leaves out the cursor's own time's rows up to it.
+            conditions.append("occurred_at <= \(at) AND (occurred_at < \(at) OR id < \(id))")
         }
         let rows = try await database.statement(
             "SELECT \(notificationColumns) FROM notifications WHERE \(conditions.joined(separator: " AND ")) "

@@ -33,7 +33,11 @@ public struct StoredNotification: Sendable, Equatable {
     /// Its event's JSON as it was applied, for the list's `type`, `actor`, `post_id` and the like; nil for a
     /// notification stored before the store kept it.
     public var eventJSON: String?
-    /// When it was stored, by the database's clock (microseconds): the stream's order of new notifications.
+    /// When it was stored, by the database's clock (microseconds since the epoch; SQLite's clock counts
+    /// milliseconds): the stream's order of new notifications. Every notification of one batch has the same; one
+    /// stored later for the same user never has an earlier one (the batch holds the user's row until it commits),
+    /// unless the database's clock is set back, but it may have an equal one. 0 for a notification stored before
+    /// the store kept it, or by an older badgepipe against this schema.
     public var storedAt: Int64
 
     public init(id: String, occurredAt: Int64, read: Bool, seen: Bool, eventJSON: String?, storedAt: Int64) {
@@ -111,21 +115,33 @@ public struct ConversationPage: Sendable, Equatable {
 /// change goes through the broker as an event, like any producer's.
 public protocol AppReads: Sendable {
     /// The current counts of each of `users` (``UserCounts/zero`` for a user the store has never seen), the badge
-    /// under `policy`. One statement however many users (at most ``AppReadLimits/usersPerRead``).
+    /// under `policy`. One statement however many users; a user named twice is read once. More than
+    /// ``AppReadLimits/usersPerRead`` distinct users fail with `too_many_users` (not transient). With no user it
+    /// still asks the database (a readiness check) and returns nothing.
     func userCounts(_ users: [String], policy: BadgePolicy) async throws -> [String: UserCounts]
 
-    /// Up to `limit` (at most ``AppReadLimits/pageSize``) of `user`'s notifications, newest first, after
-    /// `before` when given; with `unreadOnly`, only those not read.
+    /// Up to `limit` (clamped to 1...``AppReadLimits/pageSize``) of `user`'s notifications, newest first by
+    /// (`occurred_at`, `id`), strictly after `before` when given; with `unreadOnly`, only those not read. Read over
+    /// the index of the user's notifications by time: a page costs its rows (with `unreadOnly`, also the read ones
+    /// it passes over).
     func notifications(
         of user: String, limit: Int, before: NotificationCursor?, unreadOnly: Bool
     ) async throws -> NotificationPage
 
-    /// Up to `limit` of `user`'s unread notifications stored after `storedAfter` (the database's clock, in
-    /// microseconds), in the order they were stored: what a live stream announces.
+    /// Up to `limit` (clamped to 1...``AppReadLimits/pageSize``) of `user`'s unread notifications whose
+    /// ``StoredNotification/storedAt`` is after `storedAfter`, by (`stored_at`, `id`): what a live stream announces.
+    /// `stored_at` is not unique (see ``StoredNotification/storedAt``): a reader going on from the newest it saw asks
+    /// from a little before it and leaves out the ids it already has. Those stored before the store kept the time
+    /// (0) are never returned.
     func unreadNotifications(of user: String, storedAfter: Int64, limit: Int) async throws -> [StoredNotification]
 
-    /// Up to `limit` (at most ``AppReadLimits/pageSize``) of `user`'s conversations with unread messages, latest
-    /// first, after `before` when given.
+    /// Up to `limit` (clamped to 1...``AppReadLimits/pageSize``) of `user`'s conversations with unread messages,
+    /// latest first by (`last_message_at`, `conversation_id`), strictly after `before` when given.
+    ///
+    /// Cost: it groups every unread message of the user by conversation (over the index of unread messages by user
+    /// and conversation) before it takes a page, so each page costs the user's unread messages, however many
+    /// conversations it returns. A conversation whose unread messages change between pages moves: one with a
+    /// newer message goes before the cursor (not shown again), one read leaves the list.
     func conversations(of user: String, limit: Int, before: ConversationCursor?) async throws -> ConversationPage
 }
 
