@@ -196,6 +196,12 @@ struct DeadReplayCommand: AsyncParsableCommand {
             message parks it again, with a new time. Only what the queue held when replay started is read, at \
             most 65,535 messages: run it again for the rest of a larger queue.
 
+            That holds within the idempotency window, the workers' --retention-days: past it, a worker may have \
+            purged the event's processed id (a copy applied before would apply again) or a read tombstone (a \
+            notification read before it arrived would come back unread). A message whose event occurred, or that \
+            was parked, longer ago than that (the earlier of the two) stays, and is named with its age, unless \
+            --force.
+
             Exit status 1 when the broker did not confirm a republish: that message and the later ones stay parked.
             """)
 
@@ -205,7 +211,9 @@ struct DeadReplayCommand: AsyncParsableCommand {
     @Flag(help: "Replay messages older than the idempotency window too (see --retention-days).") var force = false
     @Option(
         help: """
-            The workers' --retention-days (BADGEPIPE_RETENTION_DAYS, default 30): a message parked, or whose event             occurred, longer ago than that is left unless --force.
+            The workers' --retention-days (BADGEPIPE_RETENTION_DAYS, default \(Retention.Configuration.defaultDays); \
+            0: they keep everything): a message whose event occurred, or that was parked, longer ago than that is \
+            left unless --force.
             """)
     var retentionDays: Int?
 
@@ -216,7 +224,7 @@ struct DeadReplayCommand: AsyncParsableCommand {
             retentionDays, "BADGEPIPE_RETENTION_DAYS", name: "--retention-days",
             default: Retention.Configuration.defaultDays, range: 0...36_500)
         // 0 keeps everything for ever: no window.
-        let window: Duration? = force || days == 0 ? nil : .seconds(days * 86_400)
+        let window = force || days == 0 ? nil : Retention.Configuration.age(days: days)
         let (summary, deadQueue) = try await broker.withDeadQueue { queue in
             let summary = try await queue.replay(filter, limit: limit, dryRun: dryRun, idempotencyWindow: window) {
                 message, outcome in

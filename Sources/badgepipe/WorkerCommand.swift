@@ -220,7 +220,7 @@ struct WorkerCommand: AsyncParsableCommand {
                 Retention(
                     store: store,
                     configuration: Retention.Configuration(
-                        age: .seconds(Int64(retentionDays) * 86_400), interval: .seconds(retentionInterval),
+                        age: Retention.Configuration.age(days: retentionDays), interval: .seconds(retentionInterval),
                         fleet: configuration.fleet.map { ($0.workerID, $0.leaseTTLMilliseconds) }),
                     logger: logger))
         }

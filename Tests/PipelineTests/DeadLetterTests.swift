@@ -13,6 +13,16 @@ import Testing
 struct DeadLetterTests {
     static let token = "eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444"
 
+    /// A day ago, to the second. The parked and occurred times count from it: recent, so that replay takes the
+    /// messages (it leaves those older than the idempotency window, ``Retention/Configuration/defaultAge``).
+    static let dayAgo = Timestamp(
+        microsecondsSinceEpoch: (Timestamp.now().microsecondsSinceEpoch / 1_000_000 - 86_400) * 1_000_000)
+
+    /// ``dayAgo`` plus `hour`, `minute` and `second`, in RFC 3339.
+    static func time(hour: Int64, minute: Int64 = 0, second: Int64 = 0) -> String {
+        dayAgo.adding(microseconds: ((hour * 60 + minute) * 60 + second) * 1_000_000).rfc3339Milliseconds
+    }
+
     /// Puts `body` in the dead queue as a worker parks a message (an older one, for an event it did not know).
     static func park(
         _ body: [UInt8], id: String, reason: String, at time: String, recipient: String = "u-dead",
@@ -29,7 +39,7 @@ struct DeadLetterTests {
     static func event(_ type: String, id: String, recipient: String = "u-dead") -> [UInt8] {
         let event: JSONValue = [
             "id": .string(id), "type": .string(type), "recipient": .string(recipient),
-            "occurred_at": "2026-11-21T10:00:00Z", "actor": ["id": "u-bob", "name": "Bob"],
+            "occurred_at": .string(time(hour: 10)), "actor": ["id": "u-bob", "name": "Bob"],
         ]
         return event.serialized()
     }
@@ -86,12 +96,13 @@ struct DeadLetterTests {
             try await pipeline.waitUntilQuiet()
             // As a worker that did not know `follow` would have left it, between two messages that are not replayed.
             try await Self.park(
-                Array("junk".utf8), id: "junk-1", reason: "invalid_json", at: "2026-11-21T10:00:00Z", in: pipeline)
+                Array("junk".utf8), id: "junk-1", reason: "invalid_json", at: Self.time(hour: 10), in: pipeline)
             try await Self.park(
                 Self.event("follow", id: "replay-1"), id: "replay-1", reason: "unknown_type",
-                at: "2026-11-21T10:00:01Z", in: pipeline)
+                at: Self.time(hour: 10, second: 1), in: pipeline)
             try await Self.park(
-                Array("junk".utf8), id: "junk-2", reason: "invalid_json", at: "2026-11-21T10:00:02Z", in: pipeline)
+                Array("junk".utf8), id: "junk-2", reason: "invalid_json", at: Self.time(hour: 10, second: 2),
+                in: pipeline)
             let queue = DeadLetterQueue(connection: pipeline.connection, topology: pipeline.topology)
             let filter = ParkedFilter(reasons: ["unknown_type"])
             #expect(try await Self.listed(queue, filter).map(\.displayID) == ["replay-1"])
@@ -117,7 +128,7 @@ struct DeadLetterTests {
             // the event again, and the worker applies it once.
             try await Self.park(
                 Self.event("follow", id: "replay-1"), id: "replay-1", reason: "unknown_type",
-                at: "2026-11-21T10:00:01Z", in: pipeline)
+                at: Self.time(hour: 10, second: 1), in: pipeline)
             let third = try await queue.replay(filter)
             #expect(third.replayed == 1)
             try await pipeline.waitUntilQuiet()
@@ -132,12 +143,12 @@ struct DeadLetterTests {
     @Test func listingAndReplayingKeepTheQueueInOrderAndTakeExactlyTheMatchingMessages() async throws {
         try await Pipeline.with(backend: .sqlite) { pipeline in
             let parked: [(id: String, body: [UInt8], reason: String, time: String)] = [
-                ("p1", Self.event("like", id: "p1"), "unknown_type", "2026-11-21T08:00:00Z"),
-                ("p2", Self.event("follow", id: "p2"), "refused_by_database", "2026-11-21T09:00:00Z"),
-                ("p3", Self.event("like", id: "p3"), "unknown_type", "2026-11-21T10:00:00Z"),
-                ("p4", Array("{".utf8), "invalid_json", "2026-11-21T10:30:00Z"),
-                ("p5", Self.event("comment", id: "p5"), "missing_field", "2026-11-21T11:00:00Z"),
-                ("p6", Self.event("like", id: "p6"), "unknown_type", "2026-11-21T12:00:00Z"),
+                ("p1", Self.event("like", id: "p1"), "unknown_type", Self.time(hour: 8)),
+                ("p2", Self.event("follow", id: "p2"), "refused_by_database", Self.time(hour: 9)),
+                ("p3", Self.event("like", id: "p3"), "unknown_type", Self.time(hour: 10)),
+                ("p4", Array("{".utf8), "invalid_json", Self.time(hour: 10, minute: 30)),
+                ("p5", Self.event("comment", id: "p5"), "missing_field", Self.time(hour: 11)),
+                ("p6", Self.event("like", id: "p6"), "unknown_type", Self.time(hour: 12)),
             ]
             for message in parked {
                 try await Self.park(
@@ -147,8 +158,8 @@ struct DeadLetterTests {
             func ids(_ filter: ParkedFilter = ParkedFilter()) async throws -> [String] {
                 try await Self.listed(queue, filter).map(\.displayID)
             }
-            let nine = try #require(Timestamp.parse("2026-11-21T09:00:00Z"))
-            let ten = try #require(Timestamp.parse("2026-11-21T10:00:00Z"))
+            let nine = try #require(Timestamp.parse(Self.time(hour: 9)))
+            let ten = try #require(Timestamp.parse(Self.time(hour: 10)))
             #expect(try await ids() == ["p1", "p2", "p3", "p4", "p5", "p6"])
             #expect(try await ids(ParkedFilter(reasons: ["unknown_type"])) == ["p1", "p3", "p6"])
             #expect(try await ids(ParkedFilter(types: ["like"], since: nine)) == ["p3", "p6"])
@@ -171,7 +182,7 @@ struct DeadLetterTests {
             try await queue.scan { message in
                 if message.position == 1 {
                     try await Self.park(
-                        Self.event("like", id: "p7"), id: "p7", reason: "unknown_type", at: "2026-11-21T13:00:00Z",
+                        Self.event("like", id: "p7"), id: "p7", reason: "unknown_type", at: Self.time(hour: 13),
                         in: pipeline)
                 }
                 read.append(message.displayID)
@@ -317,6 +328,77 @@ extension DeadLetterTests {
             "those three are gone, the others in order")
         try await queue.sweep(removed, expected: 7)
         #expect(try await queue.depth() == 7)
+
+        try await channel.deleteQueue(topology.queueName(0))
+        try await channel.deleteQueue(topology.deadQueueName)
+        try await channel.deleteExchange(topology.exchange)
+        try await channel.deleteExchange(topology.deadLetterExchange)
+        await connection.close()
+    }
+
+    /// Replay keeps to the idempotency window: a message whose event occurred, or that was parked, longer ago than
+    /// the workers' retention is left in the queue, with its age, since the event's processed id or a read tombstone
+    /// may be purged by then; a recent one goes; with no window (`--force`) the old ones go too.
+    @Test func replayLeavesMessagesOlderThanTheIdempotencyWindowUnlessForced() async throws {
+        let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: 1)
+        let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: Pipeline.amqpURL))
+        let channel = try await connection.openChannel()
+        try await topology.declare(on: channel)
+        try await channel.confirmSelect()
+        let now = Timestamp.now()
+        func ago(days: Int64) -> Timestamp { now.adding(microseconds: -days * 86_400_000_000) }
+        let window = Retention.Configuration.defaultAge
+        let windowDays = window.components.seconds / 86_400
+        // (id, when the event occurred (nil: the body does not say), when it was parked)
+        let parked: [(id: String, occurred: Timestamp?, parked: Timestamp)] = [
+            ("occurred-long-ago", ago(days: windowDays + 10), now),
+            ("recent", ago(days: 1), now),
+            ("parked-long-ago", nil, ago(days: windowDays + 1)),
+        ]
+        for message in parked {
+            var members: [(key: String, value: JSONValue)] = [
+                ("id", .string(message.id)), ("type", "like"), ("recipient", "u-1"),
+                ("actor", ["id": "u-bob", "name": "Bob"]),
+            ]
+            if let occurred = message.occurred {
+                members.append(("occurred_at", .string(occurred.rfc3339Milliseconds)))
+            }
+            let event = JSONValue.object(members)
+            let properties = ParkHeaders.stamped(
+                AMQPProperties(contentType: "application/json", deliveryMode: .persistent, messageID: message.id),
+                routingKey: "u-1", reason: "unknown_type", error: "parked for the test", at: message.parked)
+            try await channel.publish(
+                event.serialized(), exchange: "", routingKey: topology.deadQueueName, mandatory: true,
+                properties: properties)
+        }
+        let queue = DeadLetterQueue(connection: connection, topology: topology)
+        func republished() async throws -> Int {
+            Int(try await channel.declareQueue(topology.queueName(0), passive: true).messageCount)
+        }
+
+        var outcomes: [String: DeadLetterQueue.ReplayOutcome] = [:]
+        let summary = try await queue.replay(ParkedFilter()) { message, outcome in
+            outcomes[message.displayID] = outcome
+        }
+        #expect(summary.matched == 3 && summary.replayed == 1 && summary.tooOld == 2, "\(summary)")
+        #expect(outcomes["recent"] == .replayed)
+        for (id, days) in [("occurred-long-ago", windowDays + 10), ("parked-long-ago", windowDays + 1)] {
+            guard case .tooOld(let age)? = outcomes[id] else {
+                Issue.record("\(id): \(String(describing: outcomes[id]))")
+                continue
+            }
+            #expect(age > window && age.components.seconds / 86_400 == days, "\(id): \(age)")
+        }
+        #expect(try await Self.listed(queue).map(\.displayID) == ["occurred-long-ago", "parked-long-ago"])
+        #expect(try await republished() == 1)
+
+        // A window long enough takes them; no window (forced) too.
+        let dry = try await queue.replay(ParkedFilter(), dryRun: true, idempotencyWindow: window * 2)
+        #expect(dry.replayed == 2 && dry.tooOld == 0, "\(dry)")
+        let forced = try await queue.replay(ParkedFilter(), idempotencyWindow: nil)
+        #expect(forced.replayed == 2 && forced.tooOld == 0, "\(forced)")
+        #expect(try await queue.depth() == 0)
+        #expect(try await republished() == 3)
 
         try await channel.deleteQueue(topology.queueName(0))
         try await channel.deleteQueue(topology.deadQueueName)

@@ -45,6 +45,32 @@ struct ParkedMessageTests {
         #expect(message.properties.headers?[ParkHeaders.parkedAt]?.stringValue == "2026-11-21T10:00:00.250Z")
     }
 
+    /// A message's age for replay counts from the earlier of its event's `occurred_at` and its parked time, and from
+    /// whichever of them it has.
+    @Test func theAgeCountsFromTheEarlierOfOccurredAndParked() {
+        let now = Self.parkedAt.adding(microseconds: 3_600_000_000)
+        // The event occurred an hour before it was parked: two hours before now.
+        #expect(Self.parked().age(at: now) == .seconds(7200) + .milliseconds(250))
+        // Parked before its event says it occurred (a producer's clock ahead): from the parked time.
+        let early = Self.parked(at: Timestamp.parse("2026-11-21T08:00:00Z")!)
+        #expect(early.age(at: now) == .seconds(3 * 3600) + .milliseconds(250))
+        // A body that is not an event: from the parked time alone.
+        let junk = ParkedMessage(
+            position: 1, body: Array("junk".utf8), properties: Self.parked().properties, exchange: "",
+            routingKey: "test.dead")
+        #expect(junk.occurredAt == nil)
+        #expect(junk.age(at: now) == .seconds(3600))
+        // Neither: from the producer's AMQP timestamp; without one, no age (replay has nothing to keep it to).
+        let stamped = ParkedMessage(
+            position: 1, body: Array("junk".utf8),
+            properties: AMQPProperties(timestamp: UInt64(Self.parkedAt.microsecondsSinceEpoch / 1_000_000)),
+            exchange: "", routingKey: "test.dead")
+        #expect(stamped.age(at: now) == .seconds(3600) + .milliseconds(250))
+        let bare = ParkedMessage(
+            position: 1, body: Array("junk".utf8), properties: AMQPProperties(), exchange: "", routingKey: "test.dead")
+        #expect(bare.age(at: now) == nil)
+    }
+
     @Test func theErrorHeaderIsOneLineOfAtMostAThousandCharacters() {
         let properties = ParkHeaders.stamped(
             AMQPProperties(), routingKey: "u-1", reason: "invalid_json",

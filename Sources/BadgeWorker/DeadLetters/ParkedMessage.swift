@@ -129,13 +129,26 @@ public struct ParkedMessage: Sendable {
         )
     }
 
-    /// How old the message is for replaying it, at `now`: since the earlier of when it was parked and when its
-    /// event says it occurred (nil when it says neither). Processed event ids and read tombstones live for the
-    /// retention age from when the workers recorded them, which is after the event occurred and before (or
-    /// when) it was parked: past that age either of them may be gone, and the event, replayed, could take effect
-    /// a second time or make a notification whose read was forgotten unread again.
+    /// How old the message is for replaying it, at `now` (`badgepipe dead replay` leaves it when that is over the
+    /// idempotency window, the workers' retention age).
+    ///
+    /// What bounds the lifetime of the records that make a replay harmless is the event's `occurred_at`: the
+    /// event's processed id and a read tombstone for its notification live for the retention age from when a worker
+    /// recorded them, by the database's clock, and a worker records them only once the event occurred (it applies
+    /// a copy of the event, or a read of what it notified). So while the event occurred less than the window ago,
+    /// both are still there, whenever they were made; past it either may be gone, and the event, replayed, could
+    /// take effect a second time, or bring back unread a notification that was read before it arrived. The parked
+    /// time (`x-badgepipe-parked-at`, or the broker's `x-death` time) counts when it is earlier (a producer whose
+    /// clock ran ahead) or the body has no `occurred_at`; the AMQP `timestamp` property, which only a producer sets
+    /// and which is never earlier than the event, counts only when neither is known. Nil when nothing tells: such a
+    /// message is replayed.
     public func age(at now: Timestamp) -> Duration? {
-        let oldest = [parkedAt, occurredAt].compactMap { $0?.microsecondsSinceEpoch }.min()
+        var oldest = [parkedAt, occurredAt].compactMap { $0?.microsecondsSinceEpoch }.min()
+        if oldest == nil, let seconds = properties.timestamp, let value = Int64(exactly: seconds),
+            value <= Int64.max / 1_000_000
+        {
+            oldest = value * 1_000_000
+        }
         return oldest.map { .microseconds(now.microsecondsSinceEpoch - $0) }
     }
 }

@@ -29,7 +29,10 @@ public struct Retention: Service {
         /// replays without `--force`.
         public static let defaultDays = 30
         /// ``defaultDays`` as a duration.
-        public static let defaultAge: Duration = .seconds(defaultDays * 86_400)
+        public static let defaultAge = age(days: defaultDays)
+
+        /// The age of `days` days (`--retention-days`).
+        public static func age(days: Int) -> Duration { .seconds(Int64(days) * 86_400) }
 
         /// A configuration; ``defaultAge`` by default, checked every 10 minutes.
         public init(
