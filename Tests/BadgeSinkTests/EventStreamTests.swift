@@ -121,4 +121,34 @@ struct EventStreamTests {
             _ = streams
         }
     }
+
+    @Test("a stream's place is given back when its client leaves")
+    func streamsLeaving() async throws {
+        let configuration = SinkConfiguration(host: "127.0.0.1", port: 0, maxEventStreams: 2)
+        try await TestSink.withSink(configuration: configuration) { sink in
+            // Two web views on a client of their own, then closed.
+            let views = HTTPClient(eventLoopGroupProvider: .singleton)
+            for _ in 0..<2 {
+                let response = try await views.execute(
+                    HTTPClientRequest(url: sink.baseURL + "/events"), timeout: .seconds(30))
+                #expect(response.status.code == 200)
+            }
+            let full = try await sink.client.execute(
+                HTTPClientRequest(url: sink.baseURL + "/events"), timeout: .seconds(10))
+            #expect(full.status.code == 503)
+            try await views.shutdown()
+            // A stream sees its client gone when a write fails: at a push (or a keep-alive) after the close.
+            let deadline = ContinuousClock.now + .seconds(10)
+            var version = 0
+            while sink.state.eventStreamsOpen > 0, ContinuousClock.now < deadline {
+                version += 1
+                _ = try await sink.alert("phone", badge: 1, version: version, title: "Hello")
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            #expect(sink.state.eventStreamsOpen == 0)
+            let again = try await sink.client.execute(
+                HTTPClientRequest(url: sink.baseURL + "/events"), timeout: .seconds(10))
+            #expect(again.status.code == 200)
+        }
+    }
 }

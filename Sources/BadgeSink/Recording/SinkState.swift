@@ -348,7 +348,7 @@ public final class SinkState: Sendable {
     }
 
     /// Opens a `GET /events` stream: false when ``maxEventStreams`` are open already. Each opened stream is
-    /// closed with ``closeEventStream()``.
+    /// closed with ``closeEventStream()`` (by its `EventStreamSlot`).
     func openEventStream() -> Bool {
         openEventStreams.withLock { open in
             guard open < maxEventStreams else { return false }
@@ -360,6 +360,11 @@ public final class SinkState: Sendable {
     /// A `GET /events` stream ended.
     func closeEventStream() {
         openEventStreams.withLock { $0 -= 1 }
+    }
+
+    /// How many `GET /events` streams are open now.
+    var eventStreamsOpen: Int {
+        openEventStreams.withLock { $0 }
     }
 
     /// ``wait(for:tokens:until:)`` in `pool`: the streams wait under their own bound.

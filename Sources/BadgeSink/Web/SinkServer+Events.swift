@@ -16,7 +16,9 @@ extension SinkServer {
     /// Adds `GET /events`: server-sent events, one `push` event per recorded push (`id` its seq, `data` what a
     /// phone shows of it, as ``eventJSON(_:in:)`` writes it), from `Last-Event-ID` or `?after=SEQ` (at most the
     /// newest ``eventReplayLimit``; by default, from now), then live as pushes are recorded. The stream is woken
-    /// by pushes (a waiter, within `maxWaiters`) and ends on graceful shutdown.
+    /// by pushes and ends on graceful shutdown. Streams have their own bound, ``SinkState/maxEventStreams``
+    /// (`--max-event-streams`; beyond, 503 `too_many_streams`), apart from the requests that wait (`--max-waiters`):
+    /// open web views never make a `?wait=` answer 503.
     func addEventRoutes(to router: Router<SinkRequestContext>) {
         let state = self.state
         router.get("/events") { request, _ -> Response in
@@ -26,7 +28,7 @@ extension SinkServer {
             let start = try max(
                 lastEventID ?? query.integer("after", range: 0...Int.max) ?? newest,
                 newest - Self.eventReplayLimit)
-            guard state.openEventStream() else {
+            guard let slot = EventStreamSlot(state: state) else {
                 throw SinkError(
                     code: .tooManyStreams, message: "\(state.maxEventStreams) event streams are open already",
                     httpStatus: 503)
@@ -34,8 +36,10 @@ extension SinkServer {
             var headers = HTTPFields()
             headers[.contentType] = "text/event-stream; charset=UTF-8"
             headers[.cacheControl] = "no-cache"
+            // The body holds the stream's place: given back when the body is done with, also when it never ran
+            // (the client left before the head was written).
             let body = ResponseBody { writer in
-                defer { state.closeEventStream() }
+                defer { withExtendedLifetime(slot) {} }
                 let stopping = Atomic(false)
                 try await withGracefulShutdownHandler {
                     try await Self.streamEvents(from: start, state: state, to: &writer) {
@@ -145,4 +149,18 @@ extension SinkServer {
             writer.raw("null")
         }
     }
+}
+
+/// One open `GET /events` stream's place among ``SinkState/maxEventStreams``, taken when it is made and given back
+/// when it is released, whatever became of the response that held it.
+final class EventStreamSlot: Sendable {
+    private let state: SinkState
+
+    /// Takes a place; nil when every place is taken.
+    init?(state: SinkState) {
+        guard state.openEventStream() else { return nil }
+        self.state = state
+    }
+
+    deinit { self.state.closeEventStream() }
 }
