@@ -1,4 +1,7 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
+import SinkTestSupport
 import Testing
 
 @testable import BadgeSink
@@ -55,5 +58,127 @@ struct ReceivedPushLogLineTests {
 
     private func JSONSerializationBody(_ object: [String: Any]) throws -> [UInt8] {
         Array(try JSONSerialization.data(withJSONObject: object))
+    }
+}
+
+/// `badgepipe sink --log-deliveries` as it runs: pushes and a fault that carry newlines, fake fields and terminal
+/// escapes in every field the log line shows, sent over HTTP to the sink's own process, leave one plain line per
+/// push on its standard output.
+@Suite("The sink's delivery log", .timeLimit(.minutes(1)))
+struct DeliveryLogProcessTests {
+    /// The `badgepipe` executable of this build (or `BADGEPIPE_BIN`).
+    static var executable: URL {
+        if let path = ProcessInfo.processInfo.environment["BADGEPIPE_BIN"] { return URL(fileURLWithPath: path) }
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("badgepipe")
+        if FileManager.default.fileExists(atPath: beside.path) { return beside }
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/badgepipe")
+    }
+
+    @Test("a push cannot write a line, a field or an escape into the log")
+    func forgedPushes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sink-log-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let output = directory.appendingPathComponent("stdout")
+        let errors = directory.appendingPathComponent("stderr")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        FileManager.default.createFile(atPath: errors.path, contents: nil)
+        let process = Process()
+        process.executableURL = Self.executable
+        process.arguments = ["sink", "--port", "0", "--log-deliveries"]
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        process.standardOutput = try FileHandle(forWritingTo: output)
+        process.standardError = try FileHandle(forWritingTo: errors)
+        try process.run()
+        defer {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        let url = try await Self.listening(errors, process: process)
+
+        let forged = "\n\r\u{1B}[2J\u{1B}]0;owned\u{07}\u{9B}31m\u{202E}\" push seq=99 apns fake status=200 "
+        func json(_ object: [String: Any]) throws -> String {
+            String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+        }
+        let payload: [String: Any] = [
+            "aps": ["alert": ["title": "t" + forged, "body": "b"], "badge": 1],
+            "type": "follow" + forged, "badge_version": 1,
+        ]
+        #expect(try await Self.send(url, "/3/device/phone-1", body: json(payload)) == 200)
+        #expect(try await Self.send(url, "/3/device/aa%0A%1B%5B2Jpush%20seq=98", body: json(payload)) == 200)
+        let fault: [String: Any] = ["token": "phone-2", "status": 410, "reason": "Unregistered" + forged, "times": 1]
+        #expect(try await Self.send(url, "/faults", body: json(fault)) == 200)
+        #expect(try await Self.send(url, "/3/device/phone-2", body: json(payload)) == 410)
+        let message: [String: Any] = ["message": ["token": "fcm" + forged, "apns": ["payload": payload]]]
+        #expect(try await Self.send(url, "/v1/projects/demo/messages:send", body: json(message)) == 200)
+
+        process.terminate()
+        process.waitUntilExit()
+        let log = String(decoding: try Data(contentsOf: output), as: UTF8.self)
+        let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 5 && lines.last == "", "four lines:\n\(log)")
+        for line in lines.dropLast() {
+            #expect(line.hasPrefix("push seq="), "\(line)")
+            let raw = line.unicodeScalars.filter {
+                $0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0.properties.generalCategory == .format
+            }
+            #expect(raw.isEmpty, "\(raw.map(\.value)) in \(line)")
+            // Outside its quoted values, the line has its own fields only.
+            let fields = Self.unquoted(line)
+            #expect(fields.components(separatedBy: "seq=").count == 2 && !fields.contains("fake"), "\(line)")
+        }
+        #expect(log.contains(#"type="follow\u000A\u000D\u001B[2J"#), "\(log)")
+        #expect(log.contains(#"reason="Unregistered\u000A"#), "\(log)")
+        #expect(log.contains(#"fcm "fcm\u000A"#), "\(log)")
+    }
+
+    /// `line` without its quoted values (`"…"`, with backslash escapes).
+    static func unquoted(_ line: Substring) -> String {
+        var out = ""
+        var quoted = false
+        var escaped = false
+        for character in line {
+            if quoted {
+                if escaped {
+                    escaped = false
+                } else if character == "\\" {
+                    escaped = true
+                } else if character == "\"" {
+                    quoted = false
+                }
+            } else if character == "\"" {
+                quoted = true
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// The sink's URL once its process says it listens.
+    static func listening(_ errors: URL, process: Process) async throws -> String {
+        for _ in 0..<300 {
+            let text = String(decoding: try Data(contentsOf: errors), as: UTF8.self)
+            if let range = text.range(of: #"sink\.port=[0-9]+"#, options: .regularExpression) {
+                return "http://127.0.0.1:" + text[range].dropFirst("sink.port=".count)
+            }
+            guard process.isRunning else { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let text = String(decoding: try Data(contentsOf: errors), as: UTF8.self)
+        throw SinkAnswer.Failure(description: "the sink did not start: \(text)")
+    }
+
+    /// `POST path` with a JSON body: the answer's status.
+    static func send(_ url: String, _ path: String, body: String) async throws -> Int {
+        var request = HTTPClientRequest(url: url + path)
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/json")
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(10))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return Int(response.status.code)
     }
 }
