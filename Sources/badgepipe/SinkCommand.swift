@@ -23,6 +23,13 @@ struct SinkServeCommand: AsyncParsableCommand {
 
     @Option(help: "Address to bind (BADGEPIPE_SINK_HOST, default 127.0.0.1).") var host: String?
     @Option(help: "Port (BADGEPIPE_SINK_PORT, default 8787).") var port: Int?
+    @Option(
+        help: ArgumentHelp(
+            "A name the sink is reached by, beside loopback and --host (repeatable).",
+            discussion:
+                "BADGEPIPE_SINK_ALLOWED_HOSTS holds the same, comma separated. The inspection API and the web view "
+                + "answer 403 to a Host (or, on a request that changes state, an Origin) that names none of them."))
+    var allowedHost: [String] = []
     @Flag(help: "Print one line per push received (BADGEPIPE_SINK_LOG_DELIVERIES=1).") var logDeliveries = false
     @OptionGroup var log: LogOptions
     @Option(help: "TLS certificate, PEM: serve HTTPS with HTTP/2 and HTTP/1.1 (BADGEPIPE_SINK_TLS_CERT).")
@@ -125,6 +132,12 @@ struct SinkServeCommand: AsyncParsableCommand {
                 maxEventStreams, "BADGEPIPE_SINK_MAX_EVENT_STREAMS", name: "--max-event-streams",
                 default: SinkConfiguration.defaultMaxEventStreams, range: 1...100_000),
             maxWaitSeconds: try Self.maxWaitSeconds(maxWait))
+        configuration.allowedHosts =
+            allowedHost.isEmpty
+            ? (Settings.optional(nil, "BADGEPIPE_SINK_ALLOWED_HOSTS")?.split(separator: ",").map {
+                String($0.filter { !$0.isWhitespace })
+            } ?? [])
+            : allowedHost
         if let file = Settings.optional(appsFile, "BADGEPIPE_SINK_APPS_FILE") {
             configuration.apps = try Self.apps(file: file)
             logger.info(
