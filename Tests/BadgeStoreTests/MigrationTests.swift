@@ -142,6 +142,56 @@ struct MigrationTests {
         }
     }
 
+    /// A database migrated by a badgepipe from before `serves_from` (the column missing, then added empty) gets, at
+    /// the next start, what this code records for each version it knows: an additive version serves what the one
+    /// before it served, not only code of its own version. A version it does not know, recorded without one, serves
+    /// only code of its own version.
+    @Test(arguments: Backend.allCases)
+    func versionsRecordedBeforeServesFromAreFilledInAtTheNextStart(backend: Backend) async throws {
+        try await withStores(backend) { stores in
+            let store = stores[0]
+            let database = store.sqlBackend.database
+            let latest = Schema.latestVersion
+            func servesFrom() async throws -> [Int64: Int64] {
+                let rows = try await database.transaction { sql in
+                    try await sql.query("SELECT version, serves_from FROM schema_migrations", [])
+                }
+                var result: [Int64: Int64] = [:]
+                for row in rows { result[try #require(try row["version"].int64)] = try row["serves_from"].int64 }
+                return result
+            }
+            let fresh = try await servesFrom()
+            #expect(fresh.count == Schema.migrations.count)
+            for migration in Schema.migrations {
+                #expect(fresh[migration.version] == Schema.requirement(through: migration.version))
+            }
+            // An additive version serves the code the version before it served.
+            for migration in Schema.migrations where migration.additive {
+                #expect(
+                    fresh[migration.version] == Schema.requirement(through: migration.version - 1),
+                    "version \(migration.version)")
+            }
+            // As a badgepipe from before the column left it (it wrote no serves_from).
+            try await database.transaction { sql in
+                try await sql.execute("ALTER TABLE schema_migrations DROP COLUMN serves_from")
+            }
+            try await store.migrate()
+            try await store.checkSchema()
+            let filled = try await servesFrom()
+            for migration in Schema.migrations {
+                #expect(filled[migration.version] == fresh[migration.version], "version \(migration.version)")
+            }
+            // A newer badgepipe's version recorded without it serves only code of its own version.
+            try await database.transaction { sql in
+                try await sql.execute(
+                    "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)", [.int(latest + 1)])
+            }
+            let refused = await #expect(throws: StoreError.self) { try await store.migrate() }
+            #expect(refused?.code == .schemaTooNew)
+            await #expect(throws: StoreError.self) { try await store.checkSchema() }
+        }
+    }
+
     @Test func additiveVersionsKeepTheRequirementAndOthersRaiseIt() {
         let index = Schema.Migration(version: 20, additive: true) { _, _ in [] }
         let column = Schema.Migration(version: 21) { _, _ in [] }

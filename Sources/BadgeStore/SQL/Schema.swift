@@ -435,7 +435,29 @@ enum Schema {
         if try await !hasServesFrom(sql) {
             try await sql.execute("ALTER TABLE schema_migrations ADD COLUMN serves_from BIGINT")
         }
+        try await fillServesFrom(sql)
         return Set(try await recorded(sql).map(\.version))
+    }
+
+    /// Fills in `serves_from` for the versions this code knows that were recorded without it (by a badgepipe from
+    /// before the column): what this code records for them (``requirement(through:)``), so that the requirement
+    /// of the versions applied next builds on what they truly need rather than on each version taken for itself.
+    private static func fillServesFrom(_ sql: any SQLExecutor) async throws {
+        let unfilled = try await sql.query("SELECT version FROM schema_migrations WHERE serves_from IS NULL", [])
+            .compactMap { try $0["version"].int64 }
+        for version in unfilled where migrations.contains(where: { $0.version == version }) {
+            var binds = SQLBinds()
+            let serves = binds.add(.int(requirement(through: version)))
+            try await sql.execute(
+                "UPDATE schema_migrations SET serves_from = \(serves) WHERE version = \(binds.add(.int(version))) "
+                    + "AND serves_from IS NULL", binds.values)
+        }
+    }
+
+    /// The oldest code a database with this code's versions up to `version` serves: the latest of them that is not
+    /// additive (what ``servesFrom(_:requirement:)`` records, version after version).
+    static func requirement(through version: Int64) -> Int64 {
+        migrations.filter { $0.version <= version && !$0.additive }.map(\.version).max() ?? version
     }
 
     /// Whether `schema_migrations` has its `serves_from` column (added to databases from before it).
@@ -452,8 +474,8 @@ enum Schema {
         return !rows.isEmpty
     }
 
-    /// Each recorded version with the oldest code it serves (the version itself when it was recorded before
-    /// `serves_from` existed).
+    /// Each recorded version with the oldest code it serves (the version itself when none is recorded: a version
+    /// from before `serves_from` that this code does not know, see ``fillServesFrom(_:)``).
     private static func recorded(_ sql: any SQLExecutor) async throws -> [(version: Int64, servesFrom: Int64)] {
         try await sql.query("SELECT version, serves_from FROM schema_migrations", []).compactMap { row in
             guard let version = try row["version"].int64 else { return nil }
