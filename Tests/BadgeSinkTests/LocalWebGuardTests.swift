@@ -44,6 +44,14 @@ struct LocalWebGuardTests {
             let deleteFromPage = try await Self.request(
                 sink, .DELETE, "/deliveries", headers: [("origin", "https://evil.example")])
             #expect(deleteFromPage.status == 403)
+            // Another local server's page (another port) is another site, for writes and reads alike.
+            let otherPort = try await Self.request(
+                sink, .POST, "/faults", body: fault,
+                headers: [("content-type", "application/json"), ("origin", "http://127.0.0.1:3000")])
+            #expect(otherPort.status == 403, "\(otherPort.body)")
+            let read = try await Self.request(
+                sink, .GET, "/deliveries", headers: [("origin", "http://localhost:3000")])
+            #expect(read.status == 403 && read.body.contains("forbidden_origin"), "\(read.body)")
             #expect(sink.state.faults().isEmpty, "no fault was added")
             // DNS rebinding: the page's own name, resolved to 127.0.0.1.
             let rebound = try await Self.request(sink, .GET, "/deliveries", headers: [("host", "evil.example:8787")])
@@ -57,6 +65,8 @@ struct LocalWebGuardTests {
                 sink, .POST, "/faults", body: fault,
                 headers: [("content-type", "application/json"), ("origin", sink.baseURL)])
             #expect(own.status == 200, "\(own.body)")
+            let ownRead = try await Self.request(sink, .GET, "/deliveries", headers: [("origin", sink.baseURL)])
+            #expect(ownRead.status == 200, "\(ownRead.body)")
             let tool = try await Self.request(
                 sink, .POST, "/faults", body: fault, headers: [("content-type", "application/json; charset=utf-8")])
             #expect(tool.status == 200)
@@ -90,7 +100,11 @@ struct LocalWebGuardTests {
         #expect(!guardAll.allows(authority: "evil.example:8787"))
         let guardLocal = LocalWebGuard(host: "127.0.0.1", allowedHosts: [])
         #expect(!guardLocal.allows(authority: "sink:8787"))
-        #expect(guardLocal.allows(origin: "http://localhost:8787"))
-        #expect(!guardLocal.allows(origin: "file://"))
+        #expect(guardLocal.allows(origin: "http://localhost:8787", requestAuthority: "localhost:8787"))
+        #expect(!guardLocal.allows(origin: "http://localhost:3000", requestAuthority: "localhost:8787"))
+        #expect(!guardLocal.allows(origin: "http://127.0.0.1:8787", requestAuthority: "localhost:8787"))
+        #expect(!guardLocal.allows(origin: "file://", requestAuthority: "localhost:8787"))
+        #expect(!guardLocal.allows(origin: "null", requestAuthority: "localhost:8787"))
+        #expect(guardAll.allows(origin: "https://sink.internal.example", requestAuthority: "127.0.0.1:8787"))
     }
 }

@@ -7,10 +7,10 @@ import Hummingbird
 /// - the `Host`, when there is one, must name the sink: a loopback name or address, the configured host, a name given with
 ///   `--allowed-host`, or (when it listens on every interface) an IP address or a single-label name such as a
 ///   compose service's; a page that rebinds its own domain to 127.0.0.1 (DNS rebinding) gets `403`;
-/// - a state-changing request (`POST`, `PUT`, `PATCH`, `DELETE`) with an `Origin` must come from such a host
-///   (`403` otherwise, `null` included), and one with a body must say `Content-Type: application/json` (`415`
-///   otherwise): a cross-site form can send neither, and a cross-site `fetch` that could would first ask with a
-///   preflight the sink never grants;
+/// - a request with an `Origin` must come from a page of such a host (`403` otherwise, `null` included), and a
+///   state-changing one (`POST`, `PUT`, `PATCH`, `DELETE`) with a body must say `Content-Type: application/json`
+///   (`415` otherwise): a cross-site form can send neither, and a cross-site `fetch` that could would first ask
+///   with a preflight the sink never grants;
 /// - every answer says `X-Content-Type-Options: nosniff`, and the web view is served with a Content-Security-Policy
 ///   that allows only its own scripts, styles and connections and no framing (`frame-ancestors 'none'`).
 struct LocalWebGuard: RouterMiddleware {
@@ -43,13 +43,15 @@ struct LocalWebGuard: RouterMiddleware {
                 code: .forbiddenHost, message: "the Host \(authority.prefix(100)) does not name this sink",
                 httpStatus: 403)
         }
+        // Browsers send an Origin with every request that changes state, and with a read from another site's
+        // page: either is refused unless the page is the sink's own.
+        if let origin = request.headers[.origin], !allows(origin: origin, requestAuthority: authority) {
+            throw SinkError(
+                code: .forbiddenOrigin, message: "requests from the page at \(origin.prefix(100)) are refused",
+                httpStatus: 403)
+        }
         switch request.method {
         case .post, .put, .patch, .delete:
-            if let origin = request.headers[.origin], !allows(origin: origin) {
-                throw SinkError(
-                    code: .forbiddenOrigin, message: "requests from the page at \(origin.prefix(100)) are refused",
-                    httpStatus: 403)
-            }
             if request.method != .delete || request.headers[.contentType] != nil {
                 let type = request.headers[.contentType]?.lowercased() ?? ""
                 let json = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) }
@@ -89,13 +91,19 @@ struct LocalWebGuard: RouterMiddleware {
         return false
     }
 
-    /// Whether `origin` (`scheme://host[:port]`) is a page of this sink.
-    func allows(origin: String) -> Bool {
+    /// Whether `origin` (`scheme://host[:port]`) is a page of this sink: one served from the very `Host` the
+    /// request names (same host and port: another local server's page, on another port, is another site), or
+    /// from a name given with `--allowed-host` (a proxy's, whatever `Host` it sends on).
+    func allows(origin: String, requestAuthority: String) -> Bool {
         let lowered = origin.lowercased()
         guard let separator = lowered.range(of: "://"),
             ["http", "https"].contains(String(lowered[..<separator.lowerBound]))
         else { return false }
-        return allows(authority: String(lowered[separator.upperBound...]))
+        let originAuthority = String(lowered[separator.upperBound...])
+        guard allows(authority: originAuthority) else { return false }
+        if allowedHosts.contains(Self.hostPart(of: originAuthority)) { return true }
+        // Without a Host (no browser's request), the name alone.
+        return requestAuthority.isEmpty || originAuthority == requestAuthority.lowercased()
     }
 
     /// The host of `host[:port]` (an IPv6 address in brackets without them).
