@@ -122,8 +122,9 @@ public protocol AppReads: Sendable {
 
     /// Up to `limit` (clamped to 1...``AppReadLimits/pageSize``) of `user`'s notifications, newest first by
     /// (`occurred_at`, `id`), strictly after `before` when given; with `unreadOnly`, only those not read. Read over
-    /// the index of the user's notifications by time: a page costs its rows (with `unreadOnly`, also the read ones
-    /// it passes over).
+    /// an index of the user's notifications by time from the cursor on, so a page costs its rows. With
+    /// `unreadOnly`, PostgreSQL reads the index of the unread ones; SQLite reads the same index as the whole list
+    /// and passes over the read ones between the cursor and the page's end.
     func notifications(
         of user: String, limit: Int, before: NotificationCursor?, unreadOnly: Bool
     ) async throws -> NotificationPage
