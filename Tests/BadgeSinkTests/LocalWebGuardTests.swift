@@ -86,9 +86,12 @@ struct LocalWebGuardTests {
             let policy = page.headers.first(name: "content-security-policy") ?? ""
             #expect(policy.contains("frame-ancestors 'none'") && policy.contains("script-src 'self'"), "\(policy)")
             #expect(page.headers.first(name: "x-content-type-options") == "nosniff")
-            #expect(
-                try await Self.request(sink, .GET, "/app.js").headers.first(name: "x-content-type-options") == "nosniff"
-            )
+            for asset in ["/app.js", "/style.css", "/openapi.json", "/stats"] {
+                let answer = try await Self.request(sink, .GET, asset)
+                #expect(answer.status == 200, "\(asset)")
+                #expect(answer.headers.first(name: "x-content-type-options") == "nosniff", "\(asset)")
+                #expect(answer.headers.first(name: "content-security-policy") == policy, "\(asset)")
+            }
         }
     }
 

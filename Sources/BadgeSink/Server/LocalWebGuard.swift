@@ -11,8 +11,9 @@ import Hummingbird
 ///   state-changing one (`POST`, `PUT`, `PATCH`, `DELETE`) with a body must say `Content-Type: application/json`
 ///   (`415` otherwise): a cross-site form can send neither, and a cross-site `fetch` that could would first ask
 ///   with a preflight the sink never grants;
-/// - every answer says `X-Content-Type-Options: nosniff`, and the web view is served with a Content-Security-Policy
-///   that allows only its own scripts, styles and connections and no framing (`frame-ancestors 'none'`).
+/// - every answer (the page, its scripts and styles, the API's JSON) says `X-Content-Type-Options: nosniff` and
+///   carries the web view's Content-Security-Policy, which allows only its own scripts, styles and connections and
+///   no framing (`frame-ancestors 'none'`).
 struct LocalWebGuard: RouterMiddleware {
     typealias Context = SinkRequestContext
 
@@ -63,13 +64,12 @@ struct LocalWebGuard: RouterMiddleware {
         default:
             break
         }
+        // The page and its files, and the API's answers too: none is to be sniffed as another type or framed.
         var response = try await next(request, context)
         response.headers[.init("X-Content-Type-Options")!] = "nosniff"
-        if response.headers[.contentType]?.hasPrefix("text/html") == true {
-            response.headers[.init("Content-Security-Policy")!] = Self.contentSecurityPolicy
-            response.headers[.init("X-Frame-Options")!] = "DENY"
-            response.headers[.init("Referrer-Policy")!] = "no-referrer"
-        }
+        response.headers[.init("Content-Security-Policy")!] = Self.contentSecurityPolicy
+        response.headers[.init("X-Frame-Options")!] = "DENY"
+        response.headers[.init("Referrer-Policy")!] = "no-referrer"
         return response
     }
 
