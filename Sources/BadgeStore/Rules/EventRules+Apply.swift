@@ -41,15 +41,33 @@ extension EventRules {
         let read = tombstoned || (user.readAllUntil.map { occurredAt <= $0 } ?? false)
         let seen = user.openedUntil.map { occurredAt <= $0 } ?? false
         guard notifications[event.recipient]?[event.id] == nil else { return }
-        // Encoded once, for the app's list and for the alerts' outbox rows alike.
+        // Encoded once, for the app's list and for the alerts' outbox rows alike (the list keeps a preview of a
+        // long event: see `listedJSON`).
         let json = String(decoding: event.jsonData(), as: UTF8.self)
         notifications[event.recipient, default: [:]][event.id] = NotificationRow(
-            occurredAt: occurredAt, read: read, seen: seen, isNew: true, eventJSON: json)
+            occurredAt: occurredAt, read: read, seen: seen, isNew: true, eventJSON: Self.listedJSON(event, json: json))
         guard !read else { return }
         user.unreadNotifications += 1
         if !seen { user.unseenNotifications += 1 }
         user.badgeVersion += 1
         planPushes(.alert(event), for: event, user: user, json: json)
+    }
+
+    /// The most UTF-8 bytes of an event's JSON the app's list keeps as it is.
+    static let listedJSONLimit = 2_048
+    /// The most characters of a long event's `text` and `title` the list keeps.
+    static let listedTextLimit = 1_000
+
+    /// What a notification keeps of its event for the app's list: its JSON, or, for an event over
+    /// ``listedJSONLimit`` bytes (a comment of 40 KB), the same with `text` and `title` cut to ``listedTextLimit``
+    /// characters: the list shows a preview, and a batch of such events would otherwise carry each one twice (the
+    /// outbox keeps it whole for the push).
+    static func listedJSON(_ event: Event, json: String) -> String {
+        guard json.utf8.count > listedJSONLimit else { return json }
+        var preview = event
+        preview.text = event.text.map { String($0.prefix(listedTextLimit)) }
+        preview.title = event.title.map { String($0.prefix(listedTextLimit)) }
+        return String(decoding: preview.jsonData(), as: UTF8.self)
     }
 
     private mutating func applyMessage(_ event: Event, to user: inout UserRow) {
