@@ -70,6 +70,7 @@ let package = Package(
                 "BadgeWire",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -263,7 +264,10 @@ let package = Package(
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeStoreTests",
-            dependencies: ["BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport", "BadgeWire", "TestServices"],
+            dependencies: [
+                "BadgeStore", "BadgeCore", "BadgeModel", "BadgeSupport", "BadgeWire", "TestServices",
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
             resources: [.copy("Fixtures")]),
         .testTarget(
             name: "BadgeDeliveryTests",

@@ -1,6 +1,7 @@
 import BadgeCore
 import BadgeWire
 import Foundation
+import NIOPosix
 import Testing
 
 @_spi(Testing) @testable import BadgeStore
@@ -9,6 +10,28 @@ import Testing
 /// guard that keeps `badge_version` monotonic on every device whatever the workers do.
 @Suite("Fleet store")
 struct FleetStoreTests {
+    /// A transaction's code runs on its connection's event loop. While every loop of the pool's group is held up (as
+    /// by a batch of large events building its statements on a loaded machine), a lease round still runs at once:
+    /// it has a loop of its own. (On the shared loops it waited for them, and its own transaction sat idle past the
+    /// server's idle-in-transaction timeout: leases of healthy workers expired and were taken over.)
+    @Test func aLeaseRoundDoesNotWaitForTheLoopsOfBatchesAndClaims() async throws {
+        try await withStore(.postgres) { store in
+            _ = try await store.leaseRound(worker: "w1", partitions: 8, ttlMilliseconds: 60_000, releasing: [])
+            let hold = Duration.seconds(3)
+            let held = MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
+                loop.submit { Thread.sleep(forTimeInterval: 3) }
+            }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let round = try await store.leaseRound(
+                worker: "w1", partitions: 8, ttlMilliseconds: 60_000, releasing: [])
+            let took = clock.now - start
+            for future in held { try await future.get() }
+            #expect(round.leases.count == 8)
+            #expect(took < hold / 3, "the lease round took \(took) while the shared loops were held for \(hold)")
+        }
+    }
+
     @Test(arguments: Backend.allCases)
     func leasesAreSharedFairlyAndReleasedPartitionsMoveToTheOtherWorker(backend: Backend) async throws {
         try await withStore(backend) { store in

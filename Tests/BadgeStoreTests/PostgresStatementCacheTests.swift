@@ -70,13 +70,14 @@ struct PostgresStatementCacheTests {
         #expect(
             PostgresStatementCache.executeStatement(
                 name: "s1", binds: [.int(-1), .text("it's a \\ test"), .bool(true)])
-                == #"EXECUTE s1((-1)::bigint, E'it''s a \\ test', TRUE)"#)
+                == #"EXECUTE s1((-1)::bigint, $v$it's a \ test$v$, TRUE)"#)
     }
 
-    @Test func textLiteralsDoubleEveryQuoteAndBackslashWhereverTheyAre() {
+    @Test func textLiteralsAreDollarQuotedWithATagTheTextDoesNotHold() {
         let cases: [(String, String)] = [
-            ("", "E''"), ("'", "E''''"), (#"\"#, #"E'\\'"#), ("''", "E''''''"), (#"'a\"#, #"E'''a\\'"#),
-            (#"x\'y'"#, #"E'x\\''y'''"#), ("é'😀", "E'é''😀'"), ("plain", "E'plain'"),
+            ("", "$v$$v$"), ("'", "$v$'$v$"), (#"\"#, #"$v$\$v$"#), ("é'😀", "$v$é'😀$v$"), ("plain", "$v$plain$v$"),
+            ("$", "$v$$$v$"), ("a$$b", "$v$a$$b$v$"), ("$v", "$v0$$v$v0$"), ("x$v$y", "$v0$x$v$y$v0$"),
+            ("$v0 $v1$", "$v2$$v0 $v1$$v2$"), ("$V", "$v$$V$v$"),
         ]
         for (text, literal) in cases {
             #expect(PostgresStatementCache.literal(.text(text)) == literal, "\(text)")
@@ -90,7 +91,8 @@ struct PostgresPreparedStatementTests {
     static let values: [SQLValue] = [
         .int(Int64.min), .int(Int64.max), .int(0), .bool(true), .bool(false),
         .text(""), .text("it's"), .text(#"back\slash \' \\ \n"#), .text("line\nbreak\ttab"), .text("ünï😀код"),
-        .text("$1 $$ -- /* */ ;"), .text(String(repeating: "x", count: 5000)),
+        .text("$1 $$ -- /* */ ;"), .text(String(repeating: "x", count: 5000)), .text("$v"), .text("$v$"),
+        .text("a$v0$b$v$"), .text("ends in $"), .text("ends in $v"), .text(String(repeating: #"\""#, count: 20_000)),
     ]
 
     @Test func everyValueReadsBackTheSameWhenTheStatementIsPreparedAndExecuted() async throws {
