@@ -36,6 +36,23 @@ struct JSONValueTests {
                 == #"{"z":1,"a":["x",null,true],"m":"q\"\\\n\r\t\b\f\u0001\u001Fé🙏/","n":2.5}"#)
     }
 
+    /// Contiguous bytes and any other collection of them are escaped alike, runs and escapes at the start, in the
+    /// middle and at the end.
+    @Test(arguments: [
+        "", "plain", "\"", "\"\"", "a\"b\\c\n", "\u{1}é🙏\u{1f}", "end\\", String(repeating: "\"", count: 500),
+    ])
+    func stringsAreEscapedTheSameFromAnyCollection(text: String) throws {
+        var fromString: [UInt8] = []
+        JSONValue.writeString(text, into: &fromString)
+        var fromArray: [UInt8] = []
+        JSONValue.writeString(utf8: Array(text.utf8), into: &fromArray)
+        var fromLazy: [UInt8] = []
+        JSONValue.writeString(utf8: text.utf8.lazy.map { $0 }, into: &fromLazy)
+        #expect(fromArray == fromString)
+        #expect(fromLazy == fromString)
+        #expect(try JSONValue.parse(fromString) == .string(text))
+    }
+
     @Test(arguments: [
         #"{"a":[1,2,{"b":null}],"c":"\u0000 \u001f ☃ 👨‍👩‍👧‍👦","d":-12.5e-3,"e":{}}"#,
         "[]", "\"\"", "0", "-1", "true", "null", "1e+300", "[[[[[]]]]]",
