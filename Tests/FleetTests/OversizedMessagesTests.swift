@@ -48,22 +48,31 @@ struct OversizedMessagesTests {
             }
             for confirmation in confirmations { try await confirmation.wait() }
 
-            // Every follow's alert arrives; every big message is parked.
+            // Every follow's alert arrives; every big message is parked. An alert is its event on its device: a
+            // repeat (a re-send after a failure) must carry the alert's apns-id.
+            let tokens = Set((0..<users.count).map { String(format: "%064x", $0 + 1) })
+            func alerts() -> [String: Set<String>] {
+                var found: [String: Set<String>] = [:]
+                for push in run.sink.receivedPushes() where push.status == 200 && tokens.contains(push.token) {
+                    guard let payload = try? JSONValue.parse(push.body), payload["aps"]?["alert"] != nil,
+                        let event = payload["event_id"]?.stringValue, event.hasPrefix("follow-")
+                    else { continue }
+                    found["\(event)|\(push.token)", default: []].insert(
+                        push.headers["apns-id"] ?? "")
+                }
+                return found
+            }
             let deadline = ContinuousClock.now + .seconds(120)
             var parked = 0
             while ContinuousClock.now < deadline {
                 parked = try await FleetHarness.deadLettered(namespace: run.namespace)
-                let alerts = run.sink.receivedPushes().filter {
-                    $0.status == 200 && (try? JSONValue.parse($0.body))?["aps"]?["alert"] != nil
-                }
-                if parked == 600, alerts.count == 30 { break }
+                if parked == 600, alerts().count == 30 { break }
                 try await Task.sleep(for: .milliseconds(500))
             }
             #expect(parked == 600)
-            let alerts = run.sink.receivedPushes().filter {
-                $0.status == 200 && (try? JSONValue.parse($0.body))?["aps"]?["alert"] != nil
-            }
-            #expect(alerts.count == 30)
+            let delivered = alerts()
+            #expect(delivered.count == 30, "\(delivered.keys.sorted())")
+            #expect(delivered.values.allSatisfy { $0.count == 1 }, "a repeated alert with another apns-id")
             // Parked with the reason and the original body and properties (guarantee 7).
             let dead = try await channel.get(queue: "\(run.namespace).dead")
             #expect(dead?.body == big, "the parked body is the original, \(dead?.body.count ?? -1) bytes")
