@@ -150,6 +150,7 @@ let package = Package(
             dependencies: [
                 "AMQPClient",
                 "BadgeCore",
+                "BadgeOperations",
                 "BadgeSupport",
                 "BadgeStore",
                 "BadgeWire",
@@ -157,6 +158,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
@@ -330,6 +332,7 @@ let package = Package(
                 "BadgeDelivery",
                 "ProviderAuth",
                 "TestCredentials",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]

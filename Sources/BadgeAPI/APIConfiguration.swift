@@ -18,6 +18,8 @@ public struct APIConfiguration: Sendable {
     public var maxStreamsPerUser = APIConfiguration.defaultMaxStreamsPerUser
     /// The largest request body, in bytes; larger gets `413`.
     public var maxBodyBytes = APIConfiguration.defaultMaxBodyBytes
+    /// Whether `/demo` serves the demo app's page (``DemoPage``): for development only.
+    public var demo = false
     /// How often an idle stream gets a comment line.
     public var keepAlive: Duration = .seconds(15)
 

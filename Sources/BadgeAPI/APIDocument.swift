@@ -1230,6 +1230,23 @@ enum APIDocument {
             }
            }
           },
+          "/metrics": {
+           "get": {
+            "summary": "Prometheus metrics: open streams, count changes found, writes by event type",
+            "responses": {
+             "200": {
+              "description": "the metrics in Prometheus's text format",
+              "content": {
+               "text/plain": {
+                "schema": {
+                 "type": "string"
+                }
+               }
+              }
+             }
+            }
+           }
+          },
           "/openapi.json": {
            "get": {
             "summary": "This document",

@@ -1,12 +1,15 @@
 import AMQPClient
 import BadgeCore
+import BadgeOperations
 import BadgeStore
 import BadgeWire
 import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import Metrics
 import NIOCore
+import Prometheus
 import ServiceLifecycle
 
 /// `badgepipe api`: the app's API of contract section 7 over HTTP, a `Service`. Stateless: it reads the store
@@ -19,14 +22,16 @@ public struct APIServer: Service {
     let watcher: CountsWatcher
     let publisher: APIEventPublisher
     let logger: Logger
+    let metrics: PrometheusCollectorRegistry?
     let onRunning: (@Sendable (Int) async -> Void)?
 
     /// An API over `reads`, verifying tokens with `verifier`, its streams fed by `watcher` (run it beside this
-    /// service, in the same group).
+    /// service, in the same group); with `metrics`, `GET /metrics` serves that registry in Prometheus's format.
     public init(
         configuration: APIConfiguration, reads: any AppReads, verifier: TokenVerifier, watcher: CountsWatcher,
-        logger: Logger, onRunning: (@Sendable (Int) async -> Void)? = nil
+        logger: Logger, metrics: PrometheusCollectorRegistry? = nil, onRunning: (@Sendable (Int) async -> Void)? = nil
     ) {
+        self.metrics = metrics
         self.configuration = configuration
         self.reads = reads
         self.verifier = verifier
@@ -59,6 +64,10 @@ public struct APIServer: Service {
             Self.json(APIDocument.text, status: .ok)
         }
         router.get("/healthz") { _, _ in Self.json(#"{"status":"ok"}"#, status: .ok) }
+        if let metrics {
+            router.get("/metrics") { _, _ in OperationsServer.metrics(metrics) }
+        }
+        if configuration.demo { DemoPage.addRoutes(to: router) }
         router.get("/readyz") { _, _ in
             do {
                 _ = try await reads.userCounts([], policy: configuration.badgePolicy)
@@ -254,6 +263,7 @@ public struct APIServer: Service {
             throw APIError.badRequest("\(invalid.code): \(invalid.message)")
         }
         try await publisher.publish(event.serialized(), recipient: user, eventID: id, type: type)
+        Counter(label: "badgepipe_api_writes_total", dimensions: [("type", type)]).increment()
         return Self.json(
             JSONValue.object([(key: "event_id", value: .string(id))]).serializedString, status: .accepted)
     }

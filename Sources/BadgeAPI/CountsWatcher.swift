@@ -2,6 +2,7 @@ import BadgeCore
 import BadgeStore
 import Foundation
 import Logging
+import Metrics
 import ServiceLifecycle
 import Synchronization
 
@@ -36,6 +37,11 @@ public final class CountsWatcher: Service, Sendable {
         /// commit later) and leaves these out.
         var announced: [String] = []
     }
+
+    /// `badgepipe_api_streams`: this instance's open streams.
+    static let streamsGauge = Gauge(label: "badgepipe_api_streams")
+    /// `badgepipe_api_count_changes_total`: changes of a watched user's counts found (each goes to all their streams).
+    static let changes = Counter(label: "badgepipe_api_count_changes_total")
 
     /// How far before the newest announced `stored_at` the next read looks.
     static let storedSlack: Int64 = 5_000_000
@@ -77,6 +83,7 @@ public final class CountsWatcher: Service, Sendable {
             }
             all[user] = entry
         }
+        Self.streamsGauge.record(streamCount)
         return (id, stream)
     }
 
@@ -88,6 +95,7 @@ public final class CountsWatcher: Service, Sendable {
             return removed
         }
         continuation?.finish()
+        Self.streamsGauge.record(streamCount)
     }
 
     public func run() async throws {
@@ -126,6 +134,7 @@ public final class CountsWatcher: Service, Sendable {
                     return (entry.storedAfter, moved)
                 }
                 guard changed.1 else { continue }
+                Self.changes.increment()
                 let read = try await reads.unreadNotifications(
                     of: user, storedAfter: max(0, changed.0 - Self.storedSlack), limit: Self.notificationsPerChange)
                 let (streams, fresh) = watched.withLock {

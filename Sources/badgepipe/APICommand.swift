@@ -6,6 +6,8 @@ import BadgeStore
 import BadgeWorker
 import Foundation
 import Logging
+import Metrics
+import Prometheus
 import ServiceLifecycle
 
 /// `badgepipe api`: the app's API (contract section 7).
@@ -78,6 +80,11 @@ struct APICommand: AsyncParsableCommand {
         @Option(help: "Open streams per instance (BADGEPIPE_API_MAX_STREAMS, default 10000).") var maxStreams: Int?
         @Option(help: "Open streams per user (BADGEPIPE_API_MAX_STREAMS_PER_USER, default 10).")
         var maxStreamsPerUser: Int?
+        @Flag(
+            help:
+                "Serve the demo app's page at /demo, for development: it signs in with a development token (BADGEPIPE_API_DEMO=1)."
+        )
+        var demo = false
 
         func run() async throws {
             let logger = try log.logger("badgepipe.api")
@@ -97,7 +104,10 @@ struct APICommand: AsyncParsableCommand {
             configuration.maxStreamsPerUser = try Settings.integer(
                 maxStreamsPerUser, "BADGEPIPE_API_MAX_STREAMS_PER_USER", name: "--max-streams-per-user",
                 default: APIConfiguration.defaultMaxStreamsPerUser, range: 1...1000)
+            configuration.demo = demo || Settings.value(nil, "BADGEPIPE_API_DEMO", default: "0") == "1"
             let verifier = try await TokenVerifier(keys: keys.keys(), audience: keys.audience)
+            let registry = PrometheusCollectorRegistry()
+            MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
             let store = try BadgeStoreFactory.make(
                 url: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
                 logger: logger)
@@ -106,7 +116,8 @@ struct APICommand: AsyncParsableCommand {
             }
             let watcher = CountsWatcher(reads: reads, policy: policy, logger: logger)
             let server = APIServer(
-                configuration: configuration, reads: reads, verifier: verifier, watcher: watcher, logger: logger)
+                configuration: configuration, reads: reads, verifier: verifier, watcher: watcher, logger: logger,
+                metrics: registry)
             let group = ServiceGroup(
                 configuration: ServiceGroupConfiguration(
                     services: [StoreService(store: store), watcher, server],
