@@ -4,9 +4,12 @@ import Foundation
     import Glibc
 #endif
 
-/// One `badgepipe worker` process of a fleet test.
+/// One `badgepipe worker` process of a fleet test (or, with another ``command``, another long-running
+/// `badgepipe` process: `api`).
 final class WorkerProcess: @unchecked Sendable {
     let name: String
+    /// The `badgepipe` subcommand and its arguments (`worker`).
+    private let command: [String]
     private let environment: [String: String]
     /// A command the worker is started through (e.g. ``FakeClock/wrapper(_:building:)``), which forks it and waits;
     /// empty: the worker is started directly. Signals go to the worker itself, never to the wrapper.
@@ -30,8 +33,12 @@ final class WorkerProcess: @unchecked Sendable {
         if exited { try start() }
     }
 
-    init(name: String, environment: [String: String], logDirectory: URL, wrapper: [String] = []) {
+    init(
+        name: String, environment: [String: String], logDirectory: URL, wrapper: [String] = [],
+        command: [String] = ["worker"]
+    ) {
         self.name = name
+        self.command = command
         self.environment = environment
         self.logDirectory = logDirectory
         self.wrapper = wrapper
@@ -60,10 +67,10 @@ final class WorkerProcess: @unchecked Sendable {
         let process = Process()
         if wrapper.isEmpty {
             process.executableURL = Self.executable
-            process.arguments = ["worker"]
+            process.arguments = command
         } else {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = wrapper + [Self.executable.path, "worker"]
+            process.arguments = wrapper + [Self.executable.path] + command
         }
         var environment = ProcessInfo.processInfo.environment.merging(self.environment) { $1 }
         environment["BADGEPIPE_WORKER_ID"] = "\(name)-\(incarnation)"
@@ -137,7 +144,7 @@ final class WorkerProcess: @unchecked Sendable {
     /// SIGTERM (graceful: the worker finishes its batch and round and records what it sent), waits up to `timeout`
     /// for the exit (then SIGKILL), starts a new incarnation and waits until it is ready. The supervisor neither
     /// counts nor races it.
-    func restartGracefully(timeout: Duration = .seconds(20)) async throws {
+    func restartGracefully(timeout: Duration = .seconds(20), waitForReady: Bool = true) async throws {
         let process = setRestarting(true)
         defer { _ = setRestarting(false) }
         if let process, process.isRunning {
@@ -159,7 +166,7 @@ final class WorkerProcess: @unchecked Sendable {
             forget(process)
         }
         try start()
-        try await waitUntilReady()
+        if waitForReady { try await waitUntilReady() }
     }
 
     /// Sets whether the test is restarting the worker; returns the current incarnation.

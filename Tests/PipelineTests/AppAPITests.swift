@@ -9,7 +9,9 @@ import Foundation
 import Logging
 import NIOCore
 import NIOHTTP1
+import Prometheus
 import ServiceLifecycle
+import TestServices
 import Testing
 
 /// The app's API (contract section 7) against a real pipeline: the broker, a worker on a fresh database, the sink
@@ -50,7 +52,8 @@ struct AppAPITests {
     }
 
     static func withAPI(
-        backend: Backend, _ body: @Sendable (Pipeline, API) async throws -> Void
+        backend: Backend, demo: Bool = false, maxStreams: Int = APIConfiguration.defaultMaxStreams,
+        _ body: @Sendable (Pipeline, API) async throws -> Void
     ) async throws {
         try await Pipeline.with(backend: backend) { pipeline in
             var logger = Logger(label: "api-test")
@@ -62,9 +65,12 @@ struct AppAPITests {
                 host: "127.0.0.1", port: 0, badgePolicy: .unseen, amqp: try AMQPConfigurationForTests.make(),
                 exchange: pipeline.topology.exchange)
             configuration.maxStreamsPerUser = 3
+            configuration.demo = demo
+            configuration.maxStreams = maxStreams
             let (ports, portContinuation) = AsyncStream<Int>.makeStream()
             let server = APIServer(
-                configuration: configuration, reads: reads, verifier: verifier, watcher: watcher, logger: logger
+                configuration: configuration, reads: reads, verifier: verifier, watcher: watcher, logger: logger,
+                metrics: PrometheusCollectorRegistry()
             ) { port in portContinuation.yield(port) }
             let group = ServiceGroup(services: [watcher, server], logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { tasks in
@@ -326,6 +332,151 @@ struct AppAPITests {
         }
     }
 
+    /// `--demo` serves the demo app's page, script and stylesheet with a policy that allows no inline code and no
+    /// framing; without it there is no `/demo`. `/metrics` answers in Prometheus's format.
+    @Test func theDemoPageAndMetrics() async throws {
+        try await Self.withAPI(backend: .sqlite, demo: true) { _, api in
+            for (path, type) in [
+                ("/demo", "text/html"), ("/demo/app.js", "text/javascript"), ("/demo/app.css", "text/css"),
+            ] {
+                let answer = try await api.request(.GET, path, token: nil)
+                #expect(answer.status == 200, "\(path)")
+                #expect(answer.headers["Content-Type"].first?.hasPrefix(type) == true, "\(path)")
+                let policy = answer.headers["Content-Security-Policy"].first ?? ""
+                #expect(policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'"), "\(path)")
+                #expect(!policy.contains("unsafe-inline"))
+                #expect(answer.headers["X-Content-Type-Options"].first == "nosniff")
+            }
+            let page = try await api.request(.GET, "/demo", token: nil).body
+            #expect(page.contains("For development") && !page.contains("<script>"))
+            let metrics = try await api.request(.GET, "/metrics", token: nil)
+            #expect(metrics.status == 200)
+        }
+        try await Self.withAPI(backend: .sqlite) { _, api in
+            let status = try await api.request(.GET, "/demo", token: nil).status
+            #expect(status == 404)
+        }
+    }
+
+    /// Open streams are bounded per user (`429`) and per instance (`503`), with the error body.
+    @Test func streamsAreBoundedPerUserAndPerInstance() async throws {
+        try await Self.withAPI(backend: .sqlite, maxStreams: 5) { _, api in
+            let (alice, bob) = (try await Self.token(for: "u-limit-a"), try await Self.token(for: "u-limit-b"))
+            var readers: [Task<Void, any Error>] = []
+            defer { for reader in readers { reader.cancel() } }
+            func open(_ token: String) async throws {
+                let events = EventCollector()
+                readers.append(Task { try await Self.readStream(api, token: token, into: events) })
+                try await events.wait(for: 1)
+            }
+            for _ in 0..<3 { try await open(alice) }
+            let perUser = try await api.request(.GET, "/v1/me/stream", token: alice)
+            #expect(perUser.status == 429, "\(perUser.body)")
+            #expect(perUser.body.contains("too_many_streams"))
+            for _ in 0..<2 { try await open(bob) }
+            let perInstance = try await api.request(.GET, "/v1/me/stream", token: bob)
+            #expect(perInstance.status == 503, "\(perInstance.body)")
+        }
+    }
+
+    /// A write while the broker is stopped answers `503` (nothing published) within the confirm timeout, and
+    /// writes work again once the broker is back.
+    @Test func writesAnswer503WhileTheBrokerIsStopped() async throws {
+        try await Self.withAPI(backend: .sqlite) { pipeline, api in
+            let token = try await Self.token(for: "u-broker")
+            let first = try await api.request(.POST, "/v1/me/notifications/opened", token: token, body: "{}")
+            #expect(first.status == 202, "\(first.body)")
+            try runRabbitmqctl("stop_app")
+            var restarted = false
+            defer { if !restarted { try? runRabbitmqctl("start_app") } }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let refused = try await api.request(
+                .POST, "/v1/me/notifications/opened", token: token, body: "{}",
+                headers: [("Idempotency-Key", "while-stopped")])
+            let took = clock.now - start
+            #expect(refused.status == 503, "\(refused.body)")
+            #expect(refused.body.contains("not_published"), "\(refused.body)")
+            #expect(took < .seconds(8), "the 503 took \(took)")
+            // Reads do not need the broker.
+            #expect(try await api.request(.GET, "/v1/me/counts", token: token).status == 200)
+            try runRabbitmqctl("start_app")
+            restarted = true
+            var again: (status: Int, headers: HTTPHeaders, body: String) = (0, [:], "")
+            let deadline = clock.now + .seconds(60)
+            repeat {
+                try await Task.sleep(for: .milliseconds(500))
+                again = try await api.request(
+                    .POST, "/v1/me/notifications/opened", token: token, body: "{}",
+                    headers: [("Idempotency-Key", "while-stopped")])
+            } while again.status != 202 && clock.now < deadline
+            #expect(again.status == 202, "after the broker came back: \(again.status) \(again.body)")
+        }
+    }
+
+    /// Paging the list while 1,000 notifications arrive (newer ones, and late ones among those already there): the
+    /// pages, followed by their cursors, neither repeat nor skip one of those that were there, and stay in order.
+    @Test(arguments: Backend.allCases)
+    func cursorsNeitherRepeatNorSkipWhileNotificationsArrive(backend: Backend) async throws {
+        try await Self.withAPI(backend: backend) { pipeline, api in
+            let user = "u-pages"
+            let token = try await Self.token(for: user)
+            func follow(_ id: String, at microseconds: Int64) -> JSONValue {
+                [
+                    "id": .string(id), "type": "follow", "recipient": .string(user),
+                    "occurred_at": .string(Timestamp(microsecondsSinceEpoch: microseconds).rfc3339),
+                    "actor": ["id": .string("a-\(id)"), "name": "Fan"],
+                ]
+            }
+            let base = Timestamp.now().microsecondsSinceEpoch - 3_600_000_000
+            // 150 there before paging starts, some sharing an instant (the id breaks the tie).
+            let before = (0..<150).map { follow("old-\(String(format: "%03d", $0))", at: base + Int64($0 / 2) * 1_000) }
+            for event in before { try await pipeline.publish(event) }
+            try await pipeline.waitUntilQuiet()
+            // 1,000 arrive while the pages are read: half newer than everything, half late (their instants among
+            // the old ones', so some sort after the cursor and show on a later page, and none may repeat).
+            let arrivals = Task {
+                for index in 0..<1_000 {
+                    if index.isMultiple(of: 2) {
+                        try await pipeline.publish(follow("new-\(index)", at: base + 10_000_000 + Int64(index) * 1_000))
+                    } else {
+                        try await pipeline.publish(follow("late-\(index)", at: base + Int64(index % 75) * 1_000))
+                    }
+                }
+            }
+            var seen: [String] = []
+            var positions: [(Int64, String)] = []
+            var cursor: String?
+            var pages = 0
+            repeat {
+                let path = "/v1/me/notifications?limit=7" + (cursor.map { "&before=\($0)" } ?? "")
+                let page = try await api.json(path, token: token)
+                for item in page["notifications"]?.arrayValue ?? [] {
+                    let id = item["id"]?.stringValue ?? ""
+                    let at = Timestamp.parse(item["occurred_at"]?.stringValue ?? "")?.microsecondsSinceEpoch ?? 0
+                    seen.append(id)
+                    positions.append((at, id))
+                }
+                cursor = page["next"]?.stringValue
+                pages += 1
+                try await Task.sleep(for: .milliseconds(100))
+            } while cursor != nil && pages < 1_000
+            try await arrivals.value
+            try await pipeline.waitUntilQuiet()
+            #expect(Set(seen).count == seen.count, "a page repeated a notification")
+            let ordered = zip(positions, positions.dropFirst()).allSatisfy {
+                $0.0 > $1.0 || ($0.0 == $1.0 && $0.1 > $1.1)
+            }
+            #expect(ordered, "the pages go newest first")
+            let old = Set(before.compactMap { $0["id"]?.stringValue })
+            #expect(old.isSubset(of: Set(seen)), "missing: \(old.subtracting(seen).sorted().prefix(5))")
+            let newDuringPaging = seen.filter { !$0.hasPrefix("old-") }.count
+            let stored = try await api.json("/v1/me/counts", token: token)["unread_notifications"]?.int64Value
+            #expect(stored == 1_150)
+            print("paging (\(backend)): \(pages) pages, \(seen.count) notifications, \(newDuringPaging) of them new")
+        }
+    }
+
     actor CountsCollector {
         var all: [BadgeCounts] = []
         func add(_ counts: BadgeCounts) { all.append(counts) }
@@ -418,4 +569,24 @@ extension Data {
 
 enum AMQPConfigurationForTests {
     static func make() throws -> AMQPConfiguration { try AMQPConfiguration(url: Pipeline.amqpURL) }
+}
+
+/// `rabbitmqctl` failed.
+struct RabbitmqctlFailed: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Runs `rabbitmqctl` on the test broker's node.
+func runRabbitmqctl(_ arguments: String...) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", TestServices.rabbitmqctl + " " + arguments.joined(separator: " ")]
+    process.standardOutput = FileHandle.nullDevice
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw RabbitmqctlFailed(
+            description: "rabbitmqctl \(arguments.joined(separator: " ")) exited \(process.terminationStatus)")
+    }
 }
