@@ -26,6 +26,11 @@ kind differ by 2x in speed and drift by the hour:
   scripts/bench --mode celebrity          one user receives 1,000,000 follows, then reads them all: time per batch
                                           over the first and the last 50,000 (flat when ingestion is O(1) in one
                                           user's history), and the read-all's time (PostgreSQL, one worker)
+  scripts/bench --mode api                the app's API beside the pipeline (benchkit/api.py): change-to-stream
+                                          latency with 1,000 streams at C/10 (C drained first, --count events over
+                                          --users, default 20,000 over 1,000), the API's CPU per event (also in
+                                          broker-messages), its RSS with 10,000 idle streams, and GET /v1/me/counts
+                                          requests/s against GET /healthz
   scripts/bench --broker-only             amqp-bench alone
   scripts/bench --mode push               the sender alone against the TLS sink: HTTP/2 (1 and 4 connections) and
                                           HTTP/1.1
@@ -50,7 +55,7 @@ import shutil
 import sys
 import time
 
-from . import figures, instructions, runs
+from . import api, figures, instructions, runs
 from .services import ROOT, BenchError, Database, build, newest_wal, services_env, run
 
 # How long `--cpu` publishes alone at C/2 (the rate's CPU settles within seconds; the queues hold what it sends).
@@ -60,7 +65,7 @@ ALONE_SECONDS = 20
 def parse(arguments):
     parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mode", choices=["backlog", "live", "celebrity", "push"], default="backlog")
+    parser.add_argument("--mode", choices=["backlog", "live", "celebrity", "push", "api"], default="backlog")
     parser.add_argument("--cpu", action="store_true",
                         help="backlog with CPU per part, the broker baseline with its CPU, and live at C/2")
     parser.add_argument("--rate", type=float, help="events/s (--mode live)")
@@ -92,10 +97,10 @@ def parse(arguments):
         options.database = "postgres"
         options.workers = 1
     if options.count is None:
-        options.count = 10_000 if options.callgrind else {"celebrity": 1_000_000, "push": 20_000}.get(options.mode,
-                                                                                                     50_000)
+        options.count = 10_000 if options.callgrind else {"celebrity": 1_000_000, "push": 20_000,
+                                                           "api": 20_000}.get(options.mode, 50_000)
     if options.users is None:
-        options.users = 1000 if options.callgrind else 5000
+        options.users = 1000 if options.callgrind or options.mode == "api" else 5000
     for name in ("count", "users", "workers", "broker_runs"):
         if getattr(options, name) <= 0:
             parser.error(f"--{name} must be > 0")
@@ -177,6 +182,10 @@ def run_pipeline(options, setup):
         setup.prepare_broker()
         setup.start_fleet(1, program=valgrind.command(setup.binary, "worker")).await_ready(timeout=600)
         runs.callgrind(setup, valgrind, options.count, options.users, options.seed)
+        return 0
+    if options.mode == "api":
+        broker_us = broker_runs(options, setup)[2] if not options.no_broker else None
+        api.run(setup, options, broker_us)
         return 0
     setup.start_sink(max_deliveries=options.count + 10 if options.mode == "celebrity" else None)
     setup.prepare_broker()
