@@ -47,6 +47,20 @@ actor SQLiteTransactor: SQLTransactor {
         }
     }
 
+    /// One read in autocommit mode: in WAL, a snapshot that neither waits for nor blocks a writer (`BEGIN
+    /// IMMEDIATE`, which every transaction here takes, waited in the busy handler behind the worker's batches: an
+    /// API on the worker's file answered its streams seconds late under a steady load).
+    func read(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+        await acquire()
+        defer { release() }
+        do {
+            return try await SQLiteExecutor(connection: try await open()).query(sql, binds)
+        } catch {
+            if error is CancellationError { throw error }
+            throw SQLiteTransactor.storeError(error)
+        }
+    }
+
     func close() async throws {
         await acquire()
         defer { release() }

@@ -7,7 +7,7 @@ enum AppReadQueries {
     ) async throws -> [String: UserCounts] {
         guard !users.isEmpty else {
             // Still a read: `/readyz` asks the database this way whether it answers.
-            _ = try await database.statement("SELECT 1 AS one", [])
+            _ = try await database.read("SELECT 1 AS one", [])
             return [:]
         }
         // A user named twice is read once.
@@ -27,7 +27,7 @@ enum AppReadQueries {
         var binds = SQLBinds()
         let dialect = database.dialect
         let among = dialect.among("user_id", "SELECT user_id FROM \(set.table("s", binds: &binds, dialect: dialect))")
-        let rows = try await database.statement(
+        let rows = try await database.read(
             "SELECT user_id, \(EventRules.UserRow.columns) FROM users WHERE \(among)", binds.values)
         var counts = Dictionary(uniqueKeysWithValues: distinct.map { ($0, UserCounts.zero) })
         for row in rows {
@@ -68,7 +68,7 @@ enum AppReadQueries {
             // The first part bounds the index range; the second leaves out the cursor's own time's rows up to it.
             conditions.append("occurred_at <= \(at) AND (occurred_at < \(at) OR id < \(id))")
         }
-        let rows = try await database.statement(
+        let rows = try await database.read(
             "SELECT \(notificationColumns) FROM notifications WHERE \(conditions.joined(separator: " AND ")) "
                 + "ORDER BY occurred_at DESC, id DESC LIMIT \(binds.add(.int(Int64(limit + 1))))", binds.values)
         var notifications = try rows.map(notification)
@@ -84,7 +84,7 @@ enum AppReadQueries {
         of user: String, storedAfter: Int64, limit: Int, database: any SQLTransactor
     ) async throws -> [StoredNotification] {
         var binds = SQLBinds()
-        let rows = try await database.statement(
+        let rows = try await database.read(
             "SELECT \(notificationColumns) FROM notifications WHERE user_id = \(binds.add(.text(user))) AND NOT read "
                 + "AND stored_at > \(binds.add(.int(storedAfter))) ORDER BY stored_at, id "
                 + "LIMIT \(binds.add(.int(Int64(min(max(limit, 1), AppReadLimits.pageSize)))))", binds.values)
@@ -107,7 +107,7 @@ enum AppReadQueries {
             having =
                 " HAVING (max(occurred_at) < \(at) OR (max(occurred_at) = \(at) AND conversation_id < \(id)))"
         }
-        let rows = try await database.statement(
+        let rows = try await database.read(
             "SELECT conversation_id, count(*) AS unread, max(occurred_at) AS last_at FROM messages "
                 + "WHERE user_id = \(userBind) AND NOT read GROUP BY conversation_id\(having) "
                 + "ORDER BY last_at DESC, conversation_id DESC LIMIT \(binds.add(.int(Int64(limit + 1))))",
