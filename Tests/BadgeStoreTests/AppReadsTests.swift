@@ -261,6 +261,13 @@ struct AppReadsTests {
             #expect(
                 try await store.unreadNotifications(of: "u-alice", storedAfter: first, limit: 100).map(\.id)
                     == ["b2x", "b3x"])
+            // Many users in one statement, each after its own time: what each one's own read gives.
+            for (after, limit) in [(Int64(0), 100), (first, 100), (first, 1), (third, 100)] {
+                let many = try await store.unreadNotifications(since: ["u-alice": after, "u-nobody": 0], limit: limit)
+                let one = try await store.unreadNotifications(of: "u-alice", storedAfter: after, limit: limit)
+                #expect(many["u-alice", default: []].map(\.id) == one.map(\.id), "after \(after), limit \(limit)")
+                #expect(many["u-nobody"] == nil)
+            }
             // The read-on-arrival one keeps its event too, in the list.
             let list = try await Self.allPages(store, of: "u-alice", limit: 100)
             #expect(list.first { $0.id == "b3y" }?.eventJSON?.contains("\"b3y\"") == true)

@@ -91,6 +91,37 @@ enum AppReadQueries {
         return try rows.map(notification)
     }
 
+    /// ``unreadNotifications(of:storedAfter:limit:database:)`` for many users at once, each after its own
+    /// `stored_at`: one statement over a row set of the users (at most ``AppReadLimits/usersPerRead``), up to
+    /// `limit` notifications each, by `(stored_at, id)`.
+    static func unreadNotifications(
+        since: [String: Int64], limit: Int, database: any SQLTransactor
+    ) async throws -> [String: [StoredNotification]] {
+        guard !since.isEmpty else { return [:] }
+        guard since.count <= AppReadLimits.usersPerRead else {
+            throw StoreError(
+                code: .tooManyUsers,
+                message: "at most \(AppReadLimits.usersPerRead) users per read, not \(since.count)",
+                transient: false)
+        }
+        var set = SQLRowSet([("user_id", .text), ("stored_after", .int)])
+        for (user, after) in since.sorted(by: { $0.key < $1.key }) { set.append([.text(user), .int(after)]) }
+        var binds = SQLBinds()
+        let rows = binds.add(set.bind)
+        let columns = "n.user_id, n.id, n.occurred_at, n.read, n.seen, n.event_json, n.stored_at"
+        let from = set.joinEach(
+            "w", reading: rows, dialect: database.dialect, table: "notifications", as: "n", columns: columns,
+            on: "n.user_id = w.user_id AND NOT n.read AND n.stored_at > w.stored_after",
+            limit: SQLRowLimit(
+                count: min(max(limit, 1), AppReadLimits.pageSize), orderBy: "n.stored_at, n.id", per: "w.user_id"))
+        var found: [String: [StoredNotification]] = [:]
+        for row in try await database.read("SELECT \(columns) FROM \(from) ORDER BY n.stored_at, n.id", binds.values) {
+            guard let user = try row["user_id"].string else { throw StoreError.corrupt("bad notifications row") }
+            found[user, default: []].append(try notification(row))
+        }
+        return found
+    }
+
     /// The user's unread messages grouped by conversation, latest first by `(last_message_at, conversation_id)`,
     /// strictly after `before`. It aggregates every unread message of the user (over the index of unread messages
     /// by user and conversation): its cost is the user's unread messages, which the badge counts anyway.
@@ -148,6 +179,12 @@ extension SQLBackedBadgeStore {
     {
         try await AppReadQueries.unreadNotifications(
             of: user, storedAfter: storedAfter, limit: limit, database: sqlBackend.database)
+    }
+
+    public func unreadNotifications(
+        since: [String: Int64], limit: Int
+    ) async throws -> [String: [StoredNotification]] {
+        try await AppReadQueries.unreadNotifications(since: since, limit: limit, database: sqlBackend.database)
     }
 
     public func conversations(

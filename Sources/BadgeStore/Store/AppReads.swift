@@ -136,6 +136,11 @@ public protocol AppReads: Sendable {
     /// (0) are never returned.
     func unreadNotifications(of user: String, storedAfter: Int64, limit: Int) async throws -> [StoredNotification]
 
+    /// ``unreadNotifications(of:storedAfter:limit:)`` for many users (at most ``AppReadLimits/usersPerRead``), each
+    /// after its own `stored_at`, in one statement: the users are the keys of `since`; a user with none is absent
+    /// from the answer.
+    func unreadNotifications(since: [String: Int64], limit: Int) async throws -> [String: [StoredNotification]]
+
     /// Up to `limit` (clamped to 1...``AppReadLimits/pageSize``) of `user`'s conversations with unread messages,
     /// latest first by (`last_message_at`, `conversation_id`), strictly after `before` when given.
     ///
