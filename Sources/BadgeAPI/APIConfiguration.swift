@@ -20,8 +20,6 @@ public struct APIConfiguration: Sendable {
     public var maxBodyBytes = APIConfiguration.defaultMaxBodyBytes
     /// Whether `/demo` serves the demo app's page (``DemoPage``): for development only.
     public var demo = false
-    /// How often an idle stream gets a comment line.
-    public var keepAlive: Duration = .seconds(15)
 
     public static let defaultMaxStreams = 10_000
     public static let defaultMaxStreamsPerUser = 10

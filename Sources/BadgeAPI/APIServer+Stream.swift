@@ -11,8 +11,12 @@ extension APIServer {
     /// (skipped when `Last-Event-ID` already names that version), then a `counts` event for every later change and
     /// a `notification` event for every new unread notification, as ``CountsWatcher`` finds them; each `counts`
     /// event's `id:` is its `badge_version`, never lower than one sent before; a comment line every
-    /// ``APIConfiguration/keepAlive``. At most ``APIConfiguration/maxStreams`` streams per instance (`503`) and
+    /// ``CountsWatcher/keepAlive``. At most ``APIConfiguration/maxStreams`` streams per instance (`503`) and
     /// ``APIConfiguration/maxStreamsPerUser`` per user (`429`).
+    ///
+    /// A stream is the connection's own task and nothing more: it waits on the watcher's updates, which carry the
+    /// keep-alives too (one ticker for the instance), so an idle stream holds no task or timer of its own.
+    /// A client that left is noticed at the next write, a keep-alive at the latest.
     func stream(_ request: Request) async throws -> Response {
         let user = try await authenticate(request, allowQuery: true)
         guard watcher.streamCount < configuration.maxStreams else {
@@ -22,9 +26,13 @@ extension APIServer {
             throw APIError(.tooManyStreams, "too many open streams for this user", status: .tooManyRequests)
         }
         let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!].flatMap { Int64($0) }
-        let (reads, policy, watcher, keepAlive) = (reads, configuration.badgePolicy, watcher, configuration.keepAlive)
-        let current = try await reads.userCounts([user], policy: policy)[user] ?? .zero
-        let known = try await reads.notifications(of: user, limit: 20, before: nil, unreadOnly: true).notifications
+        let (reads, policy, watcher) = (reads, configuration.badgePolicy, watcher)
+        let (current, known) = try await readOrUnavailable {
+            let current = try await reads.userCounts([user], policy: policy)[user] ?? .zero
+            let known = try await reads.notifications(of: user, limit: 20, before: nil, unreadOnly: true).notifications
+            // Only what the watcher needs of them: the stream holds this as long as it is open.
+            return (current, known.map { CountsWatcher.Known(id: $0.id, storedAt: $0.storedAt) })
+        }
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream; charset=UTF-8"
         headers[.cacheControl] = "no-cache"
@@ -37,34 +45,22 @@ extension APIServer {
                 try await writer.write(ByteBuffer(bytes: Self.countsEvent(current)))
                 sent = current.badgeVersion
             }
-            // Updates, with a keep-alive comment whenever none came for a while, until the client leaves or the
-            // instance shuts down (which ends the updates).
+            // Updates and keep-alives until the client leaves or the instance shuts down (which ends the updates).
             try await withGracefulShutdownHandler {
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    let (ticks, tick) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-                    group.addTask {
-                        while !Task.isCancelled {
-                            try await Task.sleep(for: keepAlive)
-                            tick.yield()
-                        }
+                for await update in updates {
+                    switch update {
+                    case .keepAlive:
+                        try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                    case .notification(let notification):
+                        var text = Array("event: notification\ndata: ".utf8)
+                        text.append(contentsOf: APIJSON.notification(notification).serialized())
+                        text.append(contentsOf: "\n\n".utf8)
+                        try await writer.write(ByteBuffer(bytes: text))
+                    case .counts(let counts):
+                        guard counts.badgeVersion > sent else { continue }
+                        try await writer.write(ByteBuffer(bytes: Self.countsEvent(counts)))
+                        sent = counts.badgeVersion
                     }
-                    var merged = Self.merge(updates, ticks).makeAsyncIterator()
-                    while let next = await merged.next() {
-                        switch next {
-                        case .tick:
-                            try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
-                        case .update(.notification(let notification)):
-                            var text = Array("event: notification\ndata: ".utf8)
-                            text.append(contentsOf: APIJSON.notification(notification).serialized())
-                            text.append(contentsOf: "\n\n".utf8)
-                            try await writer.write(ByteBuffer(bytes: text))
-                        case .update(.counts(let counts)):
-                            guard counts.badgeVersion > sent else { continue }
-                            try await writer.write(ByteBuffer(bytes: Self.countsEvent(counts)))
-                            sent = counts.badgeVersion
-                        }
-                    }
-                    group.cancelAll()
                 }
             } onGracefulShutdown: {
                 watcher.stop(id, user: user)
@@ -80,28 +76,5 @@ extension APIServer {
         text.append(contentsOf: APIJSON.counts(counts).serialized())
         text.append(contentsOf: "\n\n".utf8)
         return text
-    }
-
-    enum StreamItem: Sendable {
-        case update(CountsWatcher.Update)
-        case tick
-    }
-
-    /// The watcher's updates and the keep-alive ticks as one sequence, ending when the updates end.
-    static func merge(
-        _ updates: AsyncStream<CountsWatcher.Update>, _ ticks: AsyncStream<Void>
-    ) -> AsyncStream<StreamItem> {
-        let (merged, continuation) = AsyncStream<StreamItem>.makeStream(bufferingPolicy: .bufferingNewest(128))
-        let tasks = [
-            Task {
-                for await update in updates { continuation.yield(.update(update)) }
-                continuation.finish()
-            },
-            Task {
-                for await _ in ticks { continuation.yield(.tick) }
-            },
-        ]
-        continuation.onTermination = { _ in for task in tasks { task.cancel() } }
-        return merged
     }
 }

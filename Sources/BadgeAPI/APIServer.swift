@@ -198,7 +198,7 @@ public struct APIServer: Service {
     }
 
     /// Runs a read; a database failure answers `503`.
-    private func readOrUnavailable<T: Sendable>(_ body: () async throws -> T) async throws -> T {
+    func readOrUnavailable<T: Sendable>(_ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch let error as APIError {

@@ -9,7 +9,8 @@ import Synchronization
 /// How changes reach this instance's open streams: every ``interval`` it reads the current counts of every user
 /// with an open stream (``AppReadLimits/usersPerRead`` users per statement) and, in one more statement for them
 /// all, the new unread notifications of those whose `badge_version` moved; each of the user's streams gets them.
-/// Two statements per thousand watched users a round, however many changed. A `Service`.
+/// Two statements per thousand watched users a round, however many changed. Every ``keepAlive`` it also tells
+/// every stream to send a keep-alive: one ticker for the instance, not a timer per stream. A `Service`.
 ///
 /// Why polling the database rather than a message from the workers: the database is the one authority on the
 /// counts, so a stream can never miss a change or show counts no push carries, whatever restarts or loses a
@@ -19,6 +20,8 @@ import Synchronization
 public final class CountsWatcher: Service, Sendable {
     /// How often the watched users' counts are read.
     public static let defaultInterval: Duration = .milliseconds(250)
+    /// How often every stream is told to send a keep-alive comment by default.
+    public static let defaultKeepAlive: Duration = .seconds(15)
     /// The most new notifications one change announces (the rest are in the list).
     static let notificationsPerChange = 20
 
@@ -26,6 +29,14 @@ public final class CountsWatcher: Service, Sendable {
     enum Update: Sendable {
         case counts(UserCounts)
         case notification(StoredNotification)
+        /// Nothing new: send a comment line, which also finds out whether the client is still there.
+        case keepAlive
+    }
+
+    /// A notification a stream's client already has: its id and `stored_at`.
+    struct Known: Sendable {
+        var id: String
+        var storedAt: Int64
     }
 
     private struct Watched {
@@ -52,13 +63,19 @@ public final class CountsWatcher: Service, Sendable {
     private let reads: any AppReads
     private let policy: BadgePolicy
     private let interval: Duration
+    /// How often every stream is told to send a keep-alive comment.
+    let keepAlive: Duration
     private let logger: Logger
     private let watched = Mutex<[String: Watched]>([:])
 
-    public init(reads: any AppReads, policy: BadgePolicy, interval: Duration = defaultInterval, logger: Logger) {
+    public init(
+        reads: any AppReads, policy: BadgePolicy, interval: Duration = defaultInterval,
+        keepAlive: Duration = defaultKeepAlive, logger: Logger
+    ) {
         self.reads = reads
         self.policy = policy
         self.interval = interval
+        self.keepAlive = keepAlive
         self.logger = logger
     }
 
@@ -71,7 +88,7 @@ public final class CountsWatcher: Service, Sendable {
     /// Watches `user` for a new stream, whose first counts are `current` and whose `known` notifications (the
     /// newest unread ones when it opened) are not announced as new; returns its updates and the id to
     /// ``stop(_:user:)`` it with.
-    func watch(_ user: String, current: UserCounts, known: [StoredNotification]) -> (UUID, AsyncStream<Update>) {
+    func watch(_ user: String, current: UserCounts, known: [Known]) -> (UUID, AsyncStream<Update>) {
         let id = UUID()
         let (stream, continuation) = AsyncStream<Update>.makeStream(bufferingPolicy: .bufferingNewest(64))
         watched.withLock { all in
@@ -100,7 +117,13 @@ public final class CountsWatcher: Service, Sendable {
     }
 
     public func run() async throws {
+        let clock = ContinuousClock()
+        var lastKeepAlive = clock.now
         while !Task.isShuttingDownGracefully, !Task.isCancelled {
+            if clock.now - lastKeepAlive >= keepAlive {
+                lastKeepAlive = clock.now
+                tellEveryStream(.keepAlive)
+            }
             do {
                 try await poll()
             } catch is CancellationError {
@@ -115,6 +138,12 @@ public final class CountsWatcher: Service, Sendable {
             return all
         }
         for entry in all.values { for continuation in entry.streams.values { continuation.finish() } }
+    }
+
+    /// Gives `update` to every open stream.
+    func tellEveryStream(_ update: Update) {
+        let streams = watched.withLock { all in all.values.flatMap { $0.streams.values } }
+        for continuation in streams { continuation.yield(update) }
     }
 
     /// One round: the watched users' counts, and the new notifications of those whose version moved.

@@ -53,14 +53,14 @@ struct AppAPITests {
 
     static func withAPI(
         backend: Backend, demo: Bool = false, maxStreams: Int = APIConfiguration.defaultMaxStreams,
-        _ body: @Sendable (Pipeline, API) async throws -> Void
+        keepAlive: Duration = CountsWatcher.defaultKeepAlive, _ body: @Sendable (Pipeline, API) async throws -> Void
     ) async throws {
         try await Pipeline.with(backend: backend) { pipeline in
             var logger = Logger(label: "api-test")
             logger.logLevel = .warning
             let reads = try #require(pipeline.store as? any AppReads)
             let verifier = try await TokenVerifier(keys: [.hs256(secret: secret, kid: nil)], audience: audience)
-            let watcher = CountsWatcher(reads: reads, policy: .unseen, logger: logger)
+            let watcher = CountsWatcher(reads: reads, policy: .unseen, keepAlive: keepAlive, logger: logger)
             var configuration = APIConfiguration(
                 host: "127.0.0.1", port: 0, badgePolicy: .unseen, amqp: try AMQPConfigurationForTests.make(),
                 exchange: pipeline.topology.exchange)
@@ -379,6 +379,44 @@ struct AppAPITests {
         }
     }
 
+    /// Idle streams get a keep-alive comment every ``CountsWatcher/keepAlive``, and a stream whose client left
+    /// gives its slot back at the next one: with the user's three slots taken, the three clients leave and a
+    /// fourth stream opens within two keep-alives.
+    @Test func keepAlivesReachIdleStreamsAndFreeTheSlotsOfClientsThatLeft() async throws {
+        try await Self.withAPI(backend: .sqlite, keepAlive: .milliseconds(300)) { _, api in
+            let token = try await Self.token(for: "u-idle")
+            var readers: [Task<Void, any Error>] = []
+            var collectors: [EventCollector] = []
+            for _ in 0..<3 {
+                let events = EventCollector()
+                collectors.append(events)
+                readers.append(Task { try await Self.readStream(api, token: token, into: events) })
+                try await events.wait(for: 1)
+            }
+            for events in collectors {
+                try await events.wait { $0.filter { $0.name == ": keep-alive" }.count >= 2 }
+            }
+            #expect(try await api.request(.GET, "/v1/me/stream", token: token).status == 429)
+            for reader in readers { reader.cancel() }
+            let clock = ContinuousClock()
+            let left = clock.now
+            let events = EventCollector()
+            var status = 0
+            while clock.now - left < .seconds(5) {
+                // The head is enough: a refused stream answers 429, one that opens 200 (and ends when dropped).
+                let probe = HTTPClientRequest(url: api.base + "/v1/me/stream?access_token=\(token)")
+                status = Int(try await api.client.execute(probe, timeout: .seconds(5)).status.code)
+                if status != 429 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let freed = clock.now - left
+            #expect(status == 200 && freed < .seconds(2), "the slots were still taken \(freed) after the clients left")
+            let fourth = Task { try await Self.readStream(api, token: token, into: events) }
+            defer { fourth.cancel() }
+            try await events.wait { $0.contains { $0.name == "counts" } }
+        }
+    }
+
     /// A write while the broker is stopped answers `503` (nothing published) within the confirm timeout, and
     /// writes work again once the broker is back.
     @Test func writesAnswer503WhileTheBrokerIsStopped() async throws {
@@ -537,7 +575,11 @@ struct AppAPITests {
                 var event = StreamEvent(name: "message", id: nil, data: "")
                 var isEvent = false
                 for line in block.split(separator: "\n") {
-                    if line.hasPrefix("event: ") {
+                    if line.hasPrefix(": ") {
+                        // A comment (the keep-alive), kept as an event named by its text.
+                        event.name = String(line)
+                        isEvent = true
+                    } else if line.hasPrefix("event: ") {
                         event.name = String(line.dropFirst(7))
                         isEvent = true
                     } else if line.hasPrefix("id: ") {
