@@ -18,21 +18,16 @@ extension APIServer {
     /// keep-alives too (one ticker for the instance), so an idle stream holds no task or timer of its own.
     /// A client that left is noticed at the next write, a keep-alive at the latest.
     func stream(_ request: Request) async throws -> Response {
-        let user = try await authenticate(request, allowQuery: true)
-        guard watcher.streamCount < configuration.maxStreams else {
-            throw APIError(.tooManyStreams, "this instance has no room for another stream", status: .serviceUnavailable)
+        // The token's check and the first reads run in a task of their own: a task keeps the frame memory of its
+        // deepest call until it ends, and the connection's task lives as long as the stream, so it should never
+        // have been as deep as a JWT verification or a read on the thread pool (about 3 KiB a stream).
+        let opening = Task { try await openStream(request) }
+        let (user, current, known, lastEventID) = try await withTaskCancellationHandler {
+            try await opening.value
+        } onCancel: {
+            opening.cancel()
         }
-        guard watcher.streamCount(of: user) < configuration.maxStreamsPerUser else {
-            throw APIError(.tooManyStreams, "too many open streams for this user", status: .tooManyRequests)
-        }
-        let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!].flatMap { Int64($0) }
-        let (reads, policy, watcher) = (reads, configuration.badgePolicy, watcher)
-        let (current, known) = try await readOrUnavailable {
-            let current = try await reads.userCounts([user], policy: policy)[user] ?? .zero
-            let known = try await reads.notifications(of: user, limit: 20, before: nil, unreadOnly: true).notifications
-            // Only what the watcher needs of them: the stream holds this as long as it is open.
-            return (current, known.map { CountsWatcher.Known(id: $0.id, storedAt: $0.storedAt) })
-        }
+        let watcher = watcher
         var headers = HTTPFields()
         headers[.contentType] = "text/event-stream; charset=UTF-8"
         headers[.cacheControl] = "no-cache"
@@ -68,6 +63,29 @@ extension APIServer {
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: headers, body: body)
+    }
+
+    /// What a stream opens with: its user (`401` without a valid token, `503` or `429` without room), the current
+    /// counts, the notifications the client has (the newest unread), and the `Last-Event-ID` it sent.
+    private func openStream(
+        _ request: Request
+    ) async throws -> (String, UserCounts, [CountsWatcher.Known], Int64?) {
+        let user = try await authenticate(request, allowQuery: true)
+        guard watcher.streamCount < configuration.maxStreams else {
+            throw APIError(.tooManyStreams, "this instance has no room for another stream", status: .serviceUnavailable)
+        }
+        guard watcher.streamCount(of: user) < configuration.maxStreamsPerUser else {
+            throw APIError(.tooManyStreams, "too many open streams for this user", status: .tooManyRequests)
+        }
+        let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!].flatMap { Int64($0) }
+        let (reads, policy) = (reads, configuration.badgePolicy)
+        let (current, known) = try await readOrUnavailable {
+            let current = try await reads.userCounts([user], policy: policy)[user] ?? .zero
+            let known = try await reads.notifications(of: user, limit: 20, before: nil, unreadOnly: true).notifications
+            // Only what the watcher needs of them: the stream holds this as long as it is open.
+            return (current, known.map { CountsWatcher.Known(id: $0.id, storedAt: $0.storedAt) })
+        }
+        return (user, current, known, lastEventID)
     }
 
     /// `id: <badge_version>`, `event: counts`, `data: <counts>`.
