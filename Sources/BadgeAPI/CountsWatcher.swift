@@ -44,10 +44,28 @@ public final class CountsWatcher: Service, Sendable {
         var counts: UserCounts?
         /// The newest `stored_at` of the notifications announced (or present when the stream opened).
         var storedAfter: Int64 = 0
-        /// The ids announced lately (at most ``CountsWatcher/announcedMemory``): the next read looks back
-        /// ``CountsWatcher/storedSlack`` before ``storedAfter`` (a transaction that read the clock earlier may
-        /// commit later) and leaves these out.
-        var announced: [String] = []
+        /// The notifications announced lately: the next read looks back ``CountsWatcher/storedSlack`` before
+        /// ``storedAfter`` (a transaction that read the clock earlier may commit later) and leaves these out. Only
+        /// those within that window are kept (the read cannot return the others), at most
+        /// ``CountsWatcher/announcedMemory``.
+        var announced: [Known] = []
+
+        func wasAnnounced(_ id: String) -> Bool { announced.contains { $0.id == id } }
+
+        /// Remembers `notification` as announced (or present when a stream opened).
+        mutating func remember(_ notification: Known) {
+            storedAfter = max(storedAfter, notification.storedAt)
+            announced.append(notification)
+        }
+
+        /// Forgets the announced notifications the next read cannot return, and the oldest beyond the bound.
+        mutating func forgetOld() {
+            let horizon = storedAfter - CountsWatcher.storedSlack
+            announced.removeAll { $0.storedAt < horizon }
+            if announced.count > CountsWatcher.announcedMemory {
+                announced.removeFirst(announced.count - CountsWatcher.announcedMemory)
+            }
+        }
     }
 
     /// `badgepipe_api_streams`: this instance's open streams.
@@ -95,10 +113,8 @@ public final class CountsWatcher: Service, Sendable {
             var entry = all[user] ?? Watched()
             entry.streams[id] = continuation
             if entry.counts.map({ $0.badgeVersion < current.badgeVersion }) ?? true { entry.counts = current }
-            for notification in known where !entry.announced.contains(notification.id) {
-                entry.storedAfter = max(entry.storedAfter, notification.storedAt)
-                entry.announced.append(notification.id)
-            }
+            for notification in known where !entry.wasAnnounced(notification.id) { entry.remember(notification) }
+            entry.forgetOld()
             all[user] = entry
         }
         Self.streamsGauge.record(streamCount)
@@ -177,15 +193,12 @@ public final class CountsWatcher: Service, Sendable {
                 let (streams, fresh) = watched.withLock {
                     all -> ([AsyncStream<Update>.Continuation], [StoredNotification]) in
                     guard var entry = all[user] else { return ([], []) }
-                    let known = Set(entry.announced)
+                    let known = Set(entry.announced.map(\.id))
                     let fresh = read.filter { !known.contains($0.id) && $0.storedAt > 0 }
                     for notification in fresh {
-                        entry.storedAfter = max(entry.storedAfter, notification.storedAt)
-                        entry.announced.append(notification.id)
+                        entry.remember(Known(id: notification.id, storedAt: notification.storedAt))
                     }
-                    if entry.announced.count > Self.announcedMemory {
-                        entry.announced.removeFirst(entry.announced.count - Self.announcedMemory)
-                    }
+                    entry.forgetOld()
                     all[user] = entry
                     return (Array(entry.streams.values), fresh)
                 }

@@ -274,6 +274,7 @@ struct AppAPITests {
                 (try? JSONValue.parse($0.data))?["id"]?.stringValue
             }
             #expect(Set(notifications) == Set((1...6).map { "live-f\($0)" }), "\(notifications)")
+            #expect(notifications.count == 6, "each new notification is announced once: \(notifications)")
             // Guarantee 9: at every version both show, the stream's counts are the push's.
             let pushes = pipeline.acceptedPayloads(token: Self.token)
             var compared = 0
