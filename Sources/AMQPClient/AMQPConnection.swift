@@ -17,10 +17,14 @@ import Logging
 /// await connection.close()
 /// ```
 public final class AMQPConnection: Sendable {
-    /// What the connection was created with.
+    /// What the connection was created with (all the nodes it could try).
     public let configuration: AMQPConfiguration
+    /// The position in `configuration.nodes` of the node this connection is open to.
+    public let nodeIndex: Int
     /// The heartbeat interval agreed with the broker, in seconds (0: none).
     public let heartbeatSeconds: Int
+    /// The broker's server properties from `connection.start` (`product`, `version`, `cluster_name`, …).
+    public let serverProperties: AMQPTable
     /// `connection.blocked` / `unblocked` notices and the final close, in order.
     public let events: AsyncStream<AMQPConnectionEvent>
 
@@ -29,13 +33,16 @@ public final class AMQPConnection: Sendable {
 
     private init(
         configuration: AMQPConfiguration,
-        heartbeatSeconds: Int,
+        nodeIndex: Int,
+        negotiated: ConnectionLoop.Negotiated,
         events: AsyncStream<AMQPConnectionEvent>,
         mailbox: Mailbox,
         signal: CloseSignal<AMQPError?>
     ) {
         self.configuration = configuration
-        self.heartbeatSeconds = heartbeatSeconds
+        self.nodeIndex = nodeIndex
+        self.heartbeatSeconds = negotiated.heartbeat
+        self.serverProperties = negotiated.serverProperties
         self.events = events
         self.mailbox = mailbox
         self.signal = signal
@@ -46,50 +53,94 @@ public final class AMQPConnection: Sendable {
         mailbox.submit(Command(channel: 0, operation: .closeConnection, promise: nil))
     }
 
-    /// Connects and logs in once; throws `AMQPError` (`connectionFailed`, `authenticationFailed`, `tls`).
+    /// The node this connection is open to.
+    public var node: AMQPConfiguration.Node { configuration.nodes[nodeIndex] }
+
+    /// The broker's version from its server properties (`"3.10.8"`), if it said.
+    public var serverVersion: String? {
+        switch serverProperties["version"] {
+        case .string(let text)?: text
+        case .bytes(let bytes)?: String(decoding: bytes, as: UTF8.self)
+        default: nil
+        }
+    }
+
+    /// Connects and logs in, trying each node once in turn from `startingAt` (modulo the count) while a node is
+    /// unreachable (``AMQPError/isUnreachable``); throws the last node's error, or at once an error another node
+    /// would not mend (`authenticationFailed`, `tls`). Logs the node it connected to and the broker's version.
     public static func connect(
         _ configuration: AMQPConfiguration,
+        startingAt first: Int = 0,
         logger: Logger = Logger(label: "amqp")
+    ) async throws -> AMQPConnection {
+        let count = configuration.nodes.count
+        var lastError: (any Error)?
+        for offset in 0..<count {
+            let index = ((first % count) + count + offset) % count
+            do {
+                let connection = try await connect(configuration, node: index, logger: logger)
+                logger.info(
+                    "connected to the broker",
+                    metadata: [
+                        "amqp.node": "\(connection.node)", "amqp.version": "\(connection.serverVersion ?? "unknown")",
+                    ])
+                return connection
+            } catch let error as AMQPError where error.isUnreachable && offset + 1 < count {
+                logger.info(
+                    "broker node unreachable, trying the next",
+                    metadata: [
+                        "amqp.node": "\(configuration.nodes[index])", "amqp.error.message": "\(error.message)",
+                    ])
+                lastError = error
+            }
+        }
+        throw lastError ?? AMQPError(.connectionFailed, "no broker node to connect to")
+    }
+
+    private static func connect(
+        _ configuration: AMQPConfiguration,
+        node index: Int,
+        logger: Logger
     ) async throws -> AMQPConnection {
         let mailbox = try Mailbox()
         let signal = CloseSignal<AMQPError?>()
         let (events, eventsContinuation) = AsyncStream<AMQPConnectionEvent>.makeStream()
         let loop = ConnectionLoop(
-            configuration: configuration, mailbox: mailbox, signal: signal, events: eventsContinuation, logger: logger)
+            configuration: configuration.only(index), mailbox: mailbox, signal: signal, events: eventsContinuation,
+            logger: logger)
         let negotiated = try await withCheckedThrowingContinuation {
-            (continuation: CheckedContinuation<(heartbeat: Int, channelMax: Int), any Error>) in
+            (continuation: CheckedContinuation<ConnectionLoop.Negotiated, any Error>) in
             let thread = Thread { loop.main(started: continuation) }
-            thread.name = "amqp-\(configuration.host):\(configuration.port)"
+            thread.name = "amqp-\(configuration.nodes[index])"
             thread.start()
         }
         return AMQPConnection(
-            configuration: configuration, heartbeatSeconds: negotiated.heartbeat, events: events, mailbox: mailbox,
+            configuration: configuration, nodeIndex: index, negotiated: negotiated, events: events, mailbox: mailbox,
             signal: signal)
     }
 
-    /// Connects, retrying with exponential backoff and jitter while the broker is unreachable (for example during
-    /// a restart). Authentication, TLS and URL errors are not retried. Cancelling the task stops the retries.
+    /// Connects, retrying with exponential backoff and jitter while no node is reachable (for example during a
+    /// restart): each round tries every node once from `startingAt`, and the backoff runs between rounds.
+    /// Authentication, TLS and URL errors are not retried. Cancelling the task stops the retries.
     public static func connect(
         _ configuration: AMQPConfiguration,
         retry policy: AMQPRetryPolicy,
+        startingAt first: Int = 0,
         logger: Logger = Logger(label: "amqp")
     ) async throws -> AMQPConnection {
         var attempt = 0
         while true {
             attempt += 1
             do {
-                return try await connect(configuration, logger: logger)
+                return try await connect(configuration, startingAt: first, logger: logger)
             } catch let error as AMQPError {
-                let retryable =
-                    error.code == .connectionFailed || error.code == .connectionLost
-                    || error.code == .connectionClosed
-                guard retryable, policy.maxAttempts.map({ attempt < $0 }) ?? true else { throw error }
+                guard error.isUnreachable, policy.maxAttempts.map({ attempt < $0 }) ?? true else { throw error }
                 let delay = policy.delay(afterAttempt: attempt)
                 logger.info(
                     "waiting for the broker, retrying",
                     metadata: [
-                        "amqp.host": "\(configuration.host):\(configuration.port)", "amqp.attempt": "\(attempt)",
-                        "amqp.retry_in_ms": "\(delay.milliseconds)",
+                        "amqp.nodes": "\(configuration.nodes.map(\.description).joined(separator: ","))",
+                        "amqp.attempt": "\(attempt)", "amqp.retry_in_ms": "\(delay.milliseconds)",
                         "amqp.error.message": "\(error.message)",
                     ])
                 try await Task.sleep(for: delay)

@@ -10,7 +10,8 @@ final class APIEventPublisher: Sendable {
     /// How long a write waits for the broker's confirm.
     static let confirmTimeout: Duration = .seconds(5)
 
-    private let configuration: AMQPConfiguration
+    /// The broker's nodes: after a lost connection the next one is tried first.
+    private let nodes: AMQPNodeRotation
     private let exchange: String
     private let logger: Logger
     /// The broker session (a connection and its channel in confirm mode): connecting, or open. Nil until the first
@@ -23,7 +24,7 @@ final class APIEventPublisher: Sendable {
     }
 
     init(configuration: AMQPConfiguration, exchange: String, logger: Logger) {
-        self.configuration = configuration
+        self.nodes = AMQPNodeRotation(configuration)
         self.exchange = exchange
         self.logger = logger
     }
@@ -53,14 +54,13 @@ final class APIEventPublisher: Sendable {
     }
 
     private func openChannel(again: Bool = true) async throws -> AMQPChannel {
-        let (configuration, logger) = (configuration, logger)
+        let (nodes, logger) = (nodes, logger)
         let task = session.withLock { current in
             if let current { return current }
             let connecting = Task {
-                let connection = try await AMQPConnection.connect(configuration, logger: logger)
+                let connection = try await nodes.connect(logger: logger)
                 let channel = try await connection.openChannel()
                 try await channel.confirmSelect()
-                logger.info("api connected to the broker", metadata: ["amqp.host": "\(configuration.host)"])
                 return Session(connection: connection, channel: channel)
             }
             current = connecting

@@ -102,11 +102,15 @@ public struct Worker: Service {
             // whoever leases the partition next).
             if configuration.fleet == nil { try await dispatcher.drainOutbox(partition: nil) }
             var sessions = 0
+            // A fleet spreads its connections over a cluster's nodes: each worker starts at a random one, and after
+            // a session ends moves to the next (the node it used may be the one that was lost).
+            let nodes = AMQPNodeRotation(
+                configuration.amqp, startingAt: Int.random(in: 0..<configuration.amqp.nodes.count))
             while !Task.isCancelled, !Task.isShuttingDownGracefully {
                 let connection: AMQPConnection
                 do {
-                    connection = try await cancelWhenGracefulShutdown { [configuration, logger] in
-                        try await AMQPConnection.connect(configuration.amqp, retry: AMQPRetryPolicy(), logger: logger)
+                    connection = try await cancelWhenGracefulShutdown { [logger] in
+                        try await nodes.connect(retry: AMQPRetryPolicy(), logger: logger)
                     }
                 } catch is CancellationError where Task.isShuttingDownGracefully {
                     break

@@ -80,6 +80,9 @@ public struct WorkerConfiguration: Sendable {
     /// How long a worker's publisher of token feedback holds the entries it took (see `FeedbackPublisher`): an entry
     /// it took and did not publish (its broker session ended) is published by the next one, of any worker, after this.
     public var feedbackHold = Duration.seconds(30)
+    /// Run on RabbitMQ 4.0–4.2 although its modulus-hash routing was not stable under Khepri (see `BrokerVersion`):
+    /// for operators who know their broker runs Mnesia. Off by default: such a broker is refused.
+    public var allowUnstableRouting = false
     /// Fleet mode (PostgreSQL): partitions are leased through the database and spread over the live workers.
     /// nil: a single node that consumes every partition.
     public var fleet: Fleet?

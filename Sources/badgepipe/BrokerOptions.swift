@@ -5,7 +5,13 @@ import BadgeWorker
 /// Where the broker is and which of its names are this deployment's: `--amqp-url` and `--namespace`, taken the same
 /// way by every command that talks to the broker (`worker`, `publish`, `setup`, `dead`).
 struct BrokerOptions: ParsableArguments {
-    @Option(help: "Broker URL (BADGEPIPE_AMQP_URL).") var amqpURL: String?
+    @Option(
+        help: """
+            Broker URL (BADGEPIPE_AMQP_URL); for a cluster, one URL per node separated by commas \
+            (amqp://u:p@rabbit-1,amqp://u:p@rabbit-2,amqp://u:p@rabbit-3): clients connect to one and move to the \
+            next when it is lost.
+            """)
+    var amqpURL: String?
     @Option(
         help: """
             Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe); the workers and commands of one \
@@ -19,11 +25,33 @@ struct BrokerOptions: ParsableArguments {
     /// The broker URL: the flag, else `BADGEPIPE_AMQP_URL`, else ``defaultURL``.
     var url: String { Settings.value(amqpURL, "BADGEPIPE_AMQP_URL", default: Self.defaultURL) }
 
+    /// The parsed URL (every node of the list).
+    func configuration(defaultHeartbeatSeconds: Int = 30) throws -> AMQPConfiguration {
+        try AMQPConfiguration(url: url, defaultHeartbeatSeconds: defaultHeartbeatSeconds)
+    }
+
     /// The prefix of every broker name: the flag, else `BADGEPIPE_NAMESPACE`, else `badgepipe`.
     var resolvedNamespace: String { Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe") }
 
     /// The topology's names in this namespace, with `partitions` partition queues.
     func topology(partitions: Int = 8) -> Topology {
         Topology(namespace: resolvedNamespace, partitions: partitions)
+    }
+}
+
+/// `--allow-unstable-routing`, for the commands that declare the topology (`worker`, `setup`).
+struct BrokerVersionOptions: ParsableArguments {
+    @Flag(
+        help: """
+            Run on RabbitMQ 4.0 to 4.2, refused otherwise because their modulus-hash routing was not stable under \
+            Khepri (BADGEPIPE_ALLOW_UNSTABLE_ROUTING=1); only for a broker known to run Mnesia.
+            """)
+    var allowUnstableRouting = false
+
+    /// The flag, or `BADGEPIPE_ALLOW_UNSTABLE_ROUTING` set to `1` or `true`.
+    var allowed: Bool {
+        if allowUnstableRouting { return true }
+        let value = Settings.optional(nil, "BADGEPIPE_ALLOW_UNSTABLE_ROUTING")?.lowercased()
+        return value == "1" || value == "true"
     }
 }

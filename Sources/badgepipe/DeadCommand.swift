@@ -2,6 +2,7 @@ import AMQPClient
 import ArgumentParser
 import BadgeWire
 import BadgeWorker
+import Foundation
 import Logging
 
 /// `badgepipe dead`: the messages parked in `badgepipe.dead`, listed, shown and replayed.
@@ -38,11 +39,14 @@ extension BrokerOptions {
     func withDeadQueue<Result: Sendable>(
         _ body: (DeadLetterQueue) async throws -> Result
     ) async throws -> Result {
-        let configuration = try AMQPConfiguration(url: url)
+        let configuration = try configuration()
         // The broker closing a channel is how a missing queue shows: the command says so itself, once.
         var logger = Logger(label: "amqp")
         logger.logLevel = .error
         let connection = try await AMQPConnection.connect(configuration, logger: logger)
+        if configuration.nodes.count > 1 {
+            FileHandle.standardError.write(Data("connected to the broker node \(connection.node)\n".utf8))
+        }
         do {
             let result = try await body(DeadLetterQueue(connection: connection, topology: topology()))
             await connection.close()

@@ -4,6 +4,7 @@ import BadgeCore
 import BadgeWire
 import BadgeWorker
 import Foundation
+import Logging
 
 /// `badgepipe publish`: one event from flags or a file, a contract scenario file, or a generated load — always with
 /// `mandatory` and publisher confirms, reporting every event the broker did not take.
@@ -81,22 +82,12 @@ struct PublishCommand: AsyncParsableCommand {
             for _ in 0..<total { print(String(decoding: next().body, as: UTF8.self)) }
             return
         }
-        let connection = try await AMQPConnection.connect(AMQPConfiguration(url: broker.url))
-        let channel = try await connection.openChannel()
-        let exchange = broker.topology().exchange
-        do {
-            try await channel.declareExchange(exchange, type: .modulusHash, passive: true)
-        } catch let error as AMQPError where error.replyCode == 404 {
-            throw CommandError(
-                code: .noExchange,
-                message: "exchange \(exchange) does not exist: run `badgepipe setup` or start a worker")
-        }
-        try await channel.confirmSelect()
-        let publisher = EventPublisher(channel: channel, window: window, exchange: exchange)
+        let publisher = EventPublisher(
+            nodes: AMQPNodeRotation(try broker.configuration()), window: window, exchange: broker.topology().exchange,
+            logger: Logger(label: "publish"))
         let generated = count != nil
         let report = try await publisher.publish(
             count: total, rate: generated ? rate : nil, progress: generated, next: next)
-        await connection.close()
         print(report.summary)
         for failure in report.failures.prefix(20) { print("  not confirmed: \(failure)") }
         if !report.failures.isEmpty { throw ExitCode(1) }

@@ -68,6 +68,8 @@ extension ErrorCode<CommandError> {
     static var invalidCredentials: Self { Self("invalid_credentials") }
     /// The badge policy is neither `unseen` nor `unread`.
     static var invalidPolicy: Self { Self("invalid_policy") }
+    /// RabbitMQ's management API could not be read.
+    static var managementAPI: Self { Self("management_api") }
     /// A setting is out of its range or malformed.
     static var invalidSetting: Self { Self("invalid_setting") }
     /// An event names no recipient.

@@ -20,6 +20,7 @@ struct WorkerCommand: AsyncParsableCommand {
         commandName: "worker", abstract: "Consume events, update counts, send badge-bearing pushes (until SIGTERM).")
 
     @OptionGroup var broker: BrokerOptions
+    @OptionGroup var brokerVersion: BrokerVersionOptions
     @Option(help: "postgres://… or sqlite:PATH (BADGEPIPE_DATABASE_URL, default sqlite:badgepipe.sqlite).")
     var databaseURL: String?
     @Option(help: "APNs URL for production devices (BADGEPIPE_APNS_URL, default https://api.push.apple.com).")
@@ -129,8 +130,7 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         let delivery = try deliveryConfiguration()
         var configuration = WorkerConfiguration(
-            amqp: try AMQPConfiguration(
-                url: broker.url, defaultHeartbeatSeconds: WorkerConfiguration.defaultHeartbeatSeconds),
+            amqp: try broker.configuration(defaultHeartbeatSeconds: WorkerConfiguration.defaultHeartbeatSeconds),
             databaseURL: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
             delivery: delivery,
             badgePolicy: policy,
@@ -142,6 +142,7 @@ struct WorkerCommand: AsyncParsableCommand {
                     partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)),
             batchSize: try Settings.integer(
                 batchSize, "BADGEPIPE_BATCH_SIZE", name: "--batch-size", default: 128, range: 1...10_000))
+        configuration.allowUnstableRouting = brokerVersion.allowed
         configuration.ingestionInterval = .milliseconds(
             try Settings.integer(
                 ingestionInterval, "BADGEPIPE_INGESTION_INTERVAL_MS", name: "--ingestion-interval",

@@ -104,4 +104,40 @@ struct AMQPConfigurationURLTests {
         #expect(jittered.delay(afterAttempt: 1, random: 0) == .milliseconds(500))
         #expect(jittered.delay(afterAttempt: 1, random: 1) == .milliseconds(1000))
     }
+
+    @Test func aListNamesEveryNodeInOrder() throws {
+        let configuration = try AMQPConfiguration(
+            url: "amqp://u:p@rabbit-1:5672/%2F,amqp://u:p@rabbit-2:5673/%2F,amqp://u:p@rabbit-3/%2F")
+        #expect(configuration.nodes.map(\.description) == ["rabbit-1:5672", "rabbit-2:5673", "rabbit-3:5672"])
+        #expect(configuration.host == "rabbit-1")
+        #expect(configuration.username == "u")
+        #expect(configuration.only(4).nodes.map(\.description) == ["rabbit-2:5673"])
+        #expect(try AMQPConfiguration(url: "amqp://h/").nodes.count == 1)
+    }
+
+    @Test func aCommaInAPasswordDoesNotSplitTheList() throws {
+        let configuration = try AMQPConfiguration(url: "amqp://u:a%2Cb,c@h1:1/v,amqp://u:a%2Cb,c@h2:2/v")
+        #expect(configuration.nodes.map(\.description) == ["h1:1", "h2:2"])
+        #expect(configuration.password == "a,b,c")
+        #expect(
+            AMQPConfiguration.redacted("amqp://u:x,y@h1:1/v,amqp://u:x,y@h2:2/v")
+                == "amqp://u:***@h1:1/v,amqp://u:***@h2:2/v")
+    }
+
+    @Test(arguments: [
+        "amqp://u:p@h1/v,amqp://other:p@h2/v", "amqp://h1/v,amqp://h2/w", "amqp://h1/,amqp://h2/?heartbeat=5",
+        "amqp://h1/,amqp://h2:0/", "amqp://h1/v,amqps://h2/v",
+    ])
+    func refusesNodesThatDifferInMoreThanHostAndPort(url: String) {
+        #expect(throws: AMQPError.self) { try AMQPConfiguration(url: url) }
+    }
+
+    @Test func onlyALostOrUnreachableBrokerIsWorthAnotherNode() {
+        for code: AMQPError.Code in [.connectionFailed, .connectionLost, .connectionClosed] {
+            #expect(AMQPError(code, "x").isUnreachable)
+        }
+        for code: AMQPError.Code in [.authenticationFailed, .tls, .invalidURL, .channelClosed, .publishNacked] {
+            #expect(!AMQPError(code, "x").isUnreachable)
+        }
+    }
 }

@@ -87,6 +87,7 @@ extension ConnectionLoop {
 
         negotiatedHeartbeat = Int(amqp_get_heartbeat(state))
         negotiatedChannelMax = Int(amqp_get_channel_max(state))
+        if let properties = amqp_get_server_properties(state) { serverProperties = AMQPTable(properties.pointee) }
         connection = state
         succeeded = true
         logger[metadataKey: "amqp.host"] = "\(configuration.host):\(configuration.port)"

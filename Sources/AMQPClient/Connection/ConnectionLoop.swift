@@ -42,6 +42,8 @@ final class ConnectionLoop: @unchecked Sendable {
     var lastChannelID: UInt16 = 0
     var negotiatedHeartbeat: Int = 0
     var negotiatedChannelMax: Int = 0
+    /// The broker's `connection.start` server properties (`product`, `version`, `cluster_name`, …).
+    var serverProperties: AMQPTable = [:]
     /// Monotonic time (ns) when the broker last sent anything.
     var lastInbound: UInt64 = 0
 
@@ -66,7 +68,14 @@ final class ConnectionLoop: @unchecked Sendable {
     }
 
     /// The thread's body: connect, report the outcome, then serve until the connection ends.
-    func main(started: CheckedContinuation<(heartbeat: Int, channelMax: Int), any Error>) {
+    /// What login agreed with the broker.
+    struct Negotiated: Sendable {
+        var heartbeat: Int
+        var channelMax: Int
+        var serverProperties: AMQPTable
+    }
+
+    func main(started: CheckedContinuation<Negotiated, any Error>) {
         do {
             try connect()
         } catch {
@@ -77,7 +86,9 @@ final class ConnectionLoop: @unchecked Sendable {
             started.resume(throwing: failure)
             return
         }
-        started.resume(returning: (negotiatedHeartbeat, negotiatedChannelMax))
+        started.resume(
+            returning: Negotiated(
+                heartbeat: negotiatedHeartbeat, channelMax: negotiatedChannelMax, serverProperties: serverProperties))
         lastInbound = Self.monotonicNanoseconds()
         while connection != nil {
             for command in mailbox.takeAll() {

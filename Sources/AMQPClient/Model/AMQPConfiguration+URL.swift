@@ -12,8 +12,42 @@ extension AMQPConfiguration {
     /// characters such as `@`, `/` or `?` in a password must be percent-encoded); only the vhost rule and
     /// RabbitMQ's query keys are read here.
     ///
+    /// A cluster is given as a comma-separated list, one URL per node (`amqp://u:p@rabbit-1,amqp://u:p@rabbit-2`):
+    /// the list is split only where a comma is followed by `amqp://` or `amqps://`, so a comma inside a password
+    /// stays part of it. The URLs must agree on everything but host and port; their nodes are tried in order.
+    ///
     /// - Parameter defaultHeartbeatSeconds: the heartbeat to ask for when the URL has no `heartbeat` parameter.
     public init(url: String, defaultHeartbeatSeconds: Int = 30) throws(AMQPError) {
+        let urls = Self.split(url)
+        try self.init(nodeURL: urls[0], defaultHeartbeatSeconds: defaultHeartbeatSeconds)
+        for other in urls.dropFirst() {
+            let next = try AMQPConfiguration(nodeURL: other, defaultHeartbeatSeconds: defaultHeartbeatSeconds)
+            var comparable = next
+            comparable.nodes = nodes
+            guard comparable == self else {
+                throw AMQPError(
+                    .invalidURL,
+                    "the node URLs of \"\(Self.redacted(url))\" differ in more than host and port")
+            }
+            nodes.append(contentsOf: next.nodes)
+        }
+    }
+
+    /// The URLs of a comma-separated list: split where a comma is followed by a scheme.
+    static func split(_ list: String) -> [String] {
+        var urls: [String] = []
+        var rest = Substring(list)
+        while let comma = rest.indices.dropFirst().first(where: { index in
+            rest[index] == "," && (rest[index...].hasPrefix(",amqp://") || rest[index...].hasPrefix(",amqps://"))
+        }) {
+            urls.append(String(rest[..<comma]))
+            rest = rest[rest.index(after: comma)...]
+        }
+        urls.append(String(rest))
+        return urls
+    }
+
+    private init(nodeURL url: String, defaultHeartbeatSeconds: Int) throws(AMQPError) {
         func fail(_ why: String) -> AMQPError { AMQPError(.invalidURL, "\(why) in AMQP URL \"\(Self.redacted(url))\"") }
 
         guard let components = URLComponents(string: url, encodingInvalidCharacters: false) else {
@@ -122,7 +156,13 @@ extension AMQPConfiguration {
     /// (even unencoded `/`, `?`, `#`, `:` or `@`, which a URL parser would take for the end of the authority):
     /// everything from the first `:` after the scheme to the last `@` is hidden. A URL without a password but with
     /// an `@` further on loses a little more than its password, never less.
+    ///
+    /// A comma-separated list of node URLs is redacted URL by URL.
     public static func redacted(_ url: String) -> String {
+        split(url).map(redactedOne).joined(separator: ",")
+    }
+
+    private static func redactedOne(_ url: String) -> String {
         guard let schemeEnd = url.range(of: "://") else { return url }
         let rest = url[schemeEnd.upperBound...]
         guard let at = rest.lastIndex(of: "@"), let colon = rest[..<at].firstIndex(of: ":") else { return url }

@@ -27,8 +27,39 @@ public struct AMQPConfiguration: Sendable, Hashable {
         }
     }
 
-    public var host: String
-    public var port: Int
+    /// One broker node: where to open the socket.
+    public struct Node: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        /// Creates a node.
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `host:port`, as the logs name a node.
+        public var description: String { "\(host):\(port)" }
+    }
+
+    /// The broker's nodes, in the order they are tried; never empty. One node for a single broker, several for a
+    /// cluster: a connection goes to one of them, and the clients move to the next when it is lost.
+    public var nodes: [Node] {
+        didSet { precondition(!nodes.isEmpty, "an AMQP configuration needs at least one node") }
+    }
+
+    /// The first node's host.
+    public var host: String {
+        get { nodes[0].host }
+        set { nodes[0].host = newValue }
+    }
+
+    /// The first node's port.
+    public var port: Int {
+        get { nodes[0].port }
+        set { nodes[0].port = newValue }
+    }
+
     /// The virtual host, already percent-decoded.
     public var virtualHost: String
     public var username: String
@@ -61,8 +92,7 @@ public struct AMQPConfiguration: Sendable, Hashable {
         connectionName: String? = nil,
         tls: TLS? = nil
     ) {
-        self.host = host
-        self.port = port ?? (tls == nil ? 5672 : 5671)
+        self.nodes = [Node(host: host, port: port ?? (tls == nil ? 5672 : 5671))]
         self.virtualHost = virtualHost
         self.username = username
         self.password = password
@@ -73,5 +103,12 @@ public struct AMQPConfiguration: Sendable, Hashable {
         self.channelMax = channelMax
         self.connectionName = connectionName
         self.tls = tls
+    }
+
+    /// The same configuration with only the node at `index` (modulo the count), for one connection attempt.
+    public func only(_ index: Int) -> AMQPConfiguration {
+        var single = self
+        single.nodes = [nodes[index % nodes.count]]
+        return single
     }
 }

@@ -20,6 +20,12 @@ public struct AMQPError: Error, Sendable, Hashable, CustomStringConvertible {
         self.replyCode = replyCode
     }
 
+    /// True when the broker could not be reached or went away (`connectionFailed`, `connectionLost`,
+    /// `connectionClosed`): another node, or the same one later, may serve. The one rule for moving on.
+    public var isUnreachable: Bool {
+        code == .connectionFailed || code == .connectionLost || code == .connectionClosed
+    }
+
     public var description: String {
         if let replyCode { return "\(code) (\(replyCode)): \(message)" }
         return "\(code): \(message)"

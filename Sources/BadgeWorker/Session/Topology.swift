@@ -1,4 +1,5 @@
 import AMQPClient
+import Logging
 
 /// The broker objects the pipeline owns, and how they are declared.
 ///
@@ -100,11 +101,76 @@ public struct Topology: Sendable, Hashable {
         }
     }
 
+    /// Everything a worker or `badgepipe setup` does before using the broker: checks the broker's version
+    /// (``BrokerVersion``: refused below 3.8, and on 4.0–4.2 unless `allowUnstableRouting`; a warning on 3.8–3.9),
+    /// checks that the partition queues agree with ``partitions``, then declares the topology.
+    ///
+    /// On a cluster every queue is a quorum queue with a member on each node (RabbitMQ's default initial group
+    /// size is every node of the cluster when the queue is declared): `badgepipe setup` reports the members.
+    public func prepare(on connection: AMQPConnection, allowUnstableRouting: Bool = false, logger: Logger) async throws
+    {
+        let version = connection.serverVersion.flatMap(BrokerVersion.init)
+        if let version {
+            switch version.support {
+            case .supported:
+                break
+            case .untested(let why):
+                logger.warning("untested broker version", metadata: ["amqp.version": "\(version)", "reason": "\(why)"])
+            case .unstableRouting(let why):
+                guard allowUnstableRouting else { throw TopologyError(code: .unsupportedBroker, message: why) }
+                logger.warning(
+                    "running on a broker whose partition routing may not be stable, as allowed",
+                    metadata: ["amqp.version": "\(version)", "reason": "\(why)"])
+            case .unsupported(let why):
+                throw TopologyError(code: .unsupportedBroker, message: why)
+            }
+        } else {
+            logger.warning(
+                "the broker did not say its version; assuming it can carry the topology",
+                metadata: ["amqp.version": "\(connection.serverVersion ?? "none")"])
+        }
+        // Checked before anything is declared: declaring would add the missing queues.
+        try await checkNoExtraPartition(on: connection)
+        try await checkNoMissingPartition(on: connection)
+        let channel = try await connection.openChannel()
+        try await declare(on: channel, brokerVersion: version, connection: connection, logger: logger)
+        try? await channel.close()
+    }
+
     /// Declares everything (idempotent; every worker does it at start, `badgepipe setup` does it alone). Partition
     /// queues are declared last to first (see ``checkNoMissingPartition(on:)``).
-    public func declare(on channel: AMQPChannel) async throws {
+    ///
+    /// On a broker that gives quorum queues a default delivery limit (4.0 and later), `badgepipe.dead` is declared
+    /// with `x-delivery-limit: -1` (no limit): what is read from it and returned is never dropped. A dead queue
+    /// that already exists without that argument cannot be changed by a declare; it is kept, with a warning
+    /// naming the policy that lifts the limit.
+    public func declare(
+        on channel: AMQPChannel,
+        brokerVersion: BrokerVersion? = nil,
+        connection: AMQPConnection? = nil,
+        logger: Logger? = nil
+    ) async throws {
         try await channel.declareExchange(deadLetterExchange, type: .fanout, durable: true)
-        try await channel.declareQueue(deadQueueName, durable: true, arguments: ["x-queue-type": "quorum"])
+        var deadArguments: AMQPTable = ["x-queue-type": "quorum"]
+        if brokerVersion?.defaultsDeliveryLimit == true, let connection {
+            // Declaring an existing queue with other arguments closes the channel (406): try on a channel of its
+            // own first.
+            let probe = try await connection.openChannel()
+            do {
+                try await probe.declareQueue(
+                    deadQueueName, durable: true, arguments: ["x-queue-type": "quorum", "x-delivery-limit": .int64(-1)])
+                try? await probe.close()
+                deadArguments["x-delivery-limit"] = .int64(-1)
+            } catch let error as AMQPError where error.replyCode == 406 {
+                logger?.warning(
+                    """
+                    the dead queue exists without an explicit delivery limit: the broker's default applies; lift it \
+                    with a policy (delivery-limit -1) on \(deadQueueName)
+                    """,
+                    metadata: ["amqp.queue": "\(deadQueueName)"])
+            }
+        }
+        try await channel.declareQueue(deadQueueName, durable: true, arguments: deadArguments)
         try await channel.bindQueue(deadQueueName, exchange: deadLetterExchange, routingKey: "")
         try await channel.declareExchange(exchange, type: .modulusHash, durable: true)
         try await channel.declareExchange(feedbackExchange, type: .topic, durable: true)

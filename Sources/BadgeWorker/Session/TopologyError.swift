@@ -26,3 +26,8 @@ extension ErrorCode<TopologyError> {
     /// The deployment exists with fewer partition queues than `--partitions`.
     public static var fewerPartitionsDeclared: Self { Self("fewer_partitions_declared") }
 }
+
+extension ErrorCode<TopologyError> {
+    /// The broker's version cannot carry the topology (too old, or unstable partition routing without the override).
+    public static var unsupportedBroker: Self { Self("unsupported_broker") }
+}

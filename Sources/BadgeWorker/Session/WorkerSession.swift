@@ -22,11 +22,8 @@ struct WorkerSession {
     var health: WorkerHealth? = nil
 
     func run() async throws {
-        // Checked before anything is declared: declaring would add the missing queues.
-        try await configuration.topology.checkNoExtraPartition(on: connection)
-        try await configuration.topology.checkNoMissingPartition(on: connection)
-        let control = try await connection.openChannel()
-        try await configuration.topology.declare(on: control)
+        try await configuration.topology.prepare(
+            on: connection, allowUnstableRouting: configuration.allowUnstableRouting, logger: logger)
         // Dead tokens reported back, on a channel of their own, for the session's life.
         let publishing = dispatcher.feedback.map { feedback in
             Task { [connection] in await feedback.run(on: connection) }
