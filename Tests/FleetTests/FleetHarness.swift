@@ -48,12 +48,31 @@ struct FleetRun: Sendable {
 
 /// A fleet of real `badgepipe worker` processes on PostgreSQL, with the sink in this process and a publisher that
 /// re-publishes what a broker restart left unconfirmed.
-struct FleetHarness {
-    static let amqpURL = TestServices.amqpURL
+/// The broker a fleet runs on: the single local node, or the three-node cluster of `scripts/services cluster up`.
+struct FleetBroker: Sendable {
+    /// Every node's URL, comma-separated.
+    var amqpURL: String
+    /// The shell command that runs `rabbitmqctl` on a node that answers (arguments are appended).
+    var rabbitmqctl: String
 
-    /// ``amqpURL`` with `query` (`key=value`) added to whatever query it already has; unchanged when it is empty.
+    static let single = FleetBroker(amqpURL: TestServices.amqpURL, rabbitmqctl: TestServices.rabbitmqctl)
+    static let cluster = FleetBroker(
+        amqpURL: TestServices.clusterAMQPURLs, rabbitmqctl: TestServices.clusterServices + " ctl any")
+}
+
+struct FleetHarness {
+    /// The broker of the fleets this task runs (`FleetHarness.$broker.withValue(.cluster) { … }`).
+    @TaskLocal static var broker = FleetBroker.single
+
+    static var amqpURL: String { broker.amqpURL }
+
+    /// ``amqpURL`` with `query` (`key=value`) added to each node's URL; unchanged when it is empty.
     static func amqpURL(adding query: String) -> String {
-        query.isEmpty ? amqpURL : amqpURL + (amqpURL.contains("?") ? "&" : "?") + query
+        guard !query.isEmpty else { return amqpURL }
+        return amqpURL.components(separatedBy: ",amqp").enumerated().map { index, part in
+            let url = index == 0 ? part : "amqp" + part
+            return url + (url.contains("?") ? "&" : "?") + query
+        }.joined(separator: ",")
     }
     static let databaseBase = TestServices.databaseURL
     static let repository = TestServices.repository
@@ -73,6 +92,7 @@ struct FleetHarness {
         sinkOutage: Duration? = nil,
         sqlitePath: String? = nil,
         wrappers: [Int: [String]] = [:],
+        publishTimes: PublishTimes? = nil,
         chaos: @escaping @Sendable (FleetRun) async throws -> Int = { _ in 0 }
     ) async throws -> FleetReport {
         let script = FleetScript(seed: seed)
@@ -82,7 +102,8 @@ struct FleetHarness {
             let sinkState = run.sink
             if let sinkFault { sinkState.addFault(sinkFault) }
             if sinkOutage != nil { sinkState.addFault(try Fault(status: 503, reason: "ServiceUnavailable")) }
-            let publisher = FleetPublisher(url: amqpURL, exchange: "\(run.namespace).events", rate: rate)
+            let publisher = FleetPublisher(
+                url: amqpURL, exchange: "\(run.namespace).events", rate: rate, times: publishTimes)
             async let republished = publisher.publish(script.steps)
             async let faults = chaos(run)
             async let atOutageEnd: (queued: Int, processed: Int, outbox: (Int, Double, Double))? = {
@@ -244,7 +265,7 @@ struct FleetHarness {
             "sh",
             [
                 "-c",
-                TestServices.rabbitmqctl
+                broker.rabbitmqctl
                     + " list_queues -q name messages messages_unacknowledged consumers > \(output.path)",
             ],
             timeout: .seconds(30))
@@ -289,7 +310,7 @@ struct FleetHarness {
     static func messagesInQueues(namespace: String) async throws -> Int {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace)-queues.txt")
         try await shell(
-            "sh", ["-c", TestServices.rabbitmqctl + " list_queues -q name messages > \(output.path)"],
+            "sh", ["-c", broker.rabbitmqctl + " list_queues -q name messages > \(output.path)"],
             timeout: .seconds(30))
         let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
         var total = 0
@@ -355,10 +376,10 @@ struct FleetHarness {
         await connection.close()
     }
 
-    /// Runs `rabbitmqctl arguments` on the test broker's node (``TestServices/rabbitmqctl``) and throws when it fails
+    /// Runs `rabbitmqctl arguments` on the test broker's node (``FleetBroker/rabbitmqctl``) and throws when it fails
     /// or takes longer than `timeout`.
     static func rabbitmqctl(_ arguments: String, timeout: Duration = .seconds(60)) async throws {
-        try await shell("sh", ["-c", TestServices.rabbitmqctl + " " + arguments], timeout: timeout)
+        try await shell("sh", ["-c", broker.rabbitmqctl + " " + arguments], timeout: timeout)
     }
 
     /// Runs a command (found on PATH, or in the repository for `scripts/…`) and throws when it fails or takes longer

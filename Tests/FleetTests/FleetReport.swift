@@ -40,6 +40,8 @@ struct FleetReport: CustomStringConvertible {
     var outboxAtOutageEnd: (rows: Int, reportedDepth: Double, reportedOldestAge: Double)?
     /// Rows left in `outbox_events` once the fleet was quiet (an alert's event goes with its last outbox row).
     var alertEventsLeft = 0
+    /// The first accepted alert push of each event, by event id.
+    var alertArrivals: [String: Date] = [:]
 
     var description: String {
         "events published \(eventsPublished) (\(republished) re-published), effects checked \(effectsChecked), "
@@ -103,6 +105,9 @@ struct FleetReport: CustomStringConvertible {
             } else {
                 key = "badge:\(json["badge_version"]?.int64Value ?? -1)"
             }
+            if let event = json["event_id"]?.stringValue {
+                report.alertArrivals[event] = min(report.alertArrivals[event] ?? .distantFuture, delivery.receivedAt)
+            }
             perToken[delivery.token, default: []].append((json, key, apnsID, delivery.receivedAt))
             arrivals.append((delivery.receivedAt, "\(delivery.token) \(key)"))
         }
@@ -164,5 +169,35 @@ struct FleetReport: CustomStringConvertible {
             }
         }
         return report
+    }
+
+    /// After a fault at `fault`: how long until the first alert of an event published after it arrived, and the
+    /// slowest alert (publish to push) of the events published in the `window` after it and in the `window` before
+    /// it, as a line for the log.
+    func timing(
+        after fault: Date, window: TimeInterval, steps: [FleetScript.Step], times: PublishTimes, name: String
+    ) -> String {
+        var firstAfter: TimeInterval?
+        var slowestAfter = 0.0
+        var slowestBefore = 0.0
+        var countAfter = 0
+        for (index, step) in steps.enumerated() {
+            guard let published = times[index], let arrived = alertArrivals[step.event.id] else { continue }
+            let latency = arrived.timeIntervalSince(published)
+            if published >= fault {
+                let sinceFault = arrived.timeIntervalSince(fault)
+                firstAfter = min(firstAfter ?? sinceFault, sinceFault)
+                if published < fault + window {
+                    slowestAfter = max(slowestAfter, latency)
+                    countAfter += 1
+                }
+            } else if published >= fault - window {
+                slowestBefore = max(slowestBefore, latency)
+            }
+        }
+        return String(
+            format: "%@: first push of an event published after it %.3f seconds, slowest alert of the %d published "
+                + "in the %.0f s after it %.3f seconds (in the %.0f s before: %.3f seconds)",
+            name, firstAfter ?? -1, countAfter, window, slowestAfter, window, slowestBefore)
     }
 }

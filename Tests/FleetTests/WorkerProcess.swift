@@ -261,3 +261,42 @@ func runBadgepipe(
         String(decoding: errorData, as: UTF8.self)
     )
 }
+
+/// Runs `badgepipe arguments` like ``runBadgepipe(_:environment:)`` without blocking a thread of the cooperative
+/// pool while it runs (its output goes to files, read when it has ended): for commands that run for seconds beside
+/// a fleet.
+func runBadgepipeInBackground(
+    _ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(180)
+) async throws -> (status: Int32, output: String, errors: String) {
+    let directory = FileManager.default.temporaryDirectory
+    let outputFile = directory.appendingPathComponent("badgepipe-\(UUID().uuidString).out")
+    let errorsFile = directory.appendingPathComponent("badgepipe-\(UUID().uuidString).err")
+    FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+    FileManager.default.createFile(atPath: errorsFile.path, contents: nil)
+    defer {
+        try? FileManager.default.removeItem(at: outputFile)
+        try? FileManager.default.removeItem(at: errorsFile)
+    }
+    let process = Process()
+    process.executableURL = WorkerProcess.executable
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        .merging(environment) { $1 }
+    process.standardOutput = try FileHandle(forWritingTo: outputFile)
+    process.standardError = try FileHandle(forWritingTo: errorsFile)
+    try process.run()
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while process.isRunning, !FleetHarness.hasExited(process.processIdentifier) {
+        guard clock.now < deadline else {
+            process.terminate()
+            throw FleetError("badgepipe \(arguments) took longer than \(timeout)")
+        }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    process.waitUntilExit()
+    return (
+        process.terminationStatus, (try? String(contentsOf: outputFile, encoding: .utf8)) ?? "",
+        (try? String(contentsOf: errorsFile, encoding: .utf8)) ?? ""
+    )
+}

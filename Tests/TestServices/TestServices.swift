@@ -22,6 +22,22 @@ public enum TestServices {
     public static let rabbitmqctl =
         environment["BADGEPIPE_TEST_RABBITMQCTL"] ?? repository.appendingPathComponent("scripts/services").path + " ctl"
 
+    /// The three-node cluster of `scripts/services cluster up`, one URL per node in a comma-separated list:
+    /// `BADGEPIPE_TEST_CLUSTER_AMQP_URLS`, else the ports that command uses.
+    public static let clusterAMQPURLs =
+        environment["BADGEPIPE_TEST_CLUSTER_AMQP_URLS"]
+        ?? (1...3).map { "amqp://guest:guest@127.0.0.1:\(5680 + $0)/%2F" }.joined(separator: ",")
+
+    /// The shell command that drives the cluster (`kill N`, `start N`, `stop N`, `await-quorum N`, `ctl N …`,
+    /// `queues N …` are appended): `BADGEPIPE_TEST_CLUSTER_SERVICES`, else `scripts/services cluster`.
+    public static let clusterServices =
+        environment["BADGEPIPE_TEST_CLUSTER_SERVICES"]
+        ?? repository.appendingPathComponent("scripts/services").path + " cluster"
+
+    /// The management API of the cluster's first node: `BADGEPIPE_TEST_CLUSTER_MANAGEMENT_URL`, else its port.
+    public static let clusterManagementURL =
+        environment["BADGEPIPE_TEST_CLUSTER_MANAGEMENT_URL"] ?? "http://guest:guest@127.0.0.1:15681"
+
     /// The repository's root directory.
     public static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
