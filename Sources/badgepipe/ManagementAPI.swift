@@ -2,7 +2,6 @@ import AsyncHTTPClient
 import BadgeWorker
 import Foundation
 import NIOCore
-import NIOHTTP1
 
 /// The few reads `badgepipe setup` makes from RabbitMQ's management HTTP API (the `rabbitmq_management` plugin):
 /// the cluster's nodes, a queue's type, members and leader, and the queues bound to an exchange.
@@ -91,8 +90,8 @@ struct ManagementAPI {
             throw CommandError(code: .managementAPI, message: "\(base)\(path): \(error)")
         }
         let body = try await response.body.collect(upTo: 16 << 20)
-        if response.status == .notFound { return nil }
-        guard response.status == .ok else {
+        if response.status.code == 404 { return nil }
+        guard response.status.code == 200 else {
             throw CommandError(
                 code: .managementAPI, message: "\(base)\(path): HTTP \(response.status.code) \(String(buffer: body))")
         }
