@@ -56,6 +56,7 @@ import sys
 import time
 
 from . import api, figures, instructions, runs
+from . import services
 from .services import ROOT, BenchError, Database, build, newest_wal, services_env, run
 
 # How long `--cpu` publishes alone at C/2 (the rate's CPU settles within seconds; the queues hold what it sends).
@@ -74,6 +75,9 @@ def parse(arguments):
                         help="one worker and the sink under callgrind: instructions per event and per push")
     parser.add_argument("--users", type=int, help="users of the load (default 5,000; --callgrind 1,000)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cluster", action="store_true",
+                        help="run on the three-node cluster of `scripts/services cluster up` (started if needed): "
+                             "every client, the baseline's included, is given the three nodes")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--prestore", type=int, default=0)
@@ -136,6 +140,9 @@ def main(arguments=None):
             runs.push(binaries, options.count, int(os.environ.get("BADGEPIPE_BENCH_SINK_PORT", "18787")))
             return 0
         run("scripts/services", "up")
+        if options.cluster:
+            run("scripts/services", "cluster", "up")
+            services.use_cluster()
         env = services_env()
         products = ["badgepipe"] + ([] if options.no_broker else ["amqp-bench"])
         binaries = build(["amqp-bench"] if options.broker_only else products, build_path, package_path)

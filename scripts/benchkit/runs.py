@@ -8,6 +8,7 @@ import time
 
 from . import cpu, figures, instructions
 from .pipeline import Fleet, Sink, free_port, get_json, peak_rss_mib, publish, stop
+from . import services
 from .services import ROOT, BenchError, partition_queues, purge, queue_counts, run
 
 
@@ -286,7 +287,7 @@ def publishing_alone(setup, count, users, seed, rate, live_report=None, drain_re
                   f"leaves the pipeline {budget:.0f} µs a live event", flush=True)
     finally:
         for queue in figures.namespace_queues(queue_counts(), namespace):
-            subprocess.run(["scripts/services", "ctl", "delete_queue", queue], cwd=ROOT, capture_output=True)
+            subprocess.run([*services.CTL, "delete_queue", queue], cwd=ROOT, capture_output=True)
 
 
 def callgrind(setup, valgrind, count, users, seed, top=15, idle_seconds=10):

@@ -8,6 +8,17 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+# rabbitmqctl on the broker the run uses: the single node, or (`use_cluster`) the first cluster node that answers.
+CTL = ["scripts/services", "ctl"]
+CLUSTER = False
+
+
+def use_cluster():
+    """Runs on the three-node cluster of `scripts/services cluster up` instead of the single node."""
+    global CTL, CLUSTER
+    CTL = ["scripts/services", "cluster", "ctl", "any"]
+    CLUSTER = True
+
 
 class BenchError(Exception):
     """A run that cannot go on; its message is printed as the command's one line."""
@@ -23,12 +34,18 @@ def run(*args, env=None, capture=True, timeout=None):
 
 
 def services_env():
-    """The environment with the local services' variables (`scripts/services env`)."""
+    """The environment with the local services' variables (`scripts/services env`); on the cluster, every client
+    is given the three nodes."""
     env = dict(os.environ)
-    for line in run("scripts/services", "env").splitlines():
+    lines = run("scripts/services", "env").splitlines()
+    if CLUSTER:
+        lines += run("scripts/services", "cluster", "env").splitlines()
+    for line in lines:
         match = re.match(r"export (\w+)=(.*)", line)
         if match:
             env[match.group(1)] = match.group(2).strip('"')
+    if CLUSTER:
+        env["BADGEPIPE_AMQP_URL"] = env["BADGEPIPE_TEST_AMQP_URL"] = env["BADGEPIPE_TEST_CLUSTER_AMQP_URLS"]
     return env
 
 
@@ -66,7 +83,7 @@ def partition_queues(partitions):
 
 def queue_counts():
     """{queue: (messages, consumers)} from rabbitmqctl (exact, unlike the management API's samples)."""
-    out = run("scripts/services", "ctl", "list_queues", "name", "messages", "consumers", "--quiet",
+    out = run(*CTL, "list_queues", "name", "messages", "consumers", "--quiet",
               "--no-table-headers", timeout=60)
     counts = {}
     for line in out.splitlines():
@@ -78,7 +95,7 @@ def queue_counts():
 
 def purge(queues):
     for queue in queues:
-        subprocess.run(["scripts/services", "ctl", "purge_queue", queue], cwd=ROOT, capture_output=True)
+        subprocess.run([*CTL, "purge_queue", queue], cwd=ROOT, capture_output=True)
 
 
 class Database:
