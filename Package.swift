@@ -259,7 +259,9 @@ let package = Package(
         // The testing guide's Swift example (docs/testing.md), run by scripts/testing-guide-check against a real sink
         // and worker; skipped without BADGEPIPE_SINK_URL.
         .testTarget(name: "TestingGuideExample", dependencies: ["BadgePipeTesting"], path: "docs/examples/swift"),
-        .testTarget(name: "AMQPClientTests", dependencies: ["AMQPClient", "TestServices"]),
+        .testTarget(
+            name: "AMQPClientTests",
+            dependencies: ["AMQPClient", "TestServices", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "BadgeWireTests", dependencies: ["BadgeWire", "BadgeSupport"]),
         .testTarget(
             name: "BadgeCoreTests", dependencies: ["BadgeCore", "BadgeModel", "BadgeWire"],

@@ -1,11 +1,36 @@
 import AMQPClient
 import Foundation
+import Logging
 import Synchronization
 import Testing
 
 /// Against the real RabbitMQ that `scripts/services up` starts. Serialized: some tests restart the broker.
 @Suite("AMQP client against RabbitMQ", .serialized, .timeLimit(.minutes(3)))
 struct AMQPBrokerTests {
+    /// A node that refuses connections is passed over for the next one in the list, and the rotation starts its
+    /// next connection after the node it used.
+    @Test func aListSkipsAnUnreachableNodeAndTheRotationMovesOn() async throws {
+        var configuration = try TestBroker.configuration()
+        let broker = configuration.nodes[0]
+        // Port 1 on loopback: nothing listens there, the connection is refused at once.
+        configuration.nodes = [AMQPConfiguration.Node(host: "127.0.0.1", port: 1), broker]
+        let rotation = AMQPNodeRotation(configuration)
+        let first = try await rotation.connect(logger: Logger(label: "test"))
+        #expect(first.nodeIndex == 1)
+        #expect(first.node == broker)
+        #expect(first.serverVersion?.isEmpty == false)
+        #expect(rotation.nextNode == 0)
+        await first.close()
+        let second = try await rotation.connect(logger: Logger(label: "test"))
+        #expect(second.nodeIndex == 1, "node 0 is tried first and passed over again")
+        await second.close()
+        // A list of unreachable nodes fails with the last one's error, after trying each once.
+        configuration.nodes = [
+            AMQPConfiguration.Node(host: "127.0.0.1", port: 1), AMQPConfiguration.Node(host: "127.0.0.1", port: 2),
+        ]
+        await #expect(throws: AMQPError.self) { try await AMQPConnection.connect(configuration) }
+    }
+
     @Test func tenThousandConfirmedPublishesThenConsumedWithPrefetchAndMultipleAck() async throws {
         let connection = try await TestBroker.connect()
         let channel = try await connection.openChannel()
