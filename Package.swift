@@ -130,7 +130,7 @@ let package = Package(
             exclude: ["Assets"],
             plugins: ["EmbedSinkAssets"]
         ),
-        // Build time only: embeds the files under Sources/BadgeSink/Assets in Swift (docs/design.md).
+        // Build time only: embeds the files under Sources/BadgeSink/Assets in Swift (docs/architecture.md).
         .plugin(name: "EmbedSinkAssets", capability: .buildTool(), dependencies: ["SinkAssetsEmbedder"]),
         .executableTarget(name: "SinkAssetsEmbedder", path: "Plugins/SinkAssetsEmbedder"),
         // Operations: the Prometheus /metrics, /healthz and /readyz listener.
