@@ -181,7 +181,8 @@ struct FleetReport: CustomStringConvertible {
         var slowestAfter = 0.0
         var slowestBefore = 0.0
         var countAfter = 0
-        for (index, step) in steps.enumerated() {
+        // A duplicate publish shares its event's id and alert: only each event's first publish is timed.
+        for (index, step) in steps.enumerated() where !step.isDuplicate {
             guard let published = times[index], let arrived = alertArrivals[step.event.id] else { continue }
             let latency = arrived.timeIntervalSince(published)
             if published >= fault {
