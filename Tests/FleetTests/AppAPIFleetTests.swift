@@ -81,6 +81,11 @@ struct AppAPIFleetTests {
             // One connection per stream: more than the client's default of 8 per host.
             var configuration = HTTPClient.Configuration()
             configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = users.count
+            // A refused connection fails its request at once and `follow` tries again 200 ms later, as EventSource
+            // does. The pool's own retry backs off by 1.25× a failed attempt, shared by every stream to the port:
+            // twenty streams refused for a few seconds while an instance restarts add up to waits of tens of seconds,
+            // past the end of the run.
+            configuration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
             let log = StreamLog()
             let readers = users.enumerated().map { index, user in
