@@ -3,6 +3,7 @@ import BadgeCore
 import BadgeWire
 import Foundation
 import NIOCore
+import TestServices
 import Testing
 
 #if canImport(Glibc)
@@ -94,12 +95,9 @@ struct AppAPIFleetTests {
                 return Task { await Self.follow(client, port: port, user: user, token: token, into: log) }
             }
             // Every stream has sent its first counts before anything is published.
-            let clock = ContinuousClock()
-            let opened = clock.now + .seconds(30)
-            while Set(log.all.map(\.user)).count < users.count, clock.now < opened {
-                try await Task.sleep(for: .milliseconds(100))
+            try await eventually("every stream sent its first counts") {
+                Set(log.all.map(\.user)).count == users.count
             }
-            #expect(Set(log.all.map(\.user)).count == users.count, "every stream opened")
 
             let publisher = FleetPublisher(url: FleetHarness.amqpURL, exchange: "\(run.namespace).events", rate: 120)
             async let published = publisher.publish(script.steps)

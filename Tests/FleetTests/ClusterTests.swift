@@ -69,14 +69,11 @@ struct ClusterTests {
 
         try await Self.cluster("queues any delete_member \(namespace).dead badgepipe-c2@localhost")
         // The management API reports members from statistics it gathers every few seconds: ask until it tells.
-        var lonely: (status: Int32, output: String, errors: String) = (0, "", "")
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
-        repeat {
-            lonely = try await runBadgepipeInBackground(["setup"], environment: environment)
-            if lonely.status != 0 { break }
-            try await Task.sleep(for: .seconds(1))
-        } while clock.now < deadline
+        let lonely = try await eventually("setup warns about the dead queue", timeout: .seconds(60), every: .seconds(1))
+        {
+            let run = try await runBadgepipeInBackground(["setup"], environment: environment)
+            return run.status != 0 ? run : nil
+        }
         #expect(lonely.status == 3, "\(lonely.output) \(lonely.errors)")
         #expect(
             lonely.errors.contains(

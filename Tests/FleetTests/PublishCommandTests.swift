@@ -48,10 +48,9 @@ struct PublishCommandTests {
         #expect(published.output.contains("sent again after a lost connection or a refusal"), "\(published.output)")
         #expect(published.errors.contains("refused"), "\(published.errors)")
         // Every confirmed event reached the queue.
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(20)
-        while taken.value < 5, clock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
-        #expect(taken.value >= 5)
+        try await eventually("the consumer took the 5 events (took \(taken.value))", timeout: .seconds(20)) {
+            taken.value >= 5
+        }
         consumer.cancel()
     }
 }
