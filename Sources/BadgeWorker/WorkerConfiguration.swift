@@ -18,6 +18,14 @@ public struct WorkerConfiguration: Sendable {
     public static let defaultHeartbeatSeconds = 5
     /// See ``ingestionInterval``, in milliseconds.
     public static let defaultIngestionIntervalMilliseconds = 20
+    /// See ``batchSize``.
+    public static let defaultBatchSize = 128
+    /// See ``sendConcurrency``.
+    public static let defaultSendConcurrency = 32
+    /// See ``deliveryRoundSize``.
+    public static let defaultDeliveryRoundSize = 256
+    /// See ``deliveryIdlePoll``, in milliseconds.
+    public static let defaultDeliveryIdlePollMilliseconds = 500
 
     /// The broker.
     public var amqp: AMQPConfiguration
@@ -94,7 +102,10 @@ public struct WorkerConfiguration: Sendable {
         /// A lease not renewed for this long is free for another worker: the failover time of a dead worker.
         public var leaseTTLMilliseconds: Int64
 
-        public init(workerID: String, leaseTTLMilliseconds: Int64 = 5000) {
+        /// The lease TTL unless the deployment says otherwise (`--lease-ttl`, `BADGEPIPE_LEASE_TTL_MS`).
+        public static let defaultLeaseTTLMilliseconds: Int64 = 5000
+
+        public init(workerID: String, leaseTTLMilliseconds: Int64 = Fleet.defaultLeaseTTLMilliseconds) {
             self.workerID = workerID
             self.leaseTTLMilliseconds = leaseTTLMilliseconds
         }
@@ -109,10 +120,10 @@ public struct WorkerConfiguration: Sendable {
         fcmProject: String = "badgepipe",
         topology: Topology = Topology(),
         prefetch: UInt16 = 256,
-        batchSize: Int = 128,
-        sendConcurrency: Int = 32,
-        deliveryRoundSize: Int = 256,
-        deliveryIdlePoll: Duration = .milliseconds(500),
+        batchSize: Int = WorkerConfiguration.defaultBatchSize,
+        sendConcurrency: Int = WorkerConfiguration.defaultSendConcurrency,
+        deliveryRoundSize: Int = WorkerConfiguration.defaultDeliveryRoundSize,
+        deliveryIdlePoll: Duration = .milliseconds(WorkerConfiguration.defaultDeliveryIdlePollMilliseconds),
         fleet: Fleet? = nil
     ) {
         self.amqp = amqp

@@ -34,7 +34,7 @@ struct BrokerOptions: ParsableArguments {
     var resolvedNamespace: String { Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe") }
 
     /// The topology's names in this namespace, with `partitions` partition queues.
-    func topology(partitions: Int = 8) -> Topology {
+    func topology(partitions: Int = Topology.defaultPartitions) -> Topology {
         Topology(namespace: resolvedNamespace, partitions: partitions)
     }
 }

@@ -21,13 +21,15 @@ struct SetupCommand: AsyncParsableCommand {
 
     @OptionGroup var broker: BrokerOptions
     @OptionGroup var brokerVersion: BrokerVersionOptions
-    @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
+    @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default \(Topology.defaultPartitions)).") var partitions:
+        Int?
     @Option(help: "RabbitMQ's management API, http://user:pass@host:15672 (BADGEPIPE_MANAGEMENT_URL).")
     var managementURL: String?
 
     func run() async throws {
         let count = try Settings.integer(
-            partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)
+            partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: Topology.defaultPartitions,
+            range: 1...1024)
         let topology = broker.topology(partitions: count)
         let configuration = try broker.configuration()
         let logger = Logger(label: "amqp")

@@ -62,8 +62,12 @@ struct WorkerCommand: AsyncParsableCommand {
     var apnsTopic: String?
     @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default the credentials file's, else badgepipe).")
     var fcmProject: String?
-    @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default 8).") var partitions: Int?
-    @Option(help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default 128).") var batchSize: Int?
+    @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default \(Topology.defaultPartitions)).") var partitions:
+        Int?
+    @Option(
+        help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default \(WorkerConfiguration.defaultBatchSize))."
+    )
+    var batchSize: Int?
     @Option(
         help: """
             Least milliseconds between two ingestion transactions of the worker while batches are not full \
@@ -88,8 +92,30 @@ struct WorkerCommand: AsyncParsableCommand {
             prefetch follows its messages' size (BADGEPIPE_MAX_MIB_IN_FLIGHT, default 64).
             """)
     var maxMiBInFlight: Int?
+    @Option(
+        help: """
+            Pushes in flight at once per partition (BADGEPIPE_SEND_CONCURRENCY, default \
+            \(WorkerConfiguration.defaultSendConcurrency)).
+            """)
+    var sendConcurrency: Int?
+    @Option(
+        help: """
+            Most pushes one delivery round claims, and so the most a crash can leave sent but not recorded per \
+            partition (BADGEPIPE_DELIVERY_ROUND_SIZE, default \(WorkerConfiguration.defaultDeliveryRoundSize)).
+            """)
+    var deliveryRoundSize: Int?
+    @Option(
+        help: """
+            Milliseconds between an idle partition's looks for pushes whose retry became due \
+            (BADGEPIPE_DELIVERY_IDLE_POLL_MS, default \(WorkerConfiguration.defaultDeliveryIdlePollMilliseconds)).
+            """)
+    var deliveryIdlePoll: Int?
     @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
-    @Option(help: "Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default 5000).")
+    @Option(
+        help: """
+            Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default \
+            \(WorkerConfiguration.Fleet.defaultLeaseTTLMilliseconds)).
+            """)
     var leaseTTL: Int?
     @OptionGroup var log: LogOptions
     @Option(
@@ -139,10 +165,22 @@ struct WorkerCommand: AsyncParsableCommand {
                 ?? "badgepipe",
             topology: broker.topology(
                 partitions: try Settings.integer(
-                    partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: 8, range: 1...1024)),
+                    partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: Topology.defaultPartitions,
+                    range: 1...1024)),
             batchSize: try Settings.integer(
-                batchSize, "BADGEPIPE_BATCH_SIZE", name: "--batch-size", default: 128, range: 1...10_000))
+                batchSize, "BADGEPIPE_BATCH_SIZE", name: "--batch-size", default: WorkerConfiguration.defaultBatchSize,
+                range: 1...10_000))
         configuration.allowUnstableRouting = brokerVersion.allowed
+        configuration.sendConcurrency = try Settings.integer(
+            sendConcurrency, "BADGEPIPE_SEND_CONCURRENCY", name: "--send-concurrency",
+            default: WorkerConfiguration.defaultSendConcurrency, range: 1...1024)
+        configuration.deliveryRoundSize = try Settings.integer(
+            deliveryRoundSize, "BADGEPIPE_DELIVERY_ROUND_SIZE", name: "--delivery-round-size",
+            default: WorkerConfiguration.defaultDeliveryRoundSize, range: 1...10_000)
+        configuration.deliveryIdlePoll = .milliseconds(
+            try Settings.integer(
+                deliveryIdlePoll, "BADGEPIPE_DELIVERY_IDLE_POLL_MS", name: "--delivery-idle-poll",
+                default: WorkerConfiguration.defaultDeliveryIdlePollMilliseconds, range: 10...60_000))
         configuration.ingestionInterval = .milliseconds(
             try Settings.integer(
                 ingestionInterval, "BADGEPIPE_INGESTION_INTERVAL_MS", name: "--ingestion-interval",
@@ -163,7 +201,8 @@ struct WorkerCommand: AsyncParsableCommand {
                 default: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-"
                     + String(UInt16.random(in: 0...UInt16.max), radix: 16))
             let ttl = try Settings.integer(
-                leaseTTL, "BADGEPIPE_LEASE_TTL_MS", name: "--lease-ttl", default: 5000, range: 500...600_000)
+                leaseTTL, "BADGEPIPE_LEASE_TTL_MS", name: "--lease-ttl",
+                default: Int(WorkerConfiguration.Fleet.defaultLeaseTTLMilliseconds), range: 500...600_000)
             configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
         }
         // Retention: 30 days by default, 0 keeps everything.

@@ -41,7 +41,11 @@ public struct Topology: Sendable, Hashable {
     /// Deliveries of one message before the broker dead-letters it (quorum queue `x-delivery-limit`).
     public var deliveryLimit: Int
 
-    public init(namespace: String = "badgepipe", partitions: Int = 8, deliveryLimit: Int = 20) {
+    /// The partition queues of a deployment unless it says otherwise (`--partitions`, `BADGEPIPE_PARTITIONS`).
+    public static let defaultPartitions = 8
+
+    public init(namespace: String = "badgepipe", partitions: Int = Topology.defaultPartitions, deliveryLimit: Int = 20)
+    {
         self.namespace = namespace
         self.partitions = partitions
         self.deliveryLimit = deliveryLimit

@@ -61,7 +61,9 @@ struct WorkerSession {
                 var running: [Int: RunningPartition] = [:]
                 // Which partitions to hold (fleet mode; see `LeaseStateMachine`).
                 var leases = LeaseStateMachine(
-                    ttl: .milliseconds(configuration.fleet?.leaseTTLMilliseconds ?? 5000))
+                    ttl: .milliseconds(
+                        configuration.fleet?.leaseTTLMilliseconds
+                            ?? WorkerConfiguration.Fleet.defaultLeaseTTLMilliseconds))
                 var ready = false
 
                 var failure: (any Error)?
