@@ -138,6 +138,23 @@ struct ComposeFleetTests {
             report.timing(
                 after: killedAt, window: 10, steps: script.steps, times: times,
                 name: "compose[cluster: docker kill of \(node)]"))
+        // By when the alert arrived as well: an event published before the kill may wait in a queue the killed node
+        // led, and arrive after it.
+        var slowest: [String: (count: Int, latency: TimeInterval)] = [:]
+        for (index, step) in script.steps.enumerated() {
+            guard let published = times[index], let arrived = report.alertArrivals[step.event.id] else { continue }
+            let group =
+                published >= killedAt
+                ? "published after the kill"
+                : arrived < killedAt ? "delivered before the kill" : "published before it, delivered after"
+            let latency = arrived.timeIntervalSince(published)
+            slowest[group] = ((slowest[group]?.count ?? 0) + 1, max(slowest[group]?.latency ?? 0, latency))
+        }
+        print(
+            "compose[cluster: slowest alert (publish to push)]: "
+                + slowest.sorted { $0.key < $1.key }.map {
+                    String(format: "%@: %.3f seconds (%d alerts)", $0.key, $0.value.latency, $0.value.count)
+                }.joined(separator: "; "))
         expectNothingLost(report)
         #expect(report.deadLettered == 0)
         #expect(running.count == 3)
