@@ -3,13 +3,15 @@ import BadgeSink
 import BadgeWire
 import Foundation
 
-/// A fleet `scripts/compose-test` started with the top-level `docker-compose.yml`, seen from the host: the broker,
-/// database and sink through their published ports, the containers through the docker CLI.
+/// A fleet `scripts/compose-test` started with the top-level `docker-compose.yml` (with `deploy/cluster.yml`: a
+/// three-node broker cluster), seen from the host: the broker, database and sink through their published ports,
+/// the containers through the docker CLI.
 ///
 /// Configured by `scripts/compose-test` through the environment; the compose tests are skipped without it.
 struct ComposeFleet {
     /// The compose project (containers carry it in the `com.docker.compose.project` label).
     let project: String
+    /// One URL, or with `deploy/cluster.yml` the three nodes' URLs separated by commas.
     let amqpURL: String
     let databaseURL: String
     let sinkURL: String
@@ -17,6 +19,22 @@ struct ComposeFleet {
     let scenarioPath: String?
 
     static var isConfigured: Bool { ProcessInfo.processInfo.environment["BADGEPIPE_COMPOSE_PROJECT"] != nil }
+
+    /// Whether the fleet runs on the three-node cluster of `deploy/cluster.yml` (its broker URL lists the nodes).
+    static var isCluster: Bool {
+        ProcessInfo.processInfo.environment["BADGEPIPE_COMPOSE_AMQP_URL"]?.contains(",") ?? false
+    }
+
+    /// The compose services running a broker node: `rabbitmq`, and on the cluster `rabbitmq-2` and `rabbitmq-3`.
+    var brokerServices: [String] {
+        amqpURL.contains(",") ? ["rabbitmq", "rabbitmq-2", "rabbitmq-3"] : ["rabbitmq"]
+    }
+
+    /// The compose service of a broker node, from its node name (`rabbit@rabbitmq-2` → `rabbitmq-2`): the node name
+    /// follows the hostname, which is the service's name.
+    static func service(ofNode node: String) -> String {
+        String(node.split(separator: "@").last ?? Substring(node))
+    }
 
     static func fromEnvironment() throws -> ComposeFleet {
         let environment = ProcessInfo.processInfo.environment
@@ -70,15 +88,46 @@ struct ComposeFleet {
         return owners
     }
 
-    /// Ready plus unacked messages in the fleet's partition queues, from `rabbitmqctl` inside the broker container.
-    func messagesInQueues() async throws -> Int {
-        guard let broker = try await containers(of: "rabbitmq").first else { throw FleetError("no broker container") }
-        let output = try await run("docker", ["exec", broker, "rabbitmqctl", "list_queues", "-q", "name", "messages"])
-        var total = 0
-        for line in output.split(separator: "\n") where line.hasPrefix("badgepipe.events.") {
-            total += Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last ?? "") ?? 0
+    /// A running broker container (on the cluster, any node's).
+    func anyBroker() async throws -> String {
+        for service in brokerServices {
+            if let container = try await containers(of: service).first { return container }
         }
-        return total
+        throw FleetError("no broker container runs")
+    }
+
+    /// `rabbitmqctl list_queues -q name COLUMN` inside a running broker container: the column of each queue, by name.
+    func queues(_ column: String) async throws -> [String: String] {
+        let broker = try await anyBroker()
+        let output = try await run("docker", ["exec", broker, "rabbitmqctl", "list_queues", "-q", "name", column])
+        var values: [String: String] = [:]
+        for line in output.split(separator: "\n") {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard fields.count == 2 else { continue }
+            values[String(fields[0])] = String(fields[1])
+        }
+        return values
+    }
+
+    /// Ready plus unacked messages in the fleet's partition queues, from `rabbitmqctl` inside a broker container.
+    func messagesInQueues() async throws -> Int {
+        try await queues("messages").filter { $0.key.hasPrefix("badgepipe.events.") }.values.reduce(0) {
+            $0 + (Int($1) ?? 0)
+        }
+    }
+
+    /// Messages in the dead-letter queue (`badgepipe.dead`).
+    func deadLettered() async throws -> Int {
+        Int(try await queues("messages")["badgepipe.dead"] ?? "0") ?? 0
+    }
+
+    /// How many partition queues each broker node leads, by node name (`rabbit@rabbitmq-2`).
+    func partitionQueuesLed() async throws -> [String: Int] {
+        var led: [String: Int] = [:]
+        for (queue, leader) in try await queues("leader") where queue.hasPrefix("badgepipe.events.") {
+            led[leader, default: 0] += 1
+        }
+        return led
     }
 
     /// Rows in the outbox (pushes planned and not yet recorded as sent).

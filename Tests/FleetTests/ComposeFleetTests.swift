@@ -3,7 +3,9 @@ import Testing
 
 /// The docker compose fleet (`docker-compose.yml`, 3 workers), driven from the host by `scripts/compose-test`,
 /// which starts the stack, publishes a contract scenario through `docker compose run --rm publish`, runs this
-/// suite, and then stops the stack and checks how the workers exited. Skipped unless that script configured it.
+/// suite, and then stops the stack and checks how the workers exited; then it starts the fleet again on the
+/// three-node broker cluster of `deploy/cluster.yml` for the cluster's test. Skipped unless that script configured
+/// it.
 @Suite("Compose fleet", .serialized, .enabled(if: ComposeFleet.isConfigured), .timeLimit(.minutes(10)))
 struct ComposeFleetTests {
     private static let exchange = "badgepipe.events"
@@ -16,7 +18,8 @@ struct ComposeFleetTests {
         #expect(report.effectsChecked > 1000)
     }
 
-    @Test func deliversEveryAlertOnceAndSurvivesAKilledWorker() async throws {
+    @Test(.enabled(if: !ComposeFleet.isCluster))
+    func deliversEveryAlertOnceAndSurvivesAKilledWorker() async throws {
         let fleet = try ComposeFleet.fromEnvironment()
         let clock = ContinuousClock()
         let scenario = try fleet.scenarioSteps()
@@ -79,5 +82,83 @@ struct ComposeFleetTests {
         #expect(survivors.allSatisfy { $0 != victim })
         #expect(after.partitionsPerWorker == [4, 4], "leases \(leases)")
         expectNothingLost(after)
+    }
+
+    /// On the three-node cluster, every client given the three nodes: while events are published through the three
+    /// nodes' URLs, the broker container leading the most partition queues is killed (SIGKILL). Every alert still
+    /// arrives once, every device ends on its model badge, nothing is dead-lettered and no worker container exits.
+    @Test(.enabled(if: ComposeFleet.isCluster))
+    func aKilledBrokerContainerLosesNothing() async throws {
+        let fleet = try ComposeFleet.fromEnvironment()
+        let scenario = try fleet.scenarioSteps()
+        let workers = try await fleet.containers(of: "worker")
+        #expect(workers.count == 3)
+        for service in fleet.brokerServices {
+            let containers = try await fleet.containers(of: service)
+            #expect(containers.count == 1, "\(service) does not run")
+        }
+
+        // The node leading the most partition queues (leaders move only when a node goes).
+        let led = try await fleet.partitionQueuesLed()
+        let node = try #require(led.max { $0.value < $1.value }?.key, "no partition queue has a leader: \(led)")
+        let victims = try await fleet.containers(of: ComposeFleet.service(ofNode: node))
+        let victim = try #require(victims.first, "no container runs \(node)")
+
+        // About 10 s of publishing at 300 events a second through the three nodes; the kill about 3 s in.
+        let script = FleetScript(seed: 303, users: 100, events: 3000, userPrefix: "compose-c")
+        let times = PublishTimes()
+        let clock = ContinuousClock()
+        let start = clock.now
+        async let republished = FleetPublisher(url: fleet.amqpURL, exchange: Self.exchange, rate: 300, times: times)
+            .publish(script.steps)
+        try await Task.sleep(for: .seconds(3))
+        let killedAt = Date()
+        let killedAfter = clock.now - start
+        try await fleet.kill(victim)
+        let republishedCount = try await republished
+        let published = clock.now - start
+        try await fleet.waitUntilQuiet(timeout: .seconds(180))
+        let quiet = clock.now - start
+
+        let deliveries = try await fleet.deliveries()
+        var report = FleetReport.check(steps: scenario + script.steps, deliveries: deliveries)
+        report.republished = republishedCount
+        report.deadLettered = try await fleet.deadLettered()
+        report.partitionsPerWorker = try await fleet.leases().values.map(\.count).sorted()
+        let running = try await fleet.containers(of: "worker")
+        var brokersRunning = 0
+        for service in fleet.brokerServices { brokersRunning += try await fleet.containers(of: service).count }
+        let ledAfter = try await fleet.partitionQueuesLed()
+        print(
+            "compose[cluster: killed \(node), which led \(led[node] ?? 0) of the 8 partition queues (\(led)), "
+                + "\(killedAfter) into the publishing]: published in \(published), quiet after \(quiet); \(report); "
+                + "pushes \(deliveries.count); worker containers running \(running.count); broker nodes running "
+                + "\(brokersRunning); partition queue leaders after \(ledAfter)")
+        print(
+            report.timing(
+                after: killedAt, window: 10, steps: script.steps, times: times,
+                name: "compose[cluster: docker kill of \(node)]"))
+        // By when the alert arrived as well: an event published before the kill may wait in a queue the killed node
+        // led, and arrive after it.
+        var slowest: [String: (count: Int, latency: TimeInterval)] = [:]
+        for (index, step) in script.steps.enumerated() {
+            guard let published = times[index], let arrived = report.alertArrivals[step.event.id] else { continue }
+            let group =
+                published >= killedAt
+                ? "published after the kill"
+                : arrived < killedAt ? "delivered before the kill" : "published before it, delivered after"
+            let latency = arrived.timeIntervalSince(published)
+            slowest[group] = ((slowest[group]?.count ?? 0) + 1, max(slowest[group]?.latency ?? 0, latency))
+        }
+        print(
+            "compose[cluster: slowest alert (publish to push)]: "
+                + slowest.sorted { $0.key < $1.key }.map {
+                    String(format: "%@: %.3f seconds (%d alerts)", $0.key, $0.value.latency, $0.value.count)
+                }.joined(separator: "; "))
+        expectNothingLost(report)
+        #expect(report.deadLettered == 0)
+        #expect(running.count == 3)
+        #expect(Set(running) == Set(workers))
+        #expect(brokersRunning == 2)
     }
 }
