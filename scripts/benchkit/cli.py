@@ -6,8 +6,9 @@ kind differ by 2x in speed and drift by the hour:
   scripts/bench --cpu [--workers 3 --database postgres]
       The efficiency figures: a backlog drain (50,000 events over 5,000 users published while no worker runs, then
       timed from the workers' start to the last push) with the CPU each part spent per event (workers, PostgreSQL,
-      RabbitMQ, the sink, the publisher, the whole machine, from /proc); the broker alone (amqp-bench: persistent
-      512-byte messages, confirms, a quorum queue, consumed and acked, no work) with its machine CPU per message;
+      RabbitMQ, the sink, the publisher, the whole machine, from /proc); the broker alone (`ceiling.c`: 100,000
+      persistent 512-byte messages through a quorum queue from a confirming publisher to an acking consumer, 256 in
+      flight, no work; median of 3) with its machine CPU per message;
       their ratio ("broker-messages per event"); the drain's rate against the broker's consume-and-ack rate (what a
       drain does); a live run at half the measured capacity C for 60 s with its latency (p50, p99); and the same
       rate published alone for 20 s into queues nothing consumes (the broker's and the publisher's share of the
@@ -31,7 +32,8 @@ kind differ by 2x in speed and drift by the hour:
                                           --users, default 20,000 over 1,000), the API's CPU per event (also in
                                           broker-messages), its RSS with 10,000 idle streams, and GET /v1/me/counts
                                           requests/s against GET /healthz
-  scripts/bench --broker-only             amqp-bench alone
+  scripts/bench --broker-only             the broker-alone baseline alone (--baseline amqp-bench: the Swift client,
+                                          publish then consume, which reads about 1.5x heavier)
   scripts/bench --mode push               the sender alone against the TLS sink: HTTP/2 (1 and 4 connections) and
                                           HTTP/1.1
 
@@ -92,6 +94,10 @@ def parse(arguments):
     broker = parser.add_mutually_exclusive_group()
     broker.add_argument("--no-broker", action="store_true", help="skip the broker-only baseline")
     broker.add_argument("--broker-only", action="store_true", help="run the broker-only baseline alone")
+    parser.add_argument("--baseline", choices=["ceiling", "amqp-bench"], default="ceiling",
+                        help="the broker-alone baseline: ceiling (../shared/bench/ceiling.c, a C client publishing "
+                             "and consuming at once; the default) or amqp-bench (the Swift client, publish then "
+                             "consume)")
     parser.add_argument("--broker-count", type=int, default=100_000)
     parser.add_argument("--broker-runs", type=int, default=3,
                         help="broker-only runs; the baseline is the median of each figure (default 3)")
@@ -259,7 +265,8 @@ def broker_baseline(options, setup, events_per_s, report=None):
 def broker_runs(options, setup):
     """`--broker-runs` broker-only runs, one after the other; returns the median of each figure (with more than one
     run, printed with every run's CPU per message)."""
-    results = [runs.broker_only(setup, options.broker_count) for _ in range(options.broker_runs)]
+    one = runs.ceiling_only if options.baseline == "ceiling" else runs.broker_only
+    results = [one(setup, options.broker_count) for _ in range(options.broker_runs)]
     baseline = figures.median_baseline(results)
     if len(results) > 1:
         each = ", ".join(f"{machine_us:.0f}" for _, _, machine_us in results)

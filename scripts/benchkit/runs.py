@@ -1,10 +1,12 @@
 """The benchmark's runs: a backlog drain, live publishing, the broker alone, one user's million follows, the sender."""
 
 import os
+import re
 import resource
 import subprocess
 import tempfile
 import time
+import urllib.parse
 
 from . import cpu, figures, instructions
 from .pipeline import Fleet, Sink, free_port, get_json, peak_rss_mib, publish, stop
@@ -373,6 +375,44 @@ def broker_only(setup, count):
     return publish_rate, consume_rate, machine_us
 
 
+CEILING_SOURCE = os.environ.get("BADGEPIPE_BENCH_CEILING_SOURCE",
+                                os.path.join(ROOT, "..", "shared", "bench", "ceiling.c"))
+
+
+def ceiling_only(setup, count):
+    """The reference ceiling (`ceiling.c`, a C client over rabbitmq-c): `count` persistent 512-byte messages through a
+    quorum queue from a confirming publisher to an acking consumer, 256 in flight, both at once, no work. Returns
+    (messages/s, messages/s, machine CPU µs per message), the machine's CPU read from /proc/stat around the run."""
+    binary = os.path.join(setup.work, "ceiling")
+    if not os.path.exists(binary):
+        if not os.path.exists(CEILING_SOURCE):
+            raise BenchError(f"no {CEILING_SOURCE} (BADGEPIPE_BENCH_CEILING_SOURCE names it); --baseline amqp-bench "
+                             "uses the Swift client instead")
+        built = subprocess.run(["gcc", "-O2", "-o", binary, CEILING_SOURCE, "-lrabbitmq", "-lpthread"],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            raise BenchError("building ceiling.c failed: " + built.stderr.strip()[-300:])
+    url = urllib.parse.urlsplit(setup.env["BADGEPIPE_AMQP_URL"].split(",amqp")[0])
+    host, port = url.hostname or "127.0.0.1", str(url.port or 5672)
+    print(f"bench: the broker alone: ceiling {host} {port} {count} 512 256 quorum", flush=True)
+    parts = [("rabbitmq", "beam.smp")]
+    first = cpu.snapshot(parts)
+    process = subprocess.run([binary, host, port, str(count), "512", "256", "quorum"], capture_output=True, text=True)
+    last = cpu.snapshot(parts)
+    if process.returncode != 0:
+        raise BenchError("ceiling failed: " + process.stderr.strip()[-300:])
+    seconds = figures.cpu_between(first, last)
+    rate = float("nan")
+    for line in process.stdout.splitlines():
+        print("  " + line)
+        match = re.search(r"msgs_per_s=([0-9.]+)", line)
+        if match:
+            rate = float(match.group(1))
+    machine_us = seconds["machine"] / count * 1e6
+    print(f"  CPU per message (µs): machine {machine_us:.0f}, rabbitmq {seconds['rabbitmq'] / count * 1e6:.0f}")
+    return rate, rate, machine_us
+
+
 def celebrity(setup, count, window):
     """One user receives `count` follows (backlog style, one worker), then reads them all: the time per batch over
     the first and the last windows of `window` events, and the read-all's time and transactions."""
@@ -485,5 +525,5 @@ def push(binaries, count, port):
 
 
 __all__ = [
-    "Setup", "CpuReport", "backlog", "live", "publishing_alone", "broker_only", "celebrity", "push", "get_json",
+    "Setup", "CpuReport", "backlog", "live", "publishing_alone", "broker_only", "ceiling_only", "celebrity", "push", "get_json",
 ]
