@@ -24,8 +24,8 @@ public struct WorkerConfiguration: Sendable {
     public static let defaultSendConcurrency = 32
     /// See ``deliveryRoundSize``.
     public static let defaultDeliveryRoundSize = 256
-    /// See ``deliveryIdlePoll``, in milliseconds.
-    public static let defaultDeliveryIdlePollMilliseconds = 500
+    /// See ``deliveryHeldBackPoll``, in milliseconds.
+    public static let defaultDeliveryHeldBackPollMilliseconds = 500
 
     /// The broker.
     public var amqp: AMQPConfiguration
@@ -76,8 +76,11 @@ public struct WorkerConfiguration: Sendable {
     /// Most pushes claimed by one delivery round (also the most a crash can leave sent but not recorded, per
     /// partition).
     public var deliveryRoundSize: Int
-    /// How often an idle partition looks for pushes whose retry became due.
-    public var deliveryIdlePoll: Duration
+    /// How often a partition looks again at its outbox while it holds pushes held back: never attempted, not on
+    /// their way, and not taken by its last claim (an earlier push of their device waits in another partition, or
+    /// for a retry). Such pushes become due without anything the partition hears of. A partition with none held
+    /// back does not poll: it wakes on new work and when its earliest retry is due (see `DeliveryStateMachine`).
+    public var deliveryHeldBackPoll: Duration
     /// How long a delivery round's outcomes may wait to be recorded with the next claim; when no new pushes come
     /// in that time, they are recorded on their own. A push stays sent but not recorded (what a crash sends again,
     /// with the same `apns-id`) for its round plus this long. Zero by default: a round's outcomes are recorded as
@@ -123,7 +126,7 @@ public struct WorkerConfiguration: Sendable {
         batchSize: Int = WorkerConfiguration.defaultBatchSize,
         sendConcurrency: Int = WorkerConfiguration.defaultSendConcurrency,
         deliveryRoundSize: Int = WorkerConfiguration.defaultDeliveryRoundSize,
-        deliveryIdlePoll: Duration = .milliseconds(WorkerConfiguration.defaultDeliveryIdlePollMilliseconds),
+        deliveryHeldBackPoll: Duration = .milliseconds(WorkerConfiguration.defaultDeliveryHeldBackPollMilliseconds),
         fleet: Fleet? = nil
     ) {
         self.amqp = amqp
@@ -137,7 +140,7 @@ public struct WorkerConfiguration: Sendable {
         self.batchSize = batchSize
         self.sendConcurrency = sendConcurrency
         self.deliveryRoundSize = deliveryRoundSize
-        self.deliveryIdlePoll = deliveryIdlePoll
+        self.deliveryHeldBackPoll = deliveryHeldBackPoll
         self.fleet = fleet
     }
 }

@@ -106,10 +106,11 @@ struct WorkerCommand: AsyncParsableCommand {
     var deliveryRoundSize: Int?
     @Option(
         help: """
-            Milliseconds between an idle partition's looks for pushes whose retry became due \
-            (BADGEPIPE_DELIVERY_IDLE_POLL_MS, default \(WorkerConfiguration.defaultDeliveryIdlePollMilliseconds)).
+            Milliseconds between a partition's looks at pushes held back (by an earlier push of their device in \
+            another partition, say); a partition with none held back does not poll \
+            (BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS, default \(WorkerConfiguration.defaultDeliveryHeldBackPollMilliseconds)).
             """)
-    var deliveryIdlePoll: Int?
+    var deliveryHeldBackPoll: Int?
     @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
     @Option(
         help: """
@@ -177,10 +178,10 @@ struct WorkerCommand: AsyncParsableCommand {
         configuration.deliveryRoundSize = try Settings.integer(
             deliveryRoundSize, "BADGEPIPE_DELIVERY_ROUND_SIZE", name: "--delivery-round-size",
             default: WorkerConfiguration.defaultDeliveryRoundSize, range: 1...10_000)
-        configuration.deliveryIdlePoll = .milliseconds(
+        configuration.deliveryHeldBackPoll = .milliseconds(
             try Settings.integer(
-                deliveryIdlePoll, "BADGEPIPE_DELIVERY_IDLE_POLL_MS", name: "--delivery-idle-poll",
-                default: WorkerConfiguration.defaultDeliveryIdlePollMilliseconds, range: 10...60_000))
+                deliveryHeldBackPoll, "BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS", name: "--delivery-held-back-poll",
+                default: WorkerConfiguration.defaultDeliveryHeldBackPollMilliseconds, range: 10...60_000))
         configuration.ingestionInterval = .milliseconds(
             try Settings.integer(
                 ingestionInterval, "BADGEPIPE_INGESTION_INTERVAL_MS", name: "--ingestion-interval",

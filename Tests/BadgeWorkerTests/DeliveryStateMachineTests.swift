@@ -13,7 +13,16 @@ struct DeliveryStateMachineTests {
     private static func loop(
         recordDelay: Duration = .milliseconds(20), handedRecordSize: Int = 3
     ) -> DeliveryStateMachine {
-        DeliveryStateMachine(idlePoll: .seconds(1), recordDelay: recordDelay, handedRecordSize: handedRecordSize)
+        DeliveryStateMachine(heldBackPoll: .seconds(1), recordDelay: recordDelay, handedRecordSize: handedRecordSize)
+    }
+
+    /// The loop looks ahead (after its claim's outcomes are recorded), and finds `ahead` at `now`.
+    private static func lookAhead(
+        _ loop: inout DeliveryStateMachine, finding ahead: OutboxAhead = OutboxAhead(retryIn: nil, heldBack: false),
+        at now: ContinuousClock.Instant = now, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(loop.next(seen(at: now)) == .lookAhead, sourceLocation: sourceLocation)
+        loop.lookedAhead(ahead, at: now)
     }
 
     /// A loop past its first claim (the one at the start), whose round did `first`.
@@ -54,9 +63,42 @@ struct DeliveryStateMachineTests {
         // Nothing rings: the outcomes wait up to the record delay for a claim to take them along.
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(20), ringsSeen: 0))
         #expect(loop.next(Self.seen()) == .record(DeliveryRecord(sent: [1, 2])))
-        // Then the rest of the idle poll, and a claim when it ends without a ring.
-        #expect(loop.next(Self.seen()) == .wait(.milliseconds(980), ringsSeen: 0))
-        #expect(loop.next(Self.seen()) == .claim(recording: DeliveryRecord()))
+        // Then it looks ahead in the outbox; with nothing there, it waits for new work, with no time limit.
+        Self.lookAhead(&loop)
+        #expect(loop.next(Self.seen()) == .wait(nil, ringsSeen: 0))
+        #expect(loop.next(Self.seen(at: Self.now + .seconds(3600))) == .wait(nil, ringsSeen: 0))
+        #expect(loop.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord()))
+    }
+
+    /// A retry the look-ahead finds (one a previous owner scheduled) is claimed when due; pushes held back (by an
+    /// earlier push of their device in another partition, recorded by another worker) are looked at again every
+    /// `heldBackPoll`, and only while there are such pushes.
+    @Test func theLookAheadSetsWhenToClaimWithoutARing() {
+        var retry = Self.afterFirstClaim()
+        Self.lookAhead(&retry, finding: OutboxAhead(retryIn: .milliseconds(700), heldBack: false))
+        #expect(retry.next(Self.seen()) == .wait(.milliseconds(700), ringsSeen: 0))
+        #expect(retry.next(Self.seen(at: Self.now + .milliseconds(700))) == .claim(recording: DeliveryRecord()))
+
+        var held = Self.afterFirstClaim()
+        Self.lookAhead(&held, finding: OutboxAhead(retryIn: .seconds(5), heldBack: true))
+        #expect(held.next(Self.seen()) == .wait(.seconds(1), ringsSeen: 0))
+        let later = Self.now + .seconds(1)
+        #expect(held.next(Self.seen(at: later)) == .claim(recording: DeliveryRecord()))
+        held.claimed(Self.round(sent: [], claimedAt: later), ringsSeen: 0)
+        // Nothing held back any more: only the retry is waited for.
+        Self.lookAhead(&held, at: later)
+        #expect(held.next(Self.seen(at: later)) == .wait(.seconds(4), ringsSeen: 0))
+
+        // A retry due already, which the claim before did not take, is held back too: no claim at once, in a loop.
+        var due = Self.afterFirstClaim()
+        Self.lookAhead(&due, finding: OutboxAhead(retryIn: .zero, heldBack: false))
+        #expect(due.next(Self.seen()) == .wait(.seconds(1), ringsSeen: 0))
+
+        // A full round claims again at once, and looks ahead only after a claim that took everything it could.
+        var full = Self.afterFirstClaim(Self.round(sent: [], moreDue: true))
+        #expect(full.next(Self.seen()) == .claim(recording: DeliveryRecord()))
+        full.claimed(Self.round(sent: []), ringsSeen: 0)
+        Self.lookAhead(&full)
     }
 
     @Test func aRingWithinTheRecordDelayMakesTheClaimRecordTheOutcomes() {
@@ -66,13 +108,15 @@ struct DeliveryStateMachineTests {
         // A ring the claim covered (counted just before it began) does not make it claim again.
         loop.claimed(Self.round(sent: []), ringsSeen: 1)
         #expect(loop.ringsSeen == 1)
-        #expect(loop.next(Self.seen(rings: 1)) == .wait(.seconds(1), ringsSeen: 1))
+        Self.lookAhead(&loop)
+        #expect(loop.next(Self.seen(rings: 1)) == .wait(nil, ringsSeen: 1))
     }
 
     @Test func withoutARecordDelayOutcomesAreRecordedAtOnceUnlessARingWaits() {
         var loop = Self.afterFirstClaim(Self.round(sent: [1]), recordDelay: .zero)
         #expect(loop.next(Self.seen()) == .record(DeliveryRecord(sent: [1])))
-        #expect(loop.next(Self.seen()) == .wait(.seconds(1), ringsSeen: 0))
+        Self.lookAhead(&loop)
+        #expect(loop.next(Self.seen()) == .wait(nil, ringsSeen: 0))
 
         var rung = Self.afterFirstClaim(Self.round(sent: [2]), recordDelay: .zero)
         #expect(rung.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [2])))
@@ -127,14 +171,13 @@ struct DeliveryStateMachineTests {
     @Test func aScheduledRetryShortensTheWaitAndIsClaimedWhenDue() {
         let due = Self.now + .milliseconds(300)
         var loop = Self.afterFirstClaim(Self.round(sent: [], nextRetryAt: due), recordDelay: .zero)
+        Self.lookAhead(&loop)
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(300), ringsSeen: 0))
-        // A wait that ends without a ring or a hand-over is the idle poll or the retry coming due: it claims.
-        #expect(loop.next(Self.seen(at: Self.now + .milliseconds(100))) == .claim(recording: DeliveryRecord()))
-        loop.claimed(Self.round(sent: [], nextRetryAt: due), ringsSeen: 0)
-        // Not due yet: it waits only until then.
+        // A wait that ends early (without a ring or a hand-over) waits again for what is left.
         #expect(loop.next(Self.seen(at: Self.now + .milliseconds(100))) == .wait(.milliseconds(200), ringsSeen: 0))
         _ = loop.next(Self.seen(rings: 1, at: Self.now + .milliseconds(150)))
         loop.claimed(Self.round(sent: []), ringsSeen: 1)
+        Self.lookAhead(&loop, at: Self.now + .milliseconds(150))
         #expect(loop.next(Self.seen(rings: 1, at: due)) == .claim(recording: DeliveryRecord()))
         #expect(loop.nextRetryAt == nil)
     }
@@ -151,6 +194,7 @@ struct DeliveryStateMachineTests {
         let written = Self.now + .milliseconds(40)
         loop.recorded(at: written)
         #expect(loop.nextRetryAt == written + .milliseconds(300))
+        Self.lookAhead(&loop, at: written)
         #expect(loop.next(Self.seen(at: written)) == .wait(.milliseconds(300), ringsSeen: 0))
         #expect(loop.next(Self.seen(at: written + .milliseconds(300))) == .claim(recording: DeliveryRecord()))
 
@@ -192,6 +236,7 @@ struct DeliveryStateMachineTests {
         #expect(quiet.next(Self.seen()) == .awaitRecordAside)
         #expect(!DeliveryStateMachine.Action.awaitRecordAside.runsBesideRecord)
         quiet.recordedAside(at: Self.now + .milliseconds(50))
+        Self.lookAhead(&quiet, at: Self.now + .milliseconds(50))
         #expect(quiet.next(Self.seen(at: Self.now + .milliseconds(50))) == .wait(.milliseconds(250), ringsSeen: 0))
     }
 

@@ -19,7 +19,10 @@ struct SettingsTests {
             (["--batch-size", "0"], [:], "--batch-size (BADGEPIPE_BATCH_SIZE) must be within 1...10000, not 0"),
             ([], ["BADGEPIPE_SEND_CONCURRENCY": "0"], "--send-concurrency (BADGEPIPE_SEND_CONCURRENCY) must be within"),
             (["--delivery-round-size", "0"], [:], "--delivery-round-size (BADGEPIPE_DELIVERY_ROUND_SIZE) must be"),
-            (["--delivery-idle-poll", "1"], [:], "--delivery-idle-poll (BADGEPIPE_DELIVERY_IDLE_POLL_MS) must be"),
+            (
+                ["--delivery-held-back-poll", "1"], [:],
+                "--delivery-held-back-poll (BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS) must be"
+            ),
             ([], ["BADGEPIPE_LOG_LEVEL": "verbose"], "--log-level (BADGEPIPE_LOG_LEVEL) must be trace, debug"),
             (["--provider-connections", "0"], [:], "--provider-connections (BADGEPIPE_PROVIDER_CONNECTIONS) must be"),
             (

@@ -34,6 +34,14 @@ final class ClaimHookStore: BadgeStore {
     }
 
     func recordDeliveries(_ record: DeliveryRecord) async throws { try await base.recordDeliveries(record) }
+    func listenForOutbox(
+        listening: @escaping @Sendable () -> Void, partition: @escaping @Sendable (Int) -> Void
+    ) async {
+        await base.listenForOutbox(listening: listening, partition: partition)
+    }
+    func outboxAhead(partition: Int, epoch: Int64?) async throws -> OutboxAhead {
+        try await base.outboxAhead(partition: partition, epoch: epoch)
+    }
     func takeFeedback(limit: Int, hold: Duration) async throws -> [StoredTokenFeedback] {
         try await base.takeFeedback(limit: limit, hold: hold)
     }

@@ -7,7 +7,7 @@ import Testing
 @testable import BadgeWorker
 
 /// The delivery loop, with a real database and a real sink over HTTP. When a partition goes quiet after a round,
-/// the round's outcomes are recorded on their own within the record delay, not left for the idle poll: a push stays
+/// the round's outcomes are recorded on their own within the record delay, not left for a later claim: a push stays
 /// sent but unrecorded (what a crash would send again) only that long. Pushes claimed by their own batch go out
 /// without a claim.
 @Suite("Delivery loop")
@@ -21,7 +21,7 @@ struct PartitionDeliveryTests {
         try await withDeliveryFixture(backend) { store, sink, dispatcher in
             _ = try await store.apply(Self.events, policy: .unseen, context: ApplyContext(partition: 0))
             try await Self.deliver(store, sink, dispatcher(store), recordDelay: .milliseconds(25)) { pending in
-                // Recorded on its own, long before the idle poll (60 s) would have looked again.
+                // Recorded on its own, long before anything else would have woken the loop.
                 let clock = ContinuousClock()
                 let deadline = clock.now + .seconds(20)
                 var left = try await pending()
@@ -62,7 +62,7 @@ struct PartitionDeliveryTests {
             let delivery = PartitionDelivery(
                 dispatcher: dispatcher(store), partition: 0,
                 term: LeaseTerm(lease: lease, ttl: .seconds(60), confirmed: .now), doorbell: doorbell,
-                idlePoll: .seconds(60))
+                heldBackPoll: .seconds(60))
             func waitFor(pushes count: Int) async throws {
                 let clock = ContinuousClock()
                 let deadline = clock.now + .seconds(20)
@@ -144,7 +144,7 @@ struct PartitionDeliveryTests {
         }
     }
 
-    /// Runs partition 0's delivery loop (idle poll 60 s) until the sink has the alert, then `check` (given the
+    /// Runs partition 0's delivery loop (held-back poll 60 s) until the sink has the alert, then `check` (given the
     /// outbox's row count), then stops the loop.
     private static func deliver(
         _ store: any SQLBackedBadgeStore, _ sink: SinkState, _ dispatcher: PushDispatcher, recordDelay: Duration,
@@ -152,7 +152,7 @@ struct PartitionDeliveryTests {
     ) async throws {
         let doorbell = Doorbell()
         let delivery = PartitionDelivery(
-            dispatcher: dispatcher, partition: 0, term: nil, doorbell: doorbell, idlePoll: .seconds(60),
+            dispatcher: dispatcher, partition: 0, term: nil, doorbell: doorbell, heldBackPoll: .seconds(60),
             recordDelay: recordDelay)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await delivery.run() }

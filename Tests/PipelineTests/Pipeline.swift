@@ -130,7 +130,7 @@ struct Pipeline: Sendable {
                 badgePolicy: policy,
                 apnsTopic: apnsTopic,
                 topology: topology,
-                deliveryIdlePoll: .milliseconds(100))
+                deliveryHeldBackPoll: .milliseconds(100))
             // Token feedback a session took and could not publish is taken again a second later.
             configuration.feedbackHold = .seconds(1)
             let (ready, readyContinuation) = AsyncStream<Void>.makeStream()

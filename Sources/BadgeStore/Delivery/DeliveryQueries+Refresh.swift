@@ -18,8 +18,11 @@ extension DeliveryQueries {
     }
 
     /// Plans a badge refresh for the device of `push` (see ``BadgeStore/refreshBadge(after:partition:policy:)``).
+    /// The partition's delivery loop is another worker's by then: on PostgreSQL the transaction notifies it on
+    /// `channel` (see ``BadgeStore/listenForOutbox(listening:partition:)``).
     static func refreshBadge(
-        after push: PlannedPush, partition: Int?, policy: BadgePolicy, database: any SQLTransactor
+        after push: PlannedPush, partition: Int?, policy: BadgePolicy, channel: String?,
+        database: any SQLTransactor
     ) async throws -> Bool {
         try await database.transaction { sql in
             var deviceBinds = SQLBinds()
@@ -36,6 +39,12 @@ extension DeliveryQueries {
             try await sql.execute(
                 "INSERT INTO outbox (\(OutboxRow.insertColumns)) VALUES (\(row), \(FleetQueries.statementNow(sql.dialect)))",
                 binds.values)
+            if let channel, let partition, sql.dialect == .postgres {
+                var notify = SQLBinds()
+                _ = try await sql.query(
+                    "SELECT pg_notify(\(notify.add(.text(channel))), \(notify.add(.text(String(partition)))))",
+                    notify.values)
+            }
             return true
         }
     }

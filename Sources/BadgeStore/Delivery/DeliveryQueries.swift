@@ -70,6 +70,54 @@ enum DeliveryQueries {
         }
     }
 
+    /// What waits in `partition`'s outbox (see ``OutboxAhead``): one statement for the earliest retry (one descent
+    /// of `outbox_partition_retry`) and whether a row never attempted is there and not on its way under `epoch`
+    /// (the first such row of `outbox_partition_fresh`); when there is one, a second for the other partitions that
+    /// hold the first row of such rows' tokens (at most ``lookAheadTokens`` tokens, one descent of `outbox_token_id`
+    /// each), which on PostgreSQL also notifies them on `channel`.
+    static func ahead(
+        partition: Int, epoch: Int64?, channel: String?, database: any SQLTransactor
+    ) async throws -> OutboxAhead {
+        var binds = SQLBinds()
+        let placeholder = binds.add(.int(Int64(partition)))
+        let now = FleetQueries.statementNow(database.dialect)
+        var onItsWay = ""
+        if let epoch {
+            onItsWay = " AND NOT (f.claimed_epoch = \(binds.add(.int(epoch))) AND f.next_attempt_at > \(now))"
+        }
+        let rows = try await database.read(
+            "SELECT (SELECT min(r.next_attempt_at) FROM outbox r WHERE r.partition_id = \(placeholder) "
+                + "AND r.attempts > 0) - \(now) AS retry_in, "
+                + "(SELECT count(*) FROM (SELECT 1 FROM outbox f WHERE f.partition_id = \(placeholder) "
+                + "AND f.attempts = 0\(onItsWay) LIMIT 1) AS one) AS held",
+            binds.values)
+        let retryIn = try rows.first?["retry_in"].int64.map { Duration.microseconds(max(0, $0)) }
+        guard try (rows.first?["held"].int64 ?? 0) > 0 else { return OutboxAhead(retryIn: retryIn, heldBack: false) }
+        let holders = """
+            SELECT DISTINCT h.partition_id FROM (SELECT (SELECT e.partition_id FROM outbox e WHERE e.token = f.token
+                ORDER BY e.id LIMIT 1) AS partition_id FROM (SELECT DISTINCT f.token FROM outbox f
+                WHERE f.partition_id = \(placeholder) AND f.attempts = 0 AND f.token IS NOT NULL\(onItsWay)
+                ORDER BY f.token LIMIT \(lookAheadTokens)) f) h
+            WHERE h.partition_id <> \(placeholder)
+            """
+        let held: [SQLRow]
+        if let channel, database.dialect == .postgres {
+            let name = binds.add(.text(channel))
+            held = try await database.statement(
+                "SELECT w.partition_id, pg_notify(\(name), CAST(w.partition_id AS text)) AS notified "
+                    + "FROM (\(holders)) w",
+                binds.values)
+        } else {
+            held = try await database.read(holders, binds.values)
+        }
+        let heldBy = try held.compactMap { try $0["partition_id"].int64.map(Int.init) }
+        return OutboxAhead(retryIn: retryIn, heldBack: true, heldBy: heldBy.sorted())
+    }
+
+    /// The most tokens of a partition's pushes held back whose holders a look-ahead looks for
+    /// (``ahead(partition:epoch:channel:database:)``).
+    static let lookAheadTokens = 64
+
     /// The ids of the due rows, oldest first, as one `SELECT`: rows whose next attempt is due at the database's now
     /// (``FleetQueries/statementNow(_:)``, the same instant for every comparison) and that no earlier row of the
     /// same token waits ahead of, at most `limit`, and at most ``ClaimedPushes/perDeviceLimit`` of one token (its

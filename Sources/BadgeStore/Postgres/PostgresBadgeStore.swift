@@ -35,7 +35,12 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     let hooks = StoreHooks()
 
     /// The shared SQL rules run here.
-    public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: leaseDatabase, hooks: hooks) }
+    public var sqlBackend: SQLBackend {
+        SQLBackend(database: database, leases: leaseDatabase, hooks: hooks, outboxChannel: outboxChannel)
+    }
+    /// The channel of ``listenForOutbox(listening:partition:)``: one per schema, so that deployments (and tests)
+    /// sharing a database do not wake each other.
+    var outboxChannel: String { "badgepipe_outbox" + (schema.map { "." + $0 } ?? "") }
     private let closeSignal = CloseSignal<Void>()
     /// Resolved by ``run()`` as it starts each pool, just before it calls the pool's own `run()` (the transactors
     /// wait for them, see `PostgresTransactor.started`).
@@ -121,6 +126,34 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
             }
             _ = await closeSignal.waitUnlessCancelled()
             group.cancelAll()
+        }
+    }
+
+    /// Listens on the store's channel (`LISTEN`, on a connection of the pool held for it) and calls `partition` with
+    /// each partition woken, `listening` each time the listen (re)starts: what was sent while it was not listening
+    /// is lost, so the caller then looks at every partition it holds. A failed connection is opened again after a
+    /// backoff (100 ms doubling to 5 s), for as long as it takes. Returns when the calling task is cancelled.
+    public func listenForOutbox(
+        listening: @escaping @Sendable () -> Void, partition: @escaping @Sendable (Int) -> Void
+    ) async {
+        let backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(5))
+        var attempt = 0
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: outboxChannel) { notifications in
+                        attempt = 0
+                        listening()
+                        for try await notification in notifications {
+                            if let woken = Int(notification.payload) { partition(woken) }
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+            }
+            attempt += 1
+            try? await Task.sleep(for: backoff.delay(attempt: attempt))
         }
     }
 

@@ -52,6 +52,11 @@ extension SQLBackedBadgeStore {
             skipClaimedBefore: skipClaimedBefore, recording: recording, database: sqlBackend.database)
     }
 
+    public func outboxAhead(partition: Int, epoch: Int64?) async throws -> OutboxAhead {
+        try await DeliveryQueries.ahead(
+            partition: partition, epoch: epoch, channel: sqlBackend.outboxChannel, database: sqlBackend.database)
+    }
+
     public func recordDeliveries(_ record: DeliveryRecord) async throws {
         try await DeliveryQueries.record(record, database: sqlBackend.database)
     }
@@ -66,6 +71,7 @@ extension SQLBackedBadgeStore {
 
     public func refreshBadge(after push: PlannedPush, partition: Int?, policy: BadgePolicy) async throws -> Bool {
         try await DeliveryQueries.refreshBadge(
-            after: push, partition: partition, policy: policy, database: sqlBackend.database)
+            after: push, partition: partition, policy: policy, channel: sqlBackend.outboxChannel,
+            database: sqlBackend.database)
     }
 }

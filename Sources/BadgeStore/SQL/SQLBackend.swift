@@ -5,4 +5,7 @@ public struct SQLBackend: Sendable {
     /// Lease rounds (a pool of their own on PostgreSQL, so that renewals never queue behind bulk work).
     let leases: any SQLTransactor
     let hooks: StoreHooks
+    /// The PostgreSQL channel on which writers wake the delivery loop of a partition (see
+    /// ``BadgeStore/listenForOutbox(listening:partition:)``); nil on SQLite, whose one worker wakes its own loops.
+    var outboxChannel: String? = nil
 }

@@ -18,6 +18,11 @@ public final class SQLiteBadgeStore: SQLBackedBadgeStore {
 
     /// The shared SQL rules run here.
     public var sqlBackend: SQLBackend { SQLBackend(database: database, leases: database, hooks: hooks) }
+
+    /// One worker writes an SQLite database, and wakes its own delivery loops: nothing to listen to.
+    public func listenForOutbox(
+        listening: @escaping @Sendable () -> Void, partition: @escaping @Sendable (Int) -> Void
+    ) async {}
     private let closeSignal = CloseSignal<Void>()
 
     /// Creates a store on the file at `path` (created if missing), or on a private in-memory database when

@@ -84,6 +84,21 @@ public protocol BadgeStore: Sendable {
         skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> ClaimedPushes
 
+    /// What waits in `partition`'s outbox beyond what its claims took (``OutboxAhead``): when its earliest retry is
+    /// due, and whether it holds a push never attempted that is not on its way under `epoch` (the partition's
+    /// lease epoch in a fleet). A delivery loop asks after a claim that took everything it could, to sleep until
+    /// then. One statement.
+    func outboxAhead(partition: Int, epoch: Int64?) async throws -> OutboxAhead
+
+    /// Listens for wake-ups of partitions' delivery loops that other workers send through the database: a badge
+    /// refresh planned in a partition after its lease moved on (``refreshBadge(after:partition:policy:)``), a
+    /// look-ahead held back by another partition's rows (``outboxAhead(partition:epoch:)``). Calls `partition`
+    /// with each partition woken and `listening` each time listening (re)starts (what was sent meanwhile is lost:
+    /// the caller looks at every partition it holds). Returns when the calling task is cancelled; at once on a
+    /// store that only one worker writes (SQLite).
+    func listenForOutbox(
+        listening: @escaping @Sendable () -> Void, partition: @escaping @Sendable (Int) -> Void) async
+
     /// Records a delivery round's outcomes in one transaction (see ``DeliveryRecord``).
     func recordDeliveries(_ record: DeliveryRecord) async throws
 

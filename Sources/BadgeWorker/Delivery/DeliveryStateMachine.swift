@@ -7,10 +7,15 @@ import BadgeStore
 /// Rules:
 /// - Handed pushes (claimed by ingestion's own transaction) go first, before any claim.
 /// - A claim runs at the start (what a previous run or owner left), after a ring that came after the previous claim
-///   began, every `idlePoll` while quiet, when the earliest retry a round scheduled becomes due, and at once after
-///   a claim that reached the round's size or took a full share of some device (`ClaimedPushes.reachedLimit`: a
-///   device's backlog drains a share a round, round after round). It records the outcomes not recorded yet in its
-///   own transaction.
+///   began, when the earliest retry known becomes due, at once after a claim that reached the round's size or took
+///   a full share of some device (`ClaimedPushes.reachedLimit`: a device's backlog drains a share a round, round
+///   after round), and every `heldBackPoll` while the partition holds pushes held back. It records the outcomes
+///   not recorded yet in its own transaction.
+/// - No timer runs for nothing: after a claim that took everything it could, once its outcomes are recorded, the
+///   loop looks ahead in the outbox (``Action/lookAhead``): when the partition's earliest retry is due (one a
+///   previous owner scheduled, say) and whether it holds pushes held back, which become due without anything the
+///   loop hears of (an earlier push of their device in another partition, recorded by another worker). Then it
+///   sleeps until the earliest retry, `heldBackPoll` while pushes are held back, or until woken by new work.
 /// - A retry is due its delay after the record that holds it is written, by the database's clock: the loop wakes
 ///   for it that long after the write returned, on its own monotonic clock (never earlier than the database
 ///   makes it due, and never reading its wall clock). Before it waits while a record with retries runs aside, it
@@ -52,8 +57,10 @@ struct DeliveryStateMachine {
         /// Wait for the record running aside (it holds retries, and the wait for them counts from when it is
         /// written); then ``recordedAside(at:)``.
         case awaitRecordAside
-        /// Wait for a ring after `ringsSeen`, a handed push, the close, or `limit`.
-        case wait(Duration, ringsSeen: Int)
+        /// Read what waits in the partition's outbox beyond what the claim took; then ``lookedAhead(_:at:)``.
+        case lookAhead
+        /// Wait for a ring after `ringsSeen`, a handed push, the close, or `limit` (nil: no limit).
+        case wait(Duration?, ringsSeen: Int)
         /// Record these outcomes, and end.
         case finish(DeliveryRecord)
 
@@ -61,8 +68,9 @@ struct DeliveryStateMachine {
         var runsBesideRecord: Bool { self == .sendHanded }
     }
 
-    /// How long the loop waits for a ring while quiet before it claims anyway.
-    let idlePoll: Duration
+    /// How long the loop waits before it claims again while the partition holds pushes held back (see
+    /// ``lookedAhead(_:at:)``).
+    let heldBackPoll: Duration
     /// How long outcomes may wait for the next claim before they are recorded on their own.
     let recordDelay: Duration
     /// How many outcomes of handed rounds gather before they are recorded aside.
@@ -74,17 +82,17 @@ struct DeliveryStateMachine {
         case top
         /// A handed round just finished.
         case afterHanded
-        /// Outcomes waited up to `recordDelay` for a ring; `remaining` is what is left of the quiet wait.
-        case afterBriefWait(remaining: Duration)
-        /// Outcomes were just recorded on their own; `remaining` is what is left of the quiet wait.
-        case afterRecord(remaining: Duration)
-        /// A quiet wait ended.
-        case afterWait
+        /// Outcomes waited up to `recordDelay` for a ring.
+        case afterBriefWait
     }
 
     private var phase = Phase.top
     /// When the earliest retry written so far is due (the loop has not reached it yet), on the monotonic clock.
     private(set) var nextRetryAt: ContinuousClock.Instant?
+    /// When to claim again because the partition holds pushes held back (see ``lookedAhead(_:at:)``).
+    private(set) var heldBackPollAt: ContinuousClock.Instant?
+    /// The last claim took everything it could: look ahead in the outbox once its outcomes are recorded.
+    private(set) var looksAhead = false
     /// The earliest retry of the record the last claim or record action writes: due its delay after that returns.
     private var writingRetry: Duration?
     /// Whether a record runs aside (from ``Action/recordAside(_:)`` until ``recordedAside(at:)``).
@@ -94,13 +102,13 @@ struct DeliveryStateMachine {
     /// The outcomes not recorded yet.
     private(set) var pending = DeliveryRecord()
     /// Whether to claim without a new ring: at the start, after a full round (or a full share of a device), on a
-    /// due retry or an idle poll.
+    /// due retry or when pushes held back are looked at again.
     private(set) var claimNow = true
     /// Rings the last claim covered: those up to when it began.
     private(set) var ringsSeen = 0
 
-    init(idlePoll: Duration, recordDelay: Duration, handedRecordSize: Int) {
-        self.idlePoll = idlePoll
+    init(heldBackPoll: Duration, recordDelay: Duration, handedRecordSize: Int) {
+        self.heldBackPoll = heldBackPoll
         self.recordDelay = recordDelay
         self.handedRecordSize = handedRecordSize
     }
@@ -127,23 +135,10 @@ struct DeliveryStateMachine {
                 return .recordAside(takePending())
             }
             return top(seen)
-        case .afterBriefWait(let remaining):
-            return afterBriefWait(seen, remaining: remaining)
-        case .afterRecord(let remaining):
-            // Handed meanwhile: they go first.
-            if seen.hasHanded || seen.closed { return top(seen) }
-            // The record may have held retries: they are due their delay after it was written.
-            var wait = remaining
-            if let at = nextRetryAt {
-                if at <= seen.now { return top(seen) }
-                wait = min(wait, at - seen.now)
-            }
-            self.phase = .afterWait
-            return .wait(wait, ringsSeen: ringsSeen)
-        case .afterWait:
-            // Neither rung nor handed anything: the idle poll (or a retry) is due.
-            if seen.rings == ringsSeen, !seen.hasHanded { claimNow = true }
-            return top(seen)
+        case .afterBriefWait:
+            // Rung meanwhile: the claim records the outcomes. Otherwise they are recorded on their own.
+            if seen.rings > ringsSeen || seen.closed { return top(seen) }
+            return recordPending()
         }
     }
 
@@ -168,6 +163,19 @@ struct DeliveryStateMachine {
         pending = round.record
         noteRetry(round.nextRetryAt)
         claimNow = round.moreDue
+        looksAhead = !round.moreDue
+        heldBackPollAt = nil
+    }
+
+    /// The look-ahead (``Action/lookAhead``) read `ahead`; `now` is when it returned. A retry due its delay from the
+    /// database's now is due that long after `now` at the latest. A retry due already, which the claim just before
+    /// did not take, is held back like a push never attempted.
+    mutating func lookedAhead(_ ahead: OutboxAhead, at now: ContinuousClock.Instant) {
+        var heldBack = ahead.heldBack
+        if let retryIn = ahead.retryIn {
+            if retryIn > .zero { noteRetry(now + retryIn) } else { heldBack = true }
+        }
+        heldBackPollAt = heldBack ? now + heldBackPoll : nil
     }
 
     /// The record of the last ``Action/record(_:)`` (or claim) was written; `now` is when the write returned.
@@ -196,40 +204,46 @@ struct DeliveryStateMachine {
         }
         // The record running aside holds retries: how long to wait for them is known once it is written.
         if asideRetry != nil { return .awaitRecordAside }
-        var wait = idlePoll
-        if let at = nextRetryAt {
-            if at <= seen.now {
-                nextRetryAt = nil
-                claimNow = true
-                return top(seen)
-            }
-            wait = min(wait, at - seen.now)
+        if let at = wakeAt, at <= seen.now {
+            // A retry came due, or it is time to look again at pushes held back.
+            if let retry = nextRetryAt, retry <= seen.now { nextRetryAt = nil }
+            if let poll = heldBackPollAt, poll <= seen.now { heldBackPollAt = nil }
+            claimNow = true
+            return top(seen)
         }
-        guard !pending.isEmpty else {
-            phase = .afterWait
-            return .wait(wait, ringsSeen: ringsSeen)
+        if !pending.isEmpty {
+            // Outcomes to record: with the next claim if one comes soon, otherwise on their own, so that a quiet
+            // partition does not leave them unrecorded (sent again after a crash).
+            let brief = min(wakeAt.map { $0 - seen.now } ?? recordDelay, recordDelay)
+            guard brief > .zero else { return recordPending() }
+            phase = .afterBriefWait
+            return .wait(brief, ringsSeen: ringsSeen)
         }
-        // Outcomes to record: with the next claim if one comes soon, otherwise on their own, so that a quiet
-        // partition does not leave them unrecorded (sent again after a crash) for a whole idle poll.
-        let brief = min(wait, recordDelay)
-        guard brief > .zero else { return afterBriefWait(seen, remaining: wait) }
-        phase = .afterBriefWait(remaining: wait - brief)
-        return .wait(brief, ringsSeen: ringsSeen)
+        if looksAhead {
+            // After every record of the claim's round (its rows are gone from the outbox by then).
+            if recordingAside { return .awaitRecordAside }
+            looksAhead = false
+            return .lookAhead
+        }
+        return .wait(wakeAt.map { $0 - seen.now }, ringsSeen: ringsSeen)
+    }
+
+    /// The earliest time the loop must claim without a ring, if any.
+    private var wakeAt: ContinuousClock.Instant? {
+        switch (nextRetryAt, heldBackPollAt) {
+        case (let retry?, let poll?): min(retry, poll)
+        case (let retry, let poll): retry ?? poll
+        }
     }
 
     /// Whether a claim is due, once no handed pushes go first: a full round (or share of a device) asked for the next
-    /// at once, a wait ended with nothing else to do, or the doorbell rang since the last claim began.
+    /// at once, a retry came due, pushes held back are looked at again, or the doorbell rang since the last claim
+    /// began.
     private func claimIsDue(_ seen: Observation) -> Bool {
         claimNow || seen.rings > ringsSeen
     }
 
-    private mutating func afterBriefWait(_ seen: Observation, remaining: Duration) -> Action {
-        if seen.rings > ringsSeen || seen.closed { return top(seen) }
-        if remaining <= .zero {
-            claimNow = true
-        } else {
-            phase = .afterRecord(remaining: remaining)
-        }
+    private mutating func recordPending() -> Action {
         writingRetry = pending.earliestRetry
         return .record(takePending())
     }

@@ -84,15 +84,16 @@ final class Doorbell: Sendable {
     /// How many times it has been rung so far.
     var rings: Int { state.withLock { $0.rings } }
 
-    /// Returns when rung (at once if it was rung since the last wait), when closed, or after `limit`.
-    func wait(upTo limit: Duration) async {
+    /// Returns when rung (at once if it was rung since the last wait), when closed, or after `limit` (nil: no
+    /// limit).
+    func wait(upTo limit: Duration?) async {
         await wait(upTo: limit, ringsSeen: nil)
     }
 
     /// Returns when rung after it had been rung `ringsSeen` times in all (at once if it already was), when pushes
-    /// are handed (or were and are not taken yet), when closed, or after `limit`. Rings up to `ringsSeen` are
-    /// spent.
-    func wait(upTo limit: Duration, ringsSeen: Int?) async {
+    /// are handed (or were and are not taken yet), when closed, or after `limit` (nil: no limit). Rings up to
+    /// `ringsSeen` are spent.
+    func wait(upTo limit: Duration?, ringsSeen: Int?) async {
         let id = state.withLock { state -> Int in
             state.lastWait += 1
             return state.lastWait
@@ -112,7 +113,7 @@ final class Doorbell: Sendable {
                     if resumeNow { continuation.resume() }
                 }
             }
-            group.addTask { try? await Task.sleep(for: limit) }
+            if let limit { group.addTask { try? await Task.sleep(for: limit) } }
             await group.next()
             // Whichever ended first, make sure the other ends too.
             let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in

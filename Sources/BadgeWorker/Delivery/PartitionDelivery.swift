@@ -22,10 +22,14 @@ struct PartitionDelivery: Sendable {
     /// In a fleet, this worker's term on the partition's lease: pushes go out only within it.
     let term: LeaseTerm?
     let doorbell: Doorbell
-    let idlePoll: Duration
+    /// How often it looks again while its partition holds pushes held back (see `DeliveryStateMachine`).
+    let heldBackPoll: Duration
     /// How long a round's outcomes may wait for the next claim before they are recorded on their own (see
     /// `WorkerConfiguration.deliveryRecordDelay`).
     var recordDelay = Duration.zero
+    /// Wakes the delivery loops of these partitions if they run in this worker: those whose rows hold back this
+    /// partition's pushes (see `OutboxAhead.heldBy`).
+    var wakePartitions: @Sendable ([Int]) -> Void = { _ in }
 
     /// How many outcomes of handed rounds that follow each other without a pause wait to be recorded together at
     /// most (what a crash mid-stream sends again, with the same `apns-id`; at 2,000 events/s a partition's
@@ -34,7 +38,7 @@ struct PartitionDelivery: Sendable {
 
     func run() async throws {
         var loop = DeliveryStateMachine(
-            idlePoll: idlePoll, recordDelay: recordDelay, handedRecordSize: PartitionDelivery.handedRecordSize)
+            heldBackPoll: heldBackPoll, recordDelay: recordDelay, handedRecordSize: PartitionDelivery.handedRecordSize)
         try await withThrowingTaskGroup(of: Void.self) { records in
             // Whether a record runs aside in `records` (at most one at a time).
             var recordingAside = false
@@ -80,6 +84,15 @@ struct PartitionDelivery: Sendable {
                     case .awaitRecordAside:
                         // Awaited above; the loop is told again in case there was none to await.
                         loop.recordedAside(at: .now)
+                    case .lookAhead:
+                        if let partition {
+                            let ahead = try await dispatcher.ahead(partition: partition, term: term)
+                            loop.lookedAhead(ahead, at: .now)
+                            if !ahead.heldBy.isEmpty { wakePartitions(ahead.heldBy) }
+                        } else {
+                            // Every partition at once (no partition of its own): nothing to look ahead in.
+                            loop.lookedAhead(OutboxAhead(retryIn: nil, heldBack: true), at: .now)
+                        }
                     case .wait(let limit, let ringsSeen):
                         await doorbell.wait(upTo: limit, ringsSeen: ringsSeen)
                     case .finish(let outcomes):

@@ -199,6 +199,14 @@ struct PushDispatcher: Sendable {
             ids: claimed.map(\.id), moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nil, record: round.record)
     }
 
+    /// What waits in `partition`'s outbox beyond what the last claim took (see `BadgeStore.outboxAhead`), read
+    /// once its outcomes are recorded: what the delivery loop sleeps until.
+    func ahead(partition: Int, term: LeaseTerm?) async throws -> OutboxAhead {
+        try await Retry.transient("look ahead in the outbox", health: health, logger: logger) { [store] in
+            try await store.outboxAhead(partition: partition, epoch: term?.lease.epoch)
+        }
+    }
+
     /// Records a round's outcomes (outside a claim): with those of the worker's other partitions that come within
     /// the gathering moment, in one transaction (a statement, when all of them only remove rows), when the worker
     /// gathers its records (``records``); on their own otherwise, or when the shared record failed.

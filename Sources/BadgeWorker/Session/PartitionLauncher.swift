@@ -51,7 +51,9 @@ struct PartitionLauncher {
             watchdog: watchdog, health: health, prefetch: prefetch, logger: partitionLogger)
         let delivery = PartitionDelivery(
             dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
-            idlePoll: configuration.deliveryIdlePoll, recordDelay: configuration.deliveryRecordDelay)
+            heldBackPoll: configuration.deliveryHeldBackPoll, recordDelay: configuration.deliveryRecordDelay,
+            wakePartitions: { [registry] in registry.ring($0) })
+        registry.started(partition, doorbell: doorbell)
         group.addTask { [logger, registry, wake] in
             // The two stages side by side; whichever ends first ends the other (ingestion after its
             // batch in progress, delivery after its round in progress).

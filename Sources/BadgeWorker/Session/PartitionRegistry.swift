@@ -1,19 +1,41 @@
 import Synchronization
 
-/// What the partitions of a session report back to its manager loop: which ones stopped, and the first failure.
+/// What the partitions of a session report back to its manager loop (which ones stopped, and the first failure),
+/// and the doorbells of their delivery loops, by partition, for wake-ups from elsewhere (another partition's
+/// look-ahead, or another worker through the database, see `BadgeStore.listenForOutbox`).
 final class PartitionRegistry: Sendable {
     private struct State {
         var stopped: [Int] = []
         var failure: (any Error)?
+        var doorbells: [Int: Doorbell] = [:]
     }
 
     private let state = Mutex(State())
 
     init() {}
 
+    /// A partition started; `doorbell` wakes its delivery loop.
+    func started(_ partition: Int, doorbell: Doorbell) {
+        state.withLock { $0.doorbells[partition] = doorbell }
+    }
+
     /// A partition's processor ended and its channel is closed.
     func stopped(_ partition: Int) {
-        state.withLock { $0.stopped.append(partition) }
+        state.withLock { state in
+            state.stopped.append(partition)
+            state.doorbells[partition] = nil
+        }
+    }
+
+    /// Wakes the delivery loops of those of `partitions` that run here.
+    func ring(_ partitions: some Sequence<Int>) {
+        let doorbells = state.withLock { state in partitions.compactMap { state.doorbells[$0] } }
+        for doorbell in doorbells { doorbell.ring() }
+    }
+
+    /// Wakes the delivery loop of every partition that runs here.
+    func ringAll() {
+        for doorbell in state.withLock({ Array($0.doorbells.values) }) { doorbell.ring() }
     }
 
     /// Something failed that ends the session (connection lost, database unusable).

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// Set once on graceful shutdown; the manager loop sleeps on it in short steps, so shutdown does not wait out a
-/// lease round.
+/// Set once on graceful shutdown (which also rings the manager loop's wake-up doorbell): the loop ends at its next
+/// turn.
 final class ShutdownFlag: Sendable {
     private let flag = Mutex(false)
 
@@ -11,14 +11,5 @@ final class ShutdownFlag: Sendable {
 
     func set() {
         flag.withLock { $0 = true }
-    }
-
-    /// Returns when the flag is set (within 20 ms) or after `duration`, whichever comes first.
-    func wait(upTo duration: Duration) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + duration
-        while !isSet, clock.now < deadline {
-            try await Task.sleep(for: min(.milliseconds(20), deadline - clock.now))
-        }
     }
 }

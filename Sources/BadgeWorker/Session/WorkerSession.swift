@@ -44,6 +44,11 @@ struct WorkerSession {
         let deadLetters = try await connection.openChannel()
         try await deadLetters.confirmSelect()
         let registry = PartitionRegistry()
+        // Wake-ups of this worker's delivery loops sent by other workers through the database.
+        let listening = Task { [store] in
+            await store.listenForOutbox(listening: { registry.ringAll() }, partition: { registry.ring([$0]) })
+        }
+        defer { listening.cancel() }
         let shutdown = ShutdownFlag()
         // Wakes the manager loop early: a partition stopped (to be released), or shutdown.
         let wake = Doorbell()
@@ -90,7 +95,9 @@ struct WorkerSession {
                             logReady(held: configuration.topology.partitions)
                             await onReady?()
                         }
-                        try? await shutdown.wait(upTo: .milliseconds(250))
+                        // Woken by a partition that stopped or failed (a lost connection ends every consumer) and by
+                        // shutdown: nothing else to look at.
+                        await wake.wait(upTo: nil)
                         continue
                     }
                     try await leaseRound(
