@@ -13,7 +13,8 @@ kind differ by 2x in speed and drift by the hour:
       drain does); a live run at half the measured capacity C for 60 s with its latency (p50, p99); and the same
       rate published alone for 20 s into queues nothing consumes (the broker's and the publisher's share of the
       live run, and what is left of the machine for the pipeline). --live-fractions 0.1,0.25,0.5 runs the live
-      run at each of those fractions of C instead, and prints the latency by load.
+      run at each of those fractions of C instead, and prints the latency by load. Last, the fleet at rest for 20 s:
+      each worker's CPU (ms a second), PostgreSQL's and the machine's, what timers cost whatever the load.
   scripts/bench --callgrind [--database postgres]
       Instruction counts, which do not drift with the machine: one worker and the sink run under valgrind's callgrind
       while 10,000 events over 1,000 users drain (published once both are ready); prints the worker's instructions
@@ -63,6 +64,8 @@ from .services import ROOT, BenchError, Database, build, newest_wal, services_en
 
 # How long `--cpu` publishes alone at C/2 (the rate's CPU settles within seconds; the queues hold what it sends).
 ALONE_SECONDS = 20
+# How long --cpu measures the fleet at rest after its live runs.
+IDLE_SECONDS = 20
 
 
 def parse(arguments):
@@ -236,6 +239,7 @@ def run_pipeline(options, setup):
             live_reports.append((fraction, runs.live(setup, live_count, options.users, options.seed + 1 + index, rate)))
         if len(live_reports) > 1:
             print_latency_by_load(capacity, live_reports)
+        runs.idle(setup, IDLE_SECONDS)
     print_rss(setup.fleet)
     setup.fleet.stop()
     if options.cpu:

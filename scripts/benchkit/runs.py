@@ -350,6 +350,21 @@ def worker_histograms(fleet, names):
     return {name: sorted(buckets.items()) for name, buckets in totals.items()}
 
 
+def idle(setup, seconds):
+    """The fleet at rest after the live runs: each worker's CPU, PostgreSQL's and the machine's over `seconds` with
+    nothing published (what timers cost whatever the load), after a few seconds for the last records."""
+    time.sleep(3)
+    workers = setup.fleet.workers
+    parts = [(worker.name, [worker.process.pid]) for worker in workers] + [("postgres", "postgres")]
+    first = cpu.snapshot(parts)
+    time.sleep(seconds)
+    last = cpu.snapshot(parts)
+    spent = figures.cpu_between(first, last)
+    each = ", ".join(f"{worker.name} {spent[worker.name] / seconds * 1e3:.2f}" for worker in workers)
+    print(f"bench: idle for {seconds} s after the live runs, CPU ms a second: {each}; postgres "
+          f"{spent['postgres'] / seconds * 1e3:.2f}; the machine {spent['machine'] / seconds * 1e3:.1f}", flush=True)
+
+
 def broker_only(setup, count):
     """amqp-bench: `count` persistent 512-byte messages published with confirms to a quorum queue, then consumed and
     acked, no work. Returns (confirmed publishes/s, consumed + acked/s, machine CPU µs per message)."""
@@ -525,5 +540,5 @@ def push(binaries, count, port):
 
 
 __all__ = [
-    "Setup", "CpuReport", "backlog", "live", "publishing_alone", "broker_only", "ceiling_only", "celebrity", "push", "get_json",
+    "Setup", "CpuReport", "backlog", "live", "publishing_alone", "idle", "broker_only", "ceiling_only", "celebrity", "push", "get_json",
 ]
