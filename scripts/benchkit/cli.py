@@ -44,7 +44,8 @@ users, so that tables and indexes are large while counters stay zero.
 
 Environment: BADGEPIPE_BENCH_BUILD_PATH (swift build --scratch-path, default .build; relative to the package),
 BADGEPIPE_BENCH_BUILD_FLAGS (more `swift build` arguments, e.g. -Xswiftc -g), BADGEPIPE_BENCH_PACKAGE_PATH (the
-package to build and run, default this checkout), BADGEPIPE_BENCH_SINK_PORT (default 18787),
+package to build and run, default this checkout), BADGEPIPE_BENCH_BINARIES (a directory of binaries built before:
+nothing is built), BADGEPIPE_BENCH_SINK_PORT (default 18787),
 BADGEPIPE_BENCH_POSTGRES_URL, BADGEPIPE_PARTITIONS (default 8), BADGEPIPE_BENCH_SERIES=FILE (live runs: every
 latency, in ms). The partition queues badgepipe.events.<n> (a default deployment's names) are purged before a run,
 which refuses to start while something else consumes them. Logs: .services/bench/.

@@ -52,6 +52,14 @@ def services_env():
 def build(products, build_path, package_path):
     """Release builds of `products` (with the extra `swift build` arguments of BADGEPIPE_BENCH_BUILD_FLAGS, e.g.
     `-Xswiftc -g` for a build that valgrind can name functions in); returns the directory of the binaries."""
+    prebuilt = os.environ.get("BADGEPIPE_BENCH_BINARIES")
+    if prebuilt:
+        # Binaries built before (copies kept aside: alternating runs of two commits without rebuilding either).
+        missing = [product for product in products if not os.path.exists(os.path.join(prebuilt, product))]
+        if missing:
+            raise BenchError(f"BADGEPIPE_BENCH_BINARIES={prebuilt} has no {', '.join(missing)}")
+        print(f"bench: the binaries in {prebuilt} (BADGEPIPE_BENCH_BINARIES), not built", flush=True)
+        return prebuilt
     flags = os.environ.get("BADGEPIPE_BENCH_BUILD_FLAGS", "").split()
     for product in products:
         print(f"bench: swift build -c release --product {product} (scratch path {build_path})", flush=True)
