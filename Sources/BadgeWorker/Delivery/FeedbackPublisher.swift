@@ -1,5 +1,6 @@
 import AMQPClient
 import BadgeStore
+import BadgeSupport
 import BadgeWire
 import Foundation
 import Logging
@@ -64,7 +65,9 @@ final class FeedbackPublisher: Sendable {
     func run(on connection: AMQPConnection) async {
         var channel: AMQPChannel?
         var failing = false
-        var backoff = Duration.seconds(1)
+        // The waits between failed passes: full jitter below a ceiling of 1 s doubling up to ``poll`` (1 s at least).
+        let backoff = Backoff(initial: .seconds(1), maximum: max(poll, .seconds(1)))
+        var failures = 0
         while !Task.isCancelled, !connection.isClosed {
             do {
                 let open: AMQPChannel
@@ -77,7 +80,7 @@ final class FeedbackPublisher: Sendable {
                 }
                 try await publish(on: open) {
                     failing = false
-                    backoff = .seconds(1)
+                    failures = 0
                 }
             } catch is CancellationError {
                 return
@@ -100,8 +103,8 @@ final class FeedbackPublisher: Sendable {
                     }
                     failing = true
                 }
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, max(poll, .seconds(1)))
+                failures += 1
+                try? await Task.sleep(for: backoff.delay(attempt: failures))
             }
         }
     }
