@@ -19,8 +19,8 @@ extension APIServer {
     /// A client that left is noticed at the next write, a keep-alive at the latest.
     func stream(_ request: Request) async throws -> Response {
         // The token's check and the first reads run in a task of their own: a task keeps the frame memory of its
-        // deepest call until it ends, and the connection's task lives as long as the stream, so it should never
-        // have been as deep as a JWT verification or a read on the thread pool (about 3 KiB a stream).
+        // deepest call until it ends, and the connection's task lives as long as the stream, so it must never go
+        // as deep as a JWT verification or a read on the thread pool.
         let opening = Task { try await openStream(request) }
         let (user, current, known, lastEventID) = try await withTaskCancellationHandler {
             try await opening.value

@@ -27,7 +27,7 @@ enum Retry {
     static let unavailableBackoff = Backoff(initial: .milliseconds(250), maximum: .seconds(5))
 
     /// How long one attempt may take before it is cancelled and retried. It helps only a call that honours
-    /// cancellation; one that does not (see `PostgresExecutor.queryIfOpen` for the case we met) is left to the
+    /// cancellation; one that does not (see `PostgresExecutor.queryIfOpen` for such a case) is left to the
     /// watchdog.
     static let attemptTimeout: Duration = .seconds(10)
 

@@ -11,8 +11,8 @@ public struct WorkerConfiguration: Sendable {
     /// A worker that is gone without closing its connection (its host lost, the network cut, the process frozen,
     /// or a container killed with its last packets dropped) keeps the single-active-consumer slot and the unacked
     /// messages of every partition queue it consumed until the broker gives up on it after two to three silent
-    /// intervals. Measured on RabbitMQ 3.10 with one of two workers frozen: the other delivered the frozen one's
-    /// partition 8.5 s after the freeze at 5 (the lease TTL is 5 s), 84 s at AMQPClient's default of 30.
+    /// intervals: at 5 its partitions move to another worker within seconds, close to the lease TTL (5 s); at
+    /// AMQPClient's default of 30, only after a minute or more.
     /// `?heartbeat=N` in the URL overrides it; values under 5 risk a busy broker dropping a live worker, whose
     /// unacked messages then count as a delivery.
     public static let defaultHeartbeatSeconds = 5
@@ -84,9 +84,8 @@ public struct WorkerConfiguration: Sendable {
     /// How long a delivery round's outcomes may wait to be recorded with the next claim; when no new pushes come
     /// in that time, they are recorded on their own. A push stays sent but not recorded (what a crash sends again,
     /// with the same `apns-id`) for its round plus this long. Zero by default: a round's outcomes are recorded as
-    /// soon as it ends, with the next claim when new pushes are already waiting, on their own otherwise (with
-    /// 25 ms, the fleet suite's 12 SIGKILLs duplicated 11–75 alerts; with the outcomes recorded right after the
-    /// round, 3–9).
+    /// soon as it ends, with the next claim when new pushes are already waiting, on their own otherwise: the
+    /// shorter a push stays sent but not recorded, the fewer alerts a crash sends twice.
     public var deliveryRecordDelay = Duration.zero
     /// How long a worker's publisher of token feedback holds the entries it took (see `FeedbackPublisher`): an entry
     /// it took and did not publish (its broker session ended) is published by the next one, of any worker, after this.

@@ -14,8 +14,8 @@ import Logging
 ///   at the next node of the list (``AMQPNodeRotation``);
 /// - the broker refused an event (`basic.nack`, for example a queue at its length limit, or a quorum queue without a
 ///   majority): the connection is given up and the events are sent on a new one after a wait that starts at
-///   ``refusalBackoff``'s 100 ms and doubles to 2 s (a channel that refused once went on refusing for a minute
-///   after a cluster node's loss on RabbitMQ 3.10.8, where a new connection was served at once);
+///   ``refusalBackoff``'s 100 ms and doubles to 2 s (after a cluster node's loss, a channel that refused once
+///   can go on refusing where a new connection is served at once);
 /// - the oldest event waited ``stall`` for its confirm: the connection is given up as above (a connection can stay
 ///   open with neither confirm nor refusal after a node's loss).
 ///
@@ -41,8 +41,8 @@ struct EventPublisher {
 
     /// The shortest sleep between two sends of a paced load: everything due is sent together, at most every 2 ms.
     ///
-    /// Sending what is due every 2 ms rather than waking once per message halves the publisher's CPU and lowers
-    /// the broker's (docs/performance.md has the figures). Each event's `occurred_at` is still stamped right before
+    /// Sending what is due every 2 ms rather than waking once per message costs the publisher and the broker less
+    /// CPU (docs/performance.md has the figures). Each event's `occurred_at` is still stamped right before
     /// it is sent; below 500 events/s every event still goes out at its own time.
     static let pacingQuantum: Duration = .milliseconds(2)
     /// How long the oldest unconfirmed event may wait for its confirm before its connection is given up.

@@ -7,8 +7,8 @@ import BadgeWire
 ///
 /// A user's device token depends on the user alone (`load-u7` always registers the same token), so a second load
 /// over the same users, such as `scripts/bench`'s live run after its backlog, registers the devices they already
-/// have and costs per event what the first did; a token that changed with every run gave each user one more
-/// device per run, and the second run sent about twice the pushes per event.
+/// have and costs per event what the first did; a token that changed with every run would give each user one
+/// more device per run, and each run more pushes per event than the one before.
 struct LoadGenerator {
     private var random: SeededGenerator
     private let users: Int

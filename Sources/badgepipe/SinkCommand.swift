@@ -80,8 +80,7 @@ struct SinkServeCommand: AsyncParsableCommand {
     var eventLoops: Int?
 
     /// One event loop: the pushes are answered on it, and one thread woken for many connections costs less CPU a
-    /// push than one per core. `push-bench`, HTTP/1.1, 8 in flight, one loop against two: 29.5–32.0 against
-    /// 35.8–39.8 µs of sink CPU a push over TLS, 23.5–26.5 against 30.5–32.0 plain (see `docs/performance.md`).
+    /// push than one per core (the figures are in `docs/performance.md`).
     static let defaultEventLoops = 1
 
     func run() async throws {

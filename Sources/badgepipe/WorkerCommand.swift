@@ -139,9 +139,8 @@ struct WorkerCommand: AsyncParsableCommand {
 
     /// One event-loop thread per worker by default. A worker's network work (PostgreSQL, the providers, the
     /// operations listener) is small next to what the machine's other processes do, and a fleet scales by
-    /// processes: with one loop thread instead of one per core, a worker wakes fewer threads per event. Live at
-    /// 2,000 events/s with 3 workers on 2 cores, p99 in alternating runs (one loop / one per core): 60 / 65,
-    /// 57 / 57, 41 / 53, 54 / 71, 47 / 77 and 35 / 35 ms; backlog throughput unchanged (see `docs/performance.md`).
+    /// processes: with one loop thread instead of one per core, a worker wakes fewer threads per event (the figures
+    /// are in `docs/performance.md`).
     static let defaultEventLoops = 1
 
     func run() async throws {

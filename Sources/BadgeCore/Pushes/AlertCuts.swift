@@ -6,8 +6,7 @@ import Synchronization
 /// An alert goes to each of a user's devices with the same text and a body that differs only in the badge, the
 /// counts, the version and (FCM) the token. How many Characters of the text fit depends only on the text, the
 /// provider's layout and the bytes those other fields leave to it: one cut serves every push of the event with
-/// that many bytes left, and the others render once instead of searching (a comment of 20,000 quotes to 100
-/// devices: about 6 renderings of up to 15 KB each per push without it, one of 4 KB with it).
+/// that many bytes left, and the others render once instead of searching.
 ///
 /// At most ``capacity`` cuts are kept; when full, all are forgotten (a cut is only ever a saving).
 public final class AlertCuts: Sendable {

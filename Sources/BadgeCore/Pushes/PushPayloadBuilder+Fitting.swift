@@ -10,8 +10,7 @@ extension PushPayloadBuilder {
     /// `render` must write the title and the body whole, each in at least as many bytes as its UTF-8 (the
     /// payloads do: JSON strings, escaped). Then a text longer than `limit` in UTF-8 cannot fit, and one more
     /// Character makes the rendering at least a byte longer: the search looks at no more than `limit` Characters
-    /// of a text however long (a comment of 20,000 quotes took 44 ms a push in a debug build when the search
-    /// rendered prefixes of up to the whole text, each 40 KB of JSON).
+    /// of a text however long, and never renders a prefix longer than that.
     ///
     /// With `cuts`, a body shortened before under the same `key` (the same text and layout: see ``AlertCuts``)
     /// with as many bytes left for it is cut where it was, and rendered once; `render` must then also write the

@@ -34,8 +34,7 @@ public final class ProviderClients: Sendable {
                 http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(1, http1ConnectionsPerHost)
                 if configuration.http1Only { http.httpVersion = .http1Only }
                 // No spans: the product bootstraps no tracer, and with the default one (the global no-op tracer)
-                // every request still ran in a span whose attributes parsed its URL a second time (1.1 % of a
-                // PostgreSQL worker's instructions, 3 % with the span).
+                // every request would still run in a span whose attributes parse its URL a second time.
                 http.tracing.tracer = nil
                 return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
             }

@@ -7,12 +7,12 @@ extension DeliveryQueries {
     /// and move each device's `pushed_version` to its last push, and the statement does exactly that itself (the
     /// `simple` check). Returns nil, having only marked the rows (which a claim under the same epoch takes again) and
     /// removed `removed`, when the round is not that simple (a push to a token that moved to another user, or one older
-    /// than what went to its device): the caller then claims in a transaction as before. Superseded badge-only pushes
+    /// than what went to its device): the caller then claims in a transaction. Superseded badge-only pushes
     /// (coalesced) are deleted by a second statement.
     ///
-    /// Why: a claim was `BEGIN`, the claim, the `pushed_version` update and `COMMIT`, and at 2,000 events/s on
-    /// 3 workers claims were most of the fleet's round trips to PostgreSQL (about 250 claims a second against
-    /// about 100 ingestion transactions), each a wake-up of a backend and of the worker.
+    /// Why: a claim in a transaction is `BEGIN`, the claim, the `pushed_version` update and `COMMIT`, and under a
+    /// live load claims come more often than ingestion transactions, so they make most of a fleet's round trips to
+    /// PostgreSQL, each a wake-up of a backend and of the worker.
     static func claimDueAtOnce(
         partition: Int?, limit: Int, lease: PartitionLease, skipClaimedBefore: Int64?,
         removing removed: [Int64], database: any SQLTransactor

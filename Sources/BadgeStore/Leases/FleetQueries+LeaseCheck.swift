@@ -14,8 +14,8 @@ extension FleetQueries {
     /// The lock protocol: a change of owner always locks the row `FOR UPDATE` first (the lease round's takeover
     /// selects free rows `FOR UPDATE SKIP LOCKED`), which waits for every fenced transaction still holding the
     /// row. A renewal, which only moves `expires_at` forward, takes `FOR NO KEY UPDATE` and does not wait for
-    /// them: under `FOR SHARE` every renewal queued behind the in-flight batches and every new batch queued behind
-    /// the renewal, a convoy measured at 150 ms per lease round (p99 latency above a second at 2,000 events/s).
+    /// them: under `FOR SHARE` every renewal would queue behind the in-flight batches and every new batch behind
+    /// the renewal, a convoy that would slow every lease round and every batch under load.
     static func checkLease(_ lease: PartitionLease, sql: any SQLExecutor) async throws {
         var binds = SQLBinds()
         let rows = try await sql.query(

@@ -3,13 +3,12 @@ import NIOCore
 /// Runs a task's jobs on one NIO event loop: a transaction's code runs on the thread of the connection it talks
 /// to (see `PostgresTransactor`).
 ///
-/// Why: on the cooperative pool, every statement crossed threads twice, to the connection's event loop to be
-/// written (an `eventfd` wake-up) and back to the pool when its answer came (a `futex` wake-up). On this 2-core
-/// virtual machine, context switches were the largest single cost in a worker's profile (`finish_task_switch`
-/// 20 % of its CPU at 300 events/s). On the connection's own loop, writing a statement, reading its answer and
-/// resuming the transaction after it are steps of one thread, and the loop only sleeps in `epoll` while the
-/// database works. The code between two statements is short (building and reading row sets), so the loop is not
-/// held up for long.
+/// Why: on the cooperative pool, every statement crosses threads twice, to the connection's event loop to be
+/// written (an `eventfd` wake-up) and back to the pool when its answer comes (a `futex` wake-up), and on a machine
+/// of few cores those context switches weigh heavily in a worker's CPU. On the connection's own loop, writing a
+/// statement, reading its answer and resuming the transaction after it are steps of one thread, and the loop only
+/// sleeps in `epoll` while the database works. The code between two statements is short (building and reading row
+/// sets), so the loop is not held up for long.
 final class EventLoopTaskExecutor: TaskExecutor {
     let eventLoop: any EventLoop
 

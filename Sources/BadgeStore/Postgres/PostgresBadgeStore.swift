@@ -26,8 +26,8 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     let client: PostgresClient
     let database: PostgresTransactor
     /// Lease rounds run on a pool of their own, on an event loop of their own (``leaseEventLoopGroup``): renewing
-    /// a lease must never wait in line behind a worker's bulk of claims and batches (when it did, under load,
-    /// leases expired while their owners were healthy).
+    /// a lease must never wait in line behind a worker's bulk of claims and batches (under load, leases would expire
+    /// while their owners are healthy).
     let leaseClient: PostgresClient
     let leaseDatabase: PostgresTransactor
     /// The schema that holds the tables (`search_path`), or `nil` for the server's default (`public`).
@@ -82,10 +82,9 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
 
     /// The one thread the lease pools of every store in the process run on (and, through `EventLoopTaskExecutor`,
     /// their transactions' code). A transaction runs its code on its connection's event loop; on the shared loops
-    /// a lease round waited while a batch of large events built its statements there (seconds, on a loaded
-    /// machine: the round's own transaction then sat idle past the server's idle-in-transaction timeout and the
-    /// lease went to another worker, nine takeovers in one minute of a fan-out of 40 KB comments). Like NIO's
-    /// singletons, it lives as long as the process.
+    /// a lease round would wait while a batch of large events builds its statements there, long enough on a loaded
+    /// machine for the round's own transaction to sit idle past the server's idle-in-transaction timeout and the
+    /// lease to go to another worker. Like NIO's singletons, it lives as long as the process.
     static let leaseEventLoopGroup: MultiThreadedEventLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// Creates a store from `postgres://user:password@host:port/database` (or `postgresql://`). Query
@@ -99,7 +98,7 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     /// The statement timeout makes the server give up a statement that ran (or waited for a lock) that long, just
     /// before the worker gives up waiting for it (`Retry.attemptTimeout`, 10 s) and tries again: without it, the
     /// abandoned statement would go on running on the server, holding its row locks, and the retry would queue
-    /// behind it (seen as claims timing out one after another after a PostgreSQL restart on a loaded machine).
+    /// behind it.
     ///
     /// The idle-in-transaction timeout makes the server end a session that sat inside a transaction without
     /// sending anything for that long. A worker never pauses inside a transaction (no I/O but the statements

@@ -6,7 +6,7 @@ extension PostgresExecutor {
     ///
     /// postgres-nio 1.33 hands a query to its channel with a write whose promise is `nil`. Once the channel has
     /// closed (the server was stopped, say), its handlers are gone and such a write fails silently: the query
-    /// never completes and its caller waits forever, cancellation or not. That is what wedged workers after a
+    /// never completes and its caller waits forever, cancellation or not. That can wedge a worker after a
     /// PostgreSQL restart: the pool can lease a connection that has just closed, and a transaction's next statement
     /// or ROLLBACK can follow a close. Checking the channel and writing in one event-loop task leaves no gap: an
     /// open channel still has its handler, which answers or fails the query.

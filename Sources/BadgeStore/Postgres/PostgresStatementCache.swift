@@ -5,28 +5,24 @@ import Synchronization
 /// Which statements each PostgreSQL connection has prepared (server-side, by SQL `PREPARE`), so that a statement
 /// run again and again is parsed and planned once per connection instead of once per call.
 ///
-/// Why: at a few events per batch, planning was most of PostgreSQL's work. Measured with `pg_stat_statements`
-/// (`track_planning`) at 300 events/s on 3 workers: 8.6 s of planning against 3.7 s of execution, the fenced claim
-/// alone 0.39 ms of planning a call against 0.12 ms of execution.
+/// Why: at a few events per batch, planning the store's statements costs PostgreSQL more than running them.
 ///
 /// How: postgres-nio 1.33 prepares protocol-level statements only for types known at compile time
 /// (`PostgresPreparedStatement`), and our statements are built at run time, so a statement is prepared in SQL
 /// (`PREPARE name (types) AS …`) and run with `EXECUTE name(literals)`; the values travel as literals (see
 /// ``literal(_:)``). A statement is prepared on a connection the third time the same text (and the same bind
-/// types) runs there, at most ``capacity`` per connection; others run as before. Prepared statements outlive the
+/// types) runs there, at most ``capacity`` per connection; others run unprepared. Prepared statements outlive the
 /// transaction that prepared them (they are the session's, even when the transaction rolls back), and go with
 /// the connection, whose entry is dropped when it closes.
 ///
 /// Plans: the worker's connections start with `plan_cache_mode = force_generic_plan` (``startupParameters``), so a
 /// prepared statement is planned once, when first executed, and never again for its values. Left to choose,
-/// PostgreSQL kept planning the fenced ingestion read for each call's values (its custom plans looked cheaper),
-/// 2–3 ms a call. Our binds are mostly JSON row sets whose contents the planner cannot see anyway, and every
-/// statement reads by key. A generic plan does not follow a table as it grows, so the connections also start with
+/// PostgreSQL keeps planning the fenced ingestion read for each call's values (its custom plans look cheaper).
+/// Our binds are mostly JSON row sets whose contents the planner cannot see anyway, and every statement reads by
+/// key. A generic plan does not follow a table as it grows, so the connections also start with
 /// `enable_seqscan = off`: every statement the store runs reads by key through an index, and a plan cached while
-/// a table was nearly empty would otherwise keep scanning it whole once it has grown (seen: a claim planned on an
-/// empty outbox took 0.4–3.8 s a call once the outbox held 50,000 rows). Measured with `pg_stat_statements`
-/// (`track_planning`) at 2,000 events/s on 3 workers: planning went from 5.6 s to 0.9 s of PostgreSQL's time in a
-/// 20 s run, with the row sets' size out of the SQL text (see `SQLRowSet.table`) and generic plans together.
+/// a table was nearly empty would otherwise keep scanning it whole once it has grown. Generic plans pay off
+/// together with the row sets' size kept out of the SQL text (see `SQLRowSet.table`): one text, one plan.
 final class PostgresStatementCache: Sendable {
     /// What to do with one statement.
     enum Step: Equatable {
@@ -82,8 +78,8 @@ final class PostgresStatementCache: Sendable {
         return types + "|" + sql
     }
 
-    /// Whether `text` has a NUL character, found with `memchr` over its UTF-8: a row set's JSON is kilobytes, and
-    /// `text.utf8.contains(0)` had cost 1.6 % of a PostgreSQL worker's instructions.
+    /// Whether `text` has a NUL character, found with `memchr` over its UTF-8: a row set's JSON is kilobytes, too
+    /// much to walk through `text.utf8.contains(0)` for every statement.
     static func containsNUL(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in
@@ -148,10 +144,10 @@ final class PostgresStatementCache: Sendable {
 
     /// A bind as an SQL literal of the same value. Text is a dollar-quoted string (`$v$…$v$`), whose content is
     /// taken as it is whatever `standard_conforming_strings` says, so the text is copied whole, in one piece.
-    /// (An escape string, `E'…'`, doubled every backslash and quote: a row set's JSON of events whose text is
-    /// quotes is mostly backslashes, and escaping a batch of 40 KB ones one run at a time kept its transaction
-    /// open, idle on the server, for seconds on a loaded machine; see ``dollarTag(for:)``.) Integers are written
-    /// in parentheses and cast, so that the most negative one reads as a `bigint` too.
+    /// (An escape string, `E'…'`, would double every backslash and quote: a row set's JSON of events whose text is
+    /// quotes is mostly backslashes, and escaping a batch of 40 KB ones would keep its transaction open, idle on the
+    /// server, while the worker escapes; see ``dollarTag(for:)``.) Integers are written in parentheses and cast, so
+    /// that the most negative one reads as a `bigint` too.
     static func literal(_ value: SQLValue) -> String {
         switch value {
         case .null: return "NULL"

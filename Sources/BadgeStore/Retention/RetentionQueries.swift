@@ -24,9 +24,9 @@ enum RetentionQueries {
             let cutoffAge = binds.add(.int(max(0, age.wholeMicroseconds)))
             let old = "\(column) < \(FleetQueries.statementNow(sql.dialect)) - \(cutoffAge)"
             // The batch's rows by their physical address (a TID scan on PostgreSQL, the rowid on SQLite), found once:
-            // with `(key) IN (SELECT key … LIMIT n)`, a generic plan made while the table was small joined the
-            // subquery to the old rows and ran it again for each of them (1.2 s for 500 of 20,000 rows; with a
-            // million it would never finish within the statement timeout, and retention would stop).
+            // with `(key) IN (SELECT key … LIMIT n)`, a generic plan made while the table is small joins the
+            // subquery to the old rows and runs it again for each of them: with a million rows it would never
+            // finish within the statement timeout, and retention would stop.
             let address = sql.dialect.rowAddress
             let statement =
                 "DELETE FROM \(table) WHERE "

@@ -373,9 +373,8 @@ extension EventRules {
         return batch.add(columns: Self.deviceColumns) { binds in
             let values = "SELECT \(column) FROM \(set.table("s", binds: &binds, dialect: dialect))"
             // On PostgreSQL `= ANY(ARRAY(…))`, an index condition whatever the statistics say. With `IN (SELECT …)`
-            // a generic plan made while `devices` was nearly empty (the first batches) hash-joined the whole
-            // `devices_active_user` index, 5,000 rows and about 5 ms for a batch of 26 users (seen with
-            // auto_explain at 2,000 events/s).
+            // a generic plan made while `devices` is nearly empty (the first batches) hash-joins the whole
+            // `devices_active_user` index, however few users the batch has.
             let condition = dialect.among(column, values)
             return "SELECT \(Self.deviceColumns.map(\.name).joined(separator: ", ")) FROM devices WHERE \(condition)"
                 + "\(filter) ORDER BY token\(lock)"

@@ -31,8 +31,8 @@ enum SQLDialect: Sendable {
     /// SQLite.
     ///
     /// Why: the connections cache generic plans (`plan_cache_mode = force_generic_plan`), made on the statistics
-    /// of the moment. With `IN (SELECT …)`, a plan made while the outbox was empty (as autovacuum finds it once it
-    /// drains) joined the subquery to a scan of the whole table, and ran the subquery again for each row of it.
+    /// of the moment. With `IN (SELECT …)`, a plan made while the outbox is empty (as autovacuum finds it once it
+    /// drains) joins the subquery to a scan of the whole table, and runs the subquery again for each row of it.
     func among(_ column: String, _ subquery: String) -> String {
         self == .postgres ? "\(column) = ANY(ARRAY(\(subquery)))" : "\(column) IN (\(subquery))"
     }
@@ -41,9 +41,9 @@ enum SQLDialect: Sendable {
     /// values as index conditions (` OFFSET 0`: a subquery with an offset is never pulled up into a join);
     /// nothing on SQLite, which runs correlated subqueries that way anyway.
     ///
-    /// Why: pulled up, the outbox's "nothing of this device waits before it" check became an anti join, and a
-    /// generic plan made while the outbox looked empty scanned the whole outbox for every row the claim looked at:
-    /// claims over a backlog of a few thousand rows ran into the statement timeout again and again.
+    /// Why: pulled up, the outbox's "nothing of this device waits before it" check becomes an anti join, and a
+    /// generic plan made while the outbox looks empty scans the whole outbox for every row the claim looks at:
+    /// claims over a backlog would run into the statement timeout again and again.
     var perRowSubquery: String {
         self == .postgres ? " OFFSET 0" : ""
     }

@@ -46,8 +46,8 @@ struct SQLRowSet {
 
     /// The rows as the one bind value of the statement.
     var bind: SQLValue {
-        // Written straight into the string: `json + "]"` then `String(decoding:)` held the rows three times at once
-        // (a batch of 128 alerts of 40 KB events is 10 MB of rows).
+        // Written straight into the string: `json + "]"` then `String(decoding:)` would hold the rows three times at
+        // once (a batch of 128 alerts of 40 KB events is 10 MB of rows).
         .text(
             String(unsafeUninitializedCapacity: json.count + 1) { buffer in
                 let written = buffer.initialize(fromContentsOf: json)
@@ -78,17 +78,15 @@ struct SQLRowSet {
             }
             // The LIMIT (the array's own length, so it drops nothing) is for the planner, which otherwise takes any
             // set-returning function for 100 rows: joined with a small table, 100 rows look cheaper by a hash join
-            // over a sequential scan than by index lookups, so each batch of a few events scanned whole tables
-            // (measured: the read-state load took 11 ms a call at 16,000 notifications, and grew with them). A
-            // plan made for the bind's value folds it to the exact count; a generic plan takes a LIMIT it cannot
-            // fold for a tenth of the rows, 10. It is an expression of the bind, not a literal, so that the SQL
-            // text never depends on the batch's size and one prepared statement serves every size (see
-            // `PostgresStatementCache`). With the count as a literal (rounded up to a power of two), each part of a
-            // statement multiplied its texts by up to nine: the ingestion statements ran mostly unprepared, and
-            // planning them was a third of PostgreSQL's time at 2,000 events/s (2.6 ms a call for the read).
-            // The bind is read as `jsonb`, parsed once into a binary form; as `json`, every `->>` parsed its row's
-            // text again from the start (10 outbox rows of 20 columns: 190 µs against 25 µs in psql; at 2,000
-            // events/s the ingestion statements' execution time fell by about a fifth).
+            // over a sequential scan than by index lookups, so each batch of a few events would scan whole tables,
+            // at a cost that grows with them. A plan made for the bind's value folds it to the exact count; a
+            // generic plan takes a LIMIT it cannot fold for a tenth of the rows, 10. It is an expression of the
+            // bind, not a literal, so that the SQL text never depends on the batch's size and one prepared
+            // statement serves every size (see `PostgresStatementCache`). With the count as a literal (even rounded
+            // up to a power of two), each part of a statement would multiply its texts by up to nine, and the
+            // ingestion statements would run mostly unprepared.
+            // The bind is read as `jsonb`, parsed once into a binary form; as `json`, every `->>` would parse its
+            // row's text again from the start.
             return "(SELECT \(cells.joined(separator: ", ")), e.n AS ord "
                 + "FROM jsonb_array_elements(\(placeholder)::jsonb) WITH ORDINALITY AS e(v, n) "
                 + "LIMIT jsonb_array_length(\(placeholder)::jsonb)) AS \(alias)"
@@ -106,8 +104,8 @@ struct SQLRowSet {
     ///
     /// On PostgreSQL a `LATERAL` subquery, so each row of the set is one index lookup whatever the statistics
     /// say: with a plain join, statistics taken while a partial index was empty (every stored notification read)
-    /// made the planner scan that whole index once it had filled up, 80–140 ms a batch with 1,000,000 stored
-    /// notifications. On SQLite, whose planner already drives such joins from the small side, a plain join.
+    /// make the planner scan that whole index once it has filled up, at a cost that grows with the notifications
+    /// stored. On SQLite, whose planner already drives such joins from the small side, a plain join.
     func joinEach(
         _ alias: String, reading placeholder: String, dialect: SQLDialect, table: String, as tableAlias: String,
         columns: String, on condition: String, limit: SQLRowLimit? = nil
@@ -116,8 +114,7 @@ struct SQLRowSet {
         switch dialect {
         case .postgres:
             // OFFSET 0 keeps the subquery a subquery: the planner flattens a plain one into the join, after which
-            // it may reorder it and scan the index whole again (measured: 47 ms against 0.08 ms). A LIMIT does the
-            // same.
+            // it may reorder it and scan the index whole again. A LIMIT does the same.
             let tail = limit.map { "ORDER BY \($0.orderBy) LIMIT \($0.count)" } ?? "OFFSET 0"
             return "\(source) CROSS JOIN LATERAL (SELECT \(columns) FROM \(table) \(tableAlias) WHERE \(condition) "
                 + "\(tail)) \(tableAlias)"

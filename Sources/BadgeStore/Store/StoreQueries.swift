@@ -92,12 +92,12 @@ enum StoreQueries {
     /// plan made afterwards (the connections cache generic plans, see `PostgresStatementCache`) takes it for a
     /// table of one row, and picks among its indexes by accident: rows looked up by `id` through a whole-index scan
     /// of `outbox (token, id)`, a token's rows read from `outbox_pkey` from one id to the end. Harmless while it is
-    /// small; once a backlog forms, every claim scans whole indexes, the backlog grows faster, and claims ran into
-    /// the statement timeout retry after retry until autovacuum came round a minute later (p99 41–66 s at 30–50 %
-    /// of a fleet's capacity). `ANALYZE` records the backlog, which invalidates the plans, and they are made again
-    /// on it. Several workers may see it at once: the one that takes the advisory lock ``outboxAnalyzeLockKey``
-    /// (for its transaction, without waiting) does it, and the others go on (`SKIP_LOCKED` instead would have
-    /// PostgreSQL warn in its log each time).
+    /// small; once a backlog forms, every claim scans whole indexes, the backlog grows faster, and claims run into
+    /// the statement timeout retry after retry until autovacuum comes round, up to a minute later. `ANALYZE`
+    /// records the backlog, which invalidates the plans, and they are made again on it. Several workers may see it
+    /// at once: the one that takes the advisory lock ``outboxAnalyzeLockKey`` (for its transaction, without
+    /// waiting) does it, and the others go on (`SKIP_LOCKED` instead would have PostgreSQL warn in its log each
+    /// time).
     static func keepOutboxStatistics(depth: Int, database: any SQLTransactor) async throws {
         guard depth >= outboxAnalyzeDepth else { return }
         let rows = try await database.transaction { sql in

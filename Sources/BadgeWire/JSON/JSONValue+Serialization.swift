@@ -72,9 +72,8 @@ extension JSONValue {
     }
 
     /// The escaping itself, over contiguous bytes and not generic: the runs that need no escape are copied
-    /// whole, and each byte is read through a pointer. (Generic over a `Collection`, a debug build looked up
-    /// the collection's index and slice types for every byte: 220 ns a byte written, most of a test worker's
-    /// CPU in a fan-out of comments of 20,000 quotes, every push body rendered twice to fit 4 KB.)
+    /// whole, and each byte is read through a pointer. (Generic over a `Collection`, a debug build would look up
+    /// the collection's index and slice types for every byte, too slow for the tests' fan-outs of long comments.)
     private static func writeString(bytes: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         guard let base = bytes.baseAddress else {

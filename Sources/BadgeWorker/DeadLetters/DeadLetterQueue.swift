@@ -214,10 +214,10 @@ public struct DeadLetterQueue: Sendable {
     ///
     /// RabbitMQ 3.10's quorum queue client (in the broker's channel) holds acknowledgements back while more than
     /// 32 of its commands wait to be applied, and forgets them when the channel closes: the broker then hands those
-    /// messages back as if never acknowledged (seen under load: the last 9 or 10 of 2,500). Replaying them again
-    /// would only publish duplicates the worker ignores, but the dead queue must not show what was replayed. So when
-    /// the queue holds more than `expected` after a replay, a pass looks for those messages, by what they were
-    /// (``ParkedIdentity``), and removes them; up to five times.
+    /// messages back as if never acknowledged. Replaying them again would only publish duplicates the worker
+    /// ignores, but the dead queue must not show what was replayed. So when the queue holds more than `expected`
+    /// after a replay, a pass looks for those messages, by what they were (``ParkedIdentity``), and removes them;
+    /// up to five times.
     func sweep(_ removed: [ParkedIdentity: Int], expected: Int) async throws {
         for _ in 0..<5 {
             guard try await depth() > expected else { return }

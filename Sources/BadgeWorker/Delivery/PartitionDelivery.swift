@@ -32,8 +32,8 @@ struct PartitionDelivery: Sendable {
     var wakePartitions: @Sendable ([Int]) -> Void = { _ in }
 
     /// How many outcomes of handed rounds that follow each other without a pause wait to be recorded together at
-    /// most (what a crash mid-stream sends again, with the same `apns-id`; at 2,000 events/s a partition's
-    /// record then costs a statement every 8 pushes or so).
+    /// most (what a crash mid-stream sends again, with the same `apns-id`): under a steady stream a partition's
+    /// record costs a statement for about this many pushes.
     static let handedRecordSize = 8
 
     func run() async throws {

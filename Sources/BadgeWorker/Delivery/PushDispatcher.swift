@@ -66,9 +66,8 @@ struct PushDispatcher: Sendable {
     /// is zero.
     ///
     /// Why: the pushes an ingestion transaction claims for several partitions go out at once, in a round of each
-    /// partition, and each round's outcomes were then recorded by a statement of their own, about the same
-    /// moment. At 700 events/s over 3 workers those deletes were a third of all the statements PostgreSQL ran
-    /// (2.1 a worker's tick, 0.43 an event), each with its round trip and its commit.
+    /// partition, and each round's outcomes would otherwise be recorded by a statement of their own, at about the
+    /// same moment: a large share of the statements PostgreSQL runs, each with its round trip and its commit.
     private static func recordGroup(
         store: any BadgeStore, gathering: Duration, health: WorkerHealth?, logger: Logger
     ) -> TransactionGroup<DeliveryRecord, Void>? {

@@ -16,8 +16,8 @@ import BadgeStore
 /// - Rounds come every third of the TTL; while the fleet rebalances (this worker acquired or gave up partitions,
 ///   holds more than its share, or saw the number of live workers change) they come every `fastInterval` for two
 ///   TTLs, so that a fleet that starts together, or a worker that joins, spreads the partitions in a fraction of a
-///   second instead of a few rounds (it was 5 s with a 5 s TTL). A partition that stopped is released at once (the
-///   session runs a round as soon as one stops).
+///   second instead of a few rounds. A partition that stopped is released at once (the session runs a round as
+///   soon as one stops).
 struct LeaseStateMachine {
     /// What the session does after a round.
     enum Action: Equatable {

@@ -7,9 +7,9 @@ import Synchronization
 ///
 /// A worker is crash-only by design: everything it has not committed is unacked and returns to its queue, its
 /// leases expire, and its outbox is sent by the next owner. So when a call into a client library never returns
-/// (seen with pooled PostgreSQL connections requested while the server was restarting), exiting and letting the
-/// supervisor (systemd, docker `restart: always`, `scripts/fleet`) start a fresh process is the bounded, safe
-/// way out. Exit status 75 (EX_TEMPFAIL) says so.
+/// (a pooled PostgreSQL connection requested while the server restarts, say), exiting and letting the supervisor
+/// (systemd, docker `restart: always`, `scripts/fleet`) start a fresh process is the bounded, safe way out. Exit
+/// status 75 (EX_TEMPFAIL) says so.
 final class Watchdog: Sendable {
     private struct State {
         /// Work that started and has not finished: name → start time.

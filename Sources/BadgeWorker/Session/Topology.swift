@@ -6,9 +6,9 @@ import Logging
 /// `badgepipe.events` is a modulus-hash exchange (`x-modulus-hash`, from the `rabbitmq_sharding` plugin): the
 /// routing key (the event's recipient) is hashed, modulo the number of partition queues `badgepipe.events.<n>`,
 /// taken in name order, so one user's events always land in one queue, in publish order. Not the consistent-hash
-/// exchange: its hash ring is rebuilt from the bindings in arbitrary order when the broker restarts (measured on
-/// 3.10.8), which moves users to other partitions while their earlier events still wait in the old ones. Changing
-/// the number of partitions moves most users, so it is fixed per deployment.
+/// exchange: its hash ring is rebuilt from the bindings in arbitrary order when the broker restarts, which moves
+/// users to other partitions while their earlier events still wait in the old ones. Changing the number of
+/// partitions moves most users, so it is fixed per deployment.
 ///
 /// Each partition queue has single active consumer (one worker at a time consumes it, another takes over when that
 /// one dies), a delivery limit (a message that keeps killing workers is dead-lettered instead of looping) and

@@ -19,10 +19,10 @@
 /// while it waits for the tick goes with it rather than into the next round.
 ///
 /// Why: each transaction costs its round trips, its commit and its statements' fixed work in the worker, in
-/// PostgreSQL and in the kernel whatever its size. Left to start as soon as anything arrived, at 2,000 events/s
-/// the fleet ran about 380 transactions a second of about five events, and that fixed cost was what kept the two
-/// cores saturated (see `docs/performance.md`). A partition whose buffer holds a full batch is *urgent*: it goes
-/// at once, since waiting would not make its batch any bigger (a backlog is drained at full speed).
+/// PostgreSQL and in the kernel whatever its size. Left to start as soon as anything arrives, a live load makes
+/// many transactions of a few events each, and that fixed cost is what saturates the machine (see
+/// `docs/performance.md`). A partition whose buffer holds a full batch is *urgent*: it goes at once, since waiting
+/// would not make its batch any bigger (a backlog is drained at full speed).
 struct TransactionGroupStateMachine<Submission, TickWaiter> {
     /// What an arriving request's stage does.
     enum Arrival {
