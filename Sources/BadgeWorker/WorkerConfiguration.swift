@@ -52,7 +52,7 @@ public struct WorkerConfiguration: Sendable {
     public static let defaultMaxBytesInFlight = 64 << 20
     /// Most events in one database transaction.
     public var batchSize: Int
-    /// The most work one ingestion transaction does, in rows (see `PartitionProcessor.weight(of:)`): a batch
+    /// The most work one ingestion transaction does, in rows (see `PartitionIngestion.weight(of:)`): a batch
     /// heavier than this is applied in several transactions. 128 events of the contract's largest
     /// (`notification_read` with 500 ids) make 64,128; 2,048 keeps each transaction well within the watchdog.
     /// It also bounds the rows one read-state event (read-all, opened, conversation read) changes per transaction:

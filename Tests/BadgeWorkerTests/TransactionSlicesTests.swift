@@ -15,18 +15,18 @@ struct TransactionSlicesTests {
 
     @Test func lightEventsStayInOneTransaction() {
         let events = (0..<128).map { read(1, $0) }
-        #expect(PartitionProcessor.slices(of: events, maxWeight: 2048) == [0..<128])
+        #expect(PartitionIngestion.slices(of: events, maxWeight: 2048) == [0..<128])
     }
 
     @Test func heavyEventsAreCutInOrderWithinTheWeight() {
         // 500 ids weigh 501: four fit in 2,048.
         let events = (0..<10).map { read(500, $0) }
-        #expect(PartitionProcessor.slices(of: events, maxWeight: 2048) == [0..<4, 4..<8, 8..<10])
+        #expect(PartitionIngestion.slices(of: events, maxWeight: 2048) == [0..<4, 4..<8, 8..<10])
     }
 
     @Test func anEventHeavierThanTheLimitGoesAlone() {
         let events = [read(1, 0), read(500, 1), read(1, 2)]
-        #expect(PartitionProcessor.slices(of: events, maxWeight: 100) == [0..<1, 1..<2, 2..<3])
-        #expect(PartitionProcessor.slices(of: [], maxWeight: 100).isEmpty)
+        #expect(PartitionIngestion.slices(of: events, maxWeight: 100) == [0..<1, 1..<2, 2..<3])
+        #expect(PartitionIngestion.slices(of: [], maxWeight: 100).isEmpty)
     }
 }

@@ -1,5 +1,5 @@
 /// Finds the events of a batch that the database refuses, as a state machine: it answers which slice of the batch
-/// to apply next and takes whether that worked. No I/O: `PartitionProcessor` drives it, the tests drive it
+/// to apply next and takes whether that worked. No I/O: `PartitionIngestion` drives it, the tests drive it
 /// directly.
 ///
 /// The whole batch failed with a refusal of its data (``BadgeStore/StoreError/refusesInput``). The batch is split

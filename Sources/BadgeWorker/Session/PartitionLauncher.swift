@@ -4,7 +4,7 @@ import BadgeStore
 import Logging
 
 /// Starts consuming one partition queue for a worker session: its channel and consumer, and its two stages
-/// (ingestion, ``PartitionProcessor``; delivery, ``PartitionDelivery``) as tasks of the session's task group.
+/// (ingestion, ``PartitionIngestion``; delivery, ``PartitionDelivery``) as tasks of the session's task group.
 /// Whichever stage ends first ends the other; then the partition's channel closes and the session's manager loop
 /// hears of it through the ``PartitionRegistry`` and its wake-up ``Doorbell``.
 struct PartitionLauncher {
@@ -41,7 +41,7 @@ struct PartitionLauncher {
                 message: { buffer.append($0) }, end: { buffer.finish($0) }, maxBodyBytes: EventDecoder.maxBodyBytes))
         let doorbell = Doorbell()
         let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
-        let processor = PartitionProcessor(
+        let ingestionStage = PartitionIngestion(
             channel: channel, deadLetters: deadLetters, buffer: buffer, ingestion: ingestion, doorbell: doorbell,
             configuration: configuration,
             context: ApplyContext(
@@ -69,7 +69,7 @@ struct PartitionLauncher {
                 }
                 stages.addTask {
                     do {
-                        try await processor.run()
+                        try await ingestionStage.run()
                         doorbell.close()
                         return nil
                     } catch {

@@ -19,7 +19,7 @@ final class PartitionRegistry: Sendable {
         state.withLock { $0.doorbells[partition] = doorbell }
     }
 
-    /// A partition's processor ended and its channel is closed.
+    /// A partition's ingestion stage ended and its channel is closed.
     func stopped(_ partition: Int) {
         state.withLock { state in
             state.stopped.append(partition)

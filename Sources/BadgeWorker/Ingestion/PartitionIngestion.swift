@@ -14,7 +14,7 @@ import Metrics
 /// store or index, see `StoreError.refusesInput`) is bisected (``PoisonBisector``): each culprit is parked in
 /// `badgepipe.dead` with the database's one-line reason, and every other event of the batch takes effect, in
 /// order.
-struct PartitionProcessor: Sendable {
+struct PartitionIngestion: Sendable {
     let channel: AMQPChannel
     let deadLetters: AMQPChannel
     let buffer: MessageBuffer
@@ -368,7 +368,7 @@ extension String {
     }
 }
 
-extension PartitionProcessor {
+extension PartitionIngestion {
     /// What a batch's transactions committed for the delivery stage: the pushes they claimed themselves (see
     /// `ApplyContext.claimsPushes`), and whether they planned others, for the delivery loop to claim.
     struct Committed {
@@ -389,9 +389,9 @@ extension PartitionProcessor {
     }
 }
 
-extension PartitionProcessor {
+extension PartitionIngestion {
     /// The events of users whose heavy read-state event was being applied in chunks when they arrived (see
-    /// ``PartitionProcessor/goOnBeside(_:heldBack:)``), with their messages, in arrival order: they go after it.
+    /// ``PartitionIngestion/goOnBeside(_:heldBack:)``), with their messages, in arrival order: they go after it.
     /// Used by one partition's ingestion task only.
     final class HeldBack: @unchecked Sendable {
         private(set) var events: [Event] = []
