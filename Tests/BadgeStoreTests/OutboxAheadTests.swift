@@ -88,7 +88,7 @@ struct OutboxAheadTests {
                 recording: DeliveryRecord())
             try await writer.recordDeliveries(DeliveryRecord(sent: sent.pushes.map(\.outbox.id)))
             #expect(try await writer.refreshBadge(after: outbox[1].push, partition: 5, policy: .unseen))
-            try await eventually("partition 5 woken") { heard.withLock { $0.contains(5) } ? true : nil }
+            try await eventually("partition 5 woken") { heard.withLock { $0.contains(5) } }
 
             // A follow routed to partition 2 waits behind the refresh in partition 5: the look-ahead of partition 2
             // names 5 and wakes it.
@@ -96,7 +96,7 @@ struct OutboxAheadTests {
             heard.withLock { $0 = [] }
             let ahead = try await writer.outboxAhead(partition: 2, epoch: nil)
             #expect(ahead.heldBack && ahead.heldBy == [5])
-            try await eventually("partition 5 woken again") { heard.withLock { $0 == [5] } ? true : nil }
+            try await eventually("partition 5 woken again") { heard.withLock { $0 == [5] } }
         }
     }
 }

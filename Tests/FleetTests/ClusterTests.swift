@@ -69,8 +69,9 @@ struct ClusterTests {
 
         try await Self.cluster("queues any delete_member \(namespace).dead badgepipe-c2@localhost")
         // The management API reports members from statistics it gathers every few seconds: ask until it tells.
-        let lonely = try await eventually("setup warns about the dead queue", timeout: .seconds(60), every: .seconds(1))
-        {
+        let lonely = try await eventuallyValue(
+            "setup warns about the dead queue", timeout: .seconds(60), every: .seconds(1)
+        ) {
             let run = try await runBadgepipeInBackground(["setup"], environment: environment)
             return run.status != 0 ? run : nil
         }

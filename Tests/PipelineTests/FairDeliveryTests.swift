@@ -3,6 +3,7 @@ import BadgeSink
 @_spi(Testing) import BadgeStore
 import BadgeWire
 import Foundation
+import TestServices
 import Testing
 
 /// Fair delivery end to end: one device with thousands of queued pushes and its neighbour in the same partition.
@@ -151,15 +152,9 @@ private func executeBesideTheWorker(_ statement: String, in pipeline: Pipeline) 
     }
 }
 
-/// Polls `condition` every 20 ms until it holds; records an issue and throws after `timeout`.
+/// Asks `condition` every 20 ms until it holds (`eventually`); throws after `timeout`.
 private func waitFor(
     _ what: String, timeout: Duration, _ condition: () async throws -> Bool
 ) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    Issue.record("timed out waiting for \(what)")
-    throw CancellationError()
+    try await eventually(what, timeout: timeout, every: .milliseconds(20), condition)
 }

@@ -2,6 +2,7 @@ import BadgeCore
 import BadgeSink
 @_spi(Testing) import BadgeStore
 import BadgeWire
+import TestServices
 import Testing
 
 @testable import BadgeWorker
@@ -22,14 +23,9 @@ struct PartitionDeliveryTests {
             _ = try await store.apply(Self.events, policy: .unseen, context: ApplyContext(partition: 0))
             try await Self.deliver(store, sink, dispatcher(store), recordDelay: .milliseconds(25)) { pending in
                 // Recorded on its own, long before anything else would have woken the loop.
-                let clock = ContinuousClock()
-                let deadline = clock.now + .seconds(20)
-                var left = try await pending()
-                while left > 0, clock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
-                    left = try await pending()
+                try await eventually("the round recorded", timeout: .seconds(20), every: .milliseconds(20)) {
+                    try await pending() == 0
                 }
-                #expect(left == 0)
             }
         }
     }
@@ -64,10 +60,8 @@ struct PartitionDeliveryTests {
                 term: LeaseTerm(lease: lease, ttl: .seconds(60), confirmed: .now), doorbell: doorbell,
                 heldBackPoll: .seconds(60))
             func waitFor(pushes count: Int) async throws {
-                let clock = ContinuousClock()
-                let deadline = clock.now + .seconds(20)
-                while sink.receivedPushes(token: Self.token).count < count, clock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
+                try await eventually("\(count) pushes at the sink", timeout: .seconds(20), every: .milliseconds(20)) {
+                    sink.receivedPushes(token: Self.token).count >= count
                 }
             }
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -78,10 +72,10 @@ struct PartitionDeliveryTests {
                 #expect(registration.map(\.claimedEpoch) == [nil])
                 doorbell.hand([], claim: true)
                 try await waitFor(pushes: 1)
-                let clock = ContinuousClock()
-                let deadline = clock.now + .seconds(20)
-                while try await !store.pendingPushes(limit: 10, partition: 0).isEmpty, clock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
+                try await eventually(
+                    "the registration's push recorded", timeout: .seconds(20), every: .milliseconds(20)
+                ) {
+                    try await store.pendingPushes(limit: 10, partition: 0).isEmpty
                 }
 
                 // Nothing of the device waits now: the alert is claimed by its batch. The next alert, planned
@@ -156,10 +150,8 @@ struct PartitionDeliveryTests {
             recordDelay: recordDelay)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await delivery.run() }
-            let clock = ContinuousClock()
-            let deadline = clock.now + .seconds(20)
-            while sink.receivedPushes(token: token).isEmpty, clock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
+            try await eventually("a push at the sink", timeout: .seconds(20), every: .milliseconds(20)) {
+                !sink.receivedPushes(token: token).isEmpty
             }
             // The registration's badge-only push is superseded by the alert and dropped at the claim: one push.
             #expect(sink.receivedPushes(token: token).count == 1)

@@ -4,6 +4,7 @@ import BadgeSink
 @_spi(Testing) import BadgeStore
 import BadgeWire
 import Foundation
+import TestServices
 import Testing
 
 /// Dead tokens reported back to the producers through the real broker: the sink calls an APNs token and an FCM
@@ -29,14 +30,13 @@ struct TokenFeedbackPipelineTests {
     private static func take(
         _ count: Int, from queue: String, on channel: AMQPChannel, timeout: Duration = .seconds(15)
     ) async throws -> [AMQPMessage] {
-        let deadline = ContinuousClock.now + timeout
         var messages: [AMQPMessage] = []
-        while messages.count < count, ContinuousClock.now < deadline {
-            if let message = try await channel.get(queue: queue, noAck: true) {
+        // What it holds after `timeout` is the answer too: the caller checks the count.
+        _ = try? await eventually("\(count) messages in \(queue)", timeout: timeout, every: .milliseconds(50)) {
+            while messages.count < count, let message = try await channel.get(queue: queue, noAck: true) {
                 messages.append(message)
-            } else {
-                try await Task.sleep(for: .milliseconds(50))
             }
+            return messages.count >= count
         }
         return messages
     }

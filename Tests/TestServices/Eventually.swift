@@ -4,11 +4,13 @@ public struct EventuallyError: Error, CustomStringConvertible {
     public var description: String
 }
 
-/// Waits for a condition, never for time: asks `answer` every `interval` until it returns a value, and returns
-/// that value; throws ``EventuallyError`` naming `what` (and the last error `answer` threw, if any) when `timeout`
-/// passes first. The one way the tests wait for something to happen.
+/// Waits for a value, never for time: asks `answer` every `interval` until it returns a value, and returns that
+/// value; throws ``EventuallyError`` naming `what` (and the last error `answer` threw, if any) when `timeout` passes
+/// first. With ``eventually(_:timeout:every:_:)``, the one way the tests wait for something to happen. A name of its
+/// own: were it `eventually` too, a closure that returns a `Bool` could match it as `Bool?` and end the wait at once
+/// with `false`.
 @discardableResult
-public func eventually<Value>(
+public func eventuallyValue<Value>(
     _ what: String,
     timeout: Duration = .seconds(30),
     every interval: Duration = .milliseconds(100),
@@ -34,12 +36,12 @@ public func eventually<Value>(
     }
 }
 
-/// Waits until `condition` holds, as the value-returning `eventually` does.
+/// Waits until `condition` holds, as ``eventuallyValue(_:timeout:every:_:)`` waits for a value.
 public func eventually(
     _ what: String,
     timeout: Duration = .seconds(30),
     every interval: Duration = .milliseconds(100),
     _ condition: () async throws -> Bool
 ) async throws {
-    try await eventually(what, timeout: timeout, every: interval) { try await condition() ? true : nil }
+    try await eventuallyValue(what, timeout: timeout, every: interval) { try await condition() ? true : nil }
 }
