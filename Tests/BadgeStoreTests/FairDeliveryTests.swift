@@ -177,49 +177,6 @@ struct FairDeliveryTests {
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
         }
     }
-
-    /// An ingestion batch claims a device's pushes itself up to the claim's bound per device (PostgreSQL): of a
-    /// device with more pushes in the batch, it claims the first share and leaves the rest, behind it, to the
-    /// delivery stage's claims, which take them once the share is recorded; the other device's pushes of the same
-    /// batch are claimed by it as before.
-    @Test func aBatchClaimsADevicesShareAndLeavesTheRestToTheDeliveryClaims() async throws {
-        try await withStore(.postgres) { store in
-            let lease = try await onlyLease(of: store)
-            let claiming = ApplyContext(partition: 0, lease: lease, claimsPushes: true)
-            func claim(recording: DeliveryRecord = DeliveryRecord()) async throws -> ClaimedPushes {
-                try await claimPartitionZero(store, lease: lease, limit: 256, recording: recording)
-            }
-            _ = try await store.apply(
-                [register("d-heavy", token: tokenA, for: "u-heavy"), register("d-next", token: tokenB, for: "u-next")],
-                policy: .unseen, context: claiming)
-            let registrations = try await claim()
-            _ = try await claim(recording: DeliveryRecord(sent: registrations.pushes.map(\.outbox.id)))
-
-            let bound = ClaimedPushes.perDeviceLimit
-            let atBound = try await store.apply(
-                (0..<bound).map { follow("a\($0)", at: Int64($0 + 1), to: "u-heavy") }, policy: .unseen,
-                context: claiming
-            ).flatMap(\.pushes)
-            #expect(atBound.allSatisfy { $0.claimedEpoch == lease.epoch })
-            _ = try await claim(recording: DeliveryRecord(sent: atBound.map(\.id)))
-
-            let events =
-                (0..<bound + 4).map { follow("h\($0)", at: Int64(100 + $0), to: "u-heavy") }
-                + [follow("n0", at: 200, to: "u-next")]
-            let planned = try await store.apply(events, policy: .unseen, context: claiming).flatMap(\.pushes)
-            let heavyEpochs = planned.filter { $0.push.token == tokenA }.map(\.claimedEpoch)
-            #expect(heavyEpochs == Array(repeating: lease.epoch, count: bound) + [nil, nil, nil, nil])
-            #expect(planned.filter { $0.push.token == tokenB }.map(\.claimedEpoch) == [lease.epoch])
-
-            // The share is the batch's (held for its worker): nothing of the device is claimable behind it.
-            let meanwhile = try await claim()
-            #expect(meanwhile.pushes.isEmpty)
-            // Once the share is recorded as sent, a claim takes the rest, in order.
-            let handed: [Int64] = planned.compactMap { $0.claimedEpoch == nil ? nil : $0.id }
-            let rest = try await claim(recording: DeliveryRecord(sent: handed))
-            #expect(rest.pushes.map(\.push.eventID) == (bound..<bound + 4).map { "h\($0)" })
-        }
-    }
 }
 
 /// A delivery claim of partition 0 as a delivery round makes it (under `lease`, none when nil), recording

@@ -13,13 +13,13 @@ struct OutboxAheadTests {
     func itFindsTheEarliestRetryAndPushesHeldBehindIt(backend: Backend) async throws {
         try await withStore(backend) { store in
             let context = ApplyContext(partition: 0)
-            #expect(try await store.outboxAhead(partition: 0, epoch: nil) == OutboxAhead(retryIn: nil, heldBack: false))
+            #expect(try await store.outboxAhead(partition: 0) == OutboxAhead(retryIn: nil, heldBack: false))
 
             _ = try await store.apply(
                 [register("d1", token: tokenA), follow("f1", at: 1)], policy: .unseen, context: context)
             // Planned, never attempted, not claimed: held back as far as a loop that did not claim them knows.
-            #expect(try await store.outboxAhead(partition: 0, epoch: nil).heldBack)
-            #expect(try await store.outboxAhead(partition: 1, epoch: nil) == OutboxAhead(retryIn: nil, heldBack: false))
+            #expect(try await store.outboxAhead(partition: 0).heldBack)
+            #expect(try await store.outboxAhead(partition: 1) == OutboxAhead(retryIn: nil, heldBack: false))
 
             let claimed = try await store.claimPushes(
                 partition: 0, limit: 10, policy: .unseen, lease: nil, skipClaimedBefore: nil,
@@ -34,33 +34,14 @@ struct OutboxAheadTests {
                             id: retried.id, delay: .seconds(10), token: retried.push.token,
                             user: retried.push.recipient, badgeVersion: retried.push.badgeVersion)
                     ]))
-            let ahead = try await store.outboxAhead(partition: 0, epoch: nil)
+            let ahead = try await store.outboxAhead(partition: 0)
             let retryIn = try #require(ahead.retryIn)
             #expect(retryIn > .seconds(9) && retryIn <= .seconds(10))
             #expect(!ahead.heldBack)
 
             // The device's next push waits behind the retry: held back.
             _ = try await store.apply([follow("f2", at: 2)], policy: .unseen, context: context)
-            #expect(try await store.outboxAhead(partition: 0, epoch: nil).heldBack)
-        }
-    }
-
-    /// In a fleet, pushes an ingestion transaction claimed under the lease's epoch are on their way to its own
-    /// delivery loop: not held back for that epoch, held back for any other.
-    @Test func pushesClaimedByIngestionUnderTheEpochAreOnTheirWay() async throws {
-        try await withStore(.postgres) { store in
-            let lease = try await onlyLease(of: store)
-            let context = ApplyContext(partition: 0, lease: lease, claimsPushes: true)
-            // A batch does not claim the pushes of a device it registers: claimed and recorded here.
-            _ = try await store.apply([register("d1", token: tokenA)], policy: .unseen, context: context)
-            let registration = try await store.claimPushes(
-                partition: 0, limit: 10, policy: .unseen, lease: lease, skipClaimedBefore: nil,
-                recording: DeliveryRecord())
-            try await store.recordDeliveries(DeliveryRecord(sent: registration.pushes.map(\.id)))
-            _ = try await store.apply([follow("f1", at: 1)], policy: .unseen, context: context)
-            #expect(try await store.pendingPushes(limit: 10, partition: 0).count == 1)
-            #expect(try await store.outboxAhead(partition: 0, epoch: lease.epoch).heldBack == false)
-            #expect(try await store.outboxAhead(partition: 0, epoch: lease.epoch + 1).heldBack)
+            #expect(try await store.outboxAhead(partition: 0).heldBack)
         }
     }
 
@@ -94,7 +75,7 @@ struct OutboxAheadTests {
             // names 5 and wakes it.
             _ = try await writer.apply([follow("n3", at: 3)], policy: .unseen, context: ApplyContext(partition: 2))
             heard.withLock { $0 = [] }
-            let ahead = try await writer.outboxAhead(partition: 2, epoch: nil)
+            let ahead = try await writer.outboxAhead(partition: 2)
             #expect(ahead.heldBack && ahead.heldBy == [5])
             try await eventually("partition 5 woken again") { heard.withLock { $0 == [5] } }
         }

@@ -4,16 +4,14 @@ import Testing
 @testable import BadgeWorker
 
 /// The decisions of a partition's delivery loop, driven directly: when it claims, when it records, how long it
-/// waits, and that handed pushes go first.
+/// waits.
 @Suite("Delivery state machine")
 struct DeliveryStateMachineTests {
     /// The monotonic clock's time the tests count from.
     private static let now = ContinuousClock.now
 
-    private static func loop(
-        recordDelay: Duration = .milliseconds(20), handedRecordSize: Int = 3
-    ) -> DeliveryStateMachine {
-        DeliveryStateMachine(heldBackPoll: .seconds(1), recordDelay: recordDelay, handedRecordSize: handedRecordSize)
+    private static func loop(recordDelay: Duration = .milliseconds(20)) -> DeliveryStateMachine {
+        DeliveryStateMachine(heldBackPoll: .seconds(1), recordDelay: recordDelay)
     }
 
     /// The loop looks ahead (after its claim's outcomes are recorded), and finds `ahead` at `now`.
@@ -27,19 +25,18 @@ struct DeliveryStateMachineTests {
 
     /// A loop past its first claim (the one at the start), whose round did `first`.
     private static func afterFirstClaim(
-        _ first: PushDispatcher.RoundResult = round(sent: []), recordDelay: Duration = .milliseconds(20),
-        handedRecordSize: Int = 3
+        _ first: PushDispatcher.RoundResult = round(sent: []), recordDelay: Duration = .milliseconds(20)
     ) -> DeliveryStateMachine {
-        var loop = loop(recordDelay: recordDelay, handedRecordSize: handedRecordSize)
+        var loop = loop(recordDelay: recordDelay)
         _ = loop.next(seen())
         loop.claimed(first, ringsSeen: 0)
         return loop
     }
 
     private static func seen(
-        rings: Int = 0, handed: Bool = false, closed: Bool = false, at now: ContinuousClock.Instant = now
+        rings: Int = 0, closed: Bool = false, at now: ContinuousClock.Instant = now
     ) -> DeliveryStateMachine.Observation {
-        DeliveryStateMachine.Observation(closed: closed, rings: rings, hasHanded: handed, now: now)
+        DeliveryStateMachine.Observation(closed: closed, rings: rings, now: now)
     }
 
     /// A round that sent `ids`, claimed at `claimedAt`; `retries` (outbox id, delay) are left to record.
@@ -122,47 +119,6 @@ struct DeliveryStateMachineTests {
         #expect(rung.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [2])))
     }
 
-    @Test func handedPushesGoBeforeAnyClaimEvenWithARingWaiting() {
-        var loop = Self.loop()
-        #expect(loop.next(Self.seen(rings: 3, handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [7]))
-        #expect(loop.next(Self.seen(rings: 3)) == .claim(recording: DeliveryRecord(sent: [7])))
-    }
-
-    @Test func handedOutcomesGatherUntilTheirSizeAndAreThenRecordedAside() {
-        var loop = Self.afterFirstClaim(handedRecordSize: 3)
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [1, 2]))
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [3]))
-        #expect(loop.next(Self.seen(handed: true)) == .recordAside(DeliveryRecord(sent: [1, 2, 3])))
-        #expect(loop.pending.isEmpty)
-        // Only a handed round runs beside that record; anything else waits for it.
-        #expect(DeliveryStateMachine.Action.sendHanded.runsBesideRecord)
-        #expect(!DeliveryStateMachine.Action.wait(.zero, ringsSeen: 0).runsBesideRecord)
-        #expect(!DeliveryStateMachine.Action.claim(recording: DeliveryRecord()).runsBesideRecord)
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-    }
-
-    @Test func handedOutcomesAreLeftToAClaimThatComesNext() {
-        var loop = Self.afterFirstClaim(handedRecordSize: 1)
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [4]))
-        // Rung meanwhile: the claim records them itself.
-        #expect(loop.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [4])))
-    }
-
-    @Test func handedOutcomesAreRecordedAsideWhenMoreHandedPushesKeepTheClaimWaiting() {
-        var loop = Self.afterFirstClaim(handedRecordSize: 2)
-        #expect(loop.next(Self.seen(rings: 1, handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [1, 2]))
-        // A ring waits, but so do more handed pushes, which go first: the claim does not come next.
-        #expect(loop.next(Self.seen(rings: 1, handed: true)) == .recordAside(DeliveryRecord(sent: [1, 2])))
-        #expect(loop.next(Self.seen(rings: 1, handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [3]))
-        #expect(loop.next(Self.seen(rings: 1)) == .claim(recording: DeliveryRecord(sent: [3])))
-    }
-
     @Test func aFullRoundClaimsAgainAtOnce() {
         var loop = Self.afterFirstClaim(Self.round(sent: [1, 2], moreDue: true))
         #expect(loop.next(Self.seen()) == .claim(recording: DeliveryRecord(sent: [1, 2])))
@@ -173,7 +129,7 @@ struct DeliveryStateMachineTests {
         var loop = Self.afterFirstClaim(Self.round(sent: [], nextRetryAt: due), recordDelay: .zero)
         Self.lookAhead(&loop)
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(300), ringsSeen: 0))
-        // A wait that ends early (without a ring or a hand-over) waits again for what is left.
+        // A wait that ends early (without a ring) waits again for what is left.
         #expect(loop.next(Self.seen(at: Self.now + .milliseconds(100))) == .wait(.milliseconds(200), ringsSeen: 0))
         _ = loop.next(Self.seen(rings: 1, at: Self.now + .milliseconds(150)))
         loop.claimed(Self.round(sent: []), ringsSeen: 1)
@@ -208,55 +164,9 @@ struct DeliveryStateMachineTests {
         #expect(withClaim.nextRetryAt == claimed + .seconds(2))
     }
 
-    /// Handed rounds' retries recorded aside: before it waits, the loop waits for that record, and the retry is due
-    /// its delay after the record was seen written. One record aside at a time.
-    @Test func retriesRecordedAsideAreAwaitedFromThatRecord() {
-        var loop = Self.afterFirstClaim(recordDelay: .zero, handedRecordSize: 1)
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [], retries: [(5, .milliseconds(400))]))
-        let aside = DeliveryRecord(retries: [Self.retry((5, .milliseconds(400)))])
-        #expect(loop.next(Self.seen(handed: true)) == .recordAside(aside))
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [6]))
-        // A second record aside waits until the loop knows the first is written.
-        #expect(loop.next(Self.seen(handed: true)) == .awaitRecordAside)
-        let written = Self.now + .milliseconds(10)
-        loop.recordedAside(at: written)
-        #expect(loop.nextRetryAt == written + .milliseconds(400))
-        #expect(loop.next(Self.seen(handed: true, at: written)) == .recordAside(DeliveryRecord(sent: [6])))
-        loop.recordedAside(at: written)
-
-        // Quiet after a record aside with retries: it waits for that record before it decides how long to wait.
-        var quiet = Self.afterFirstClaim(recordDelay: .zero, handedRecordSize: 1)
-        #expect(quiet.next(Self.seen(handed: true)) == .sendHanded)
-        quiet.handedSent(Self.round(sent: [], retries: [(7, .milliseconds(250))]))
-        #expect(
-            quiet.next(Self.seen(handed: true))
-                == .recordAside(DeliveryRecord(retries: [Self.retry((7, .milliseconds(250)))])))
-        #expect(quiet.next(Self.seen()) == .awaitRecordAside)
-        #expect(!DeliveryStateMachine.Action.awaitRecordAside.runsBesideRecord)
-        quiet.recordedAside(at: Self.now + .milliseconds(50))
-        Self.lookAhead(&quiet, at: Self.now + .milliseconds(50))
-        #expect(quiet.next(Self.seen(at: Self.now + .milliseconds(50))) == .wait(.milliseconds(250), ringsSeen: 0))
-    }
-
     @Test func closingRecordsWhatIsLeftAndEnds() {
         var loop = Self.afterFirstClaim(Self.round(sent: [5]))
         #expect(loop.next(Self.seen()) == .wait(.milliseconds(20), ringsSeen: 0))
         #expect(loop.next(Self.seen(closed: true)) == .finish(DeliveryRecord(sent: [5])))
-
-        var handed = Self.loop()
-        #expect(handed.next(Self.seen(handed: true)) == .sendHanded)
-        handed.handedSent(Self.round(sent: [6]))
-        #expect(handed.next(Self.seen(handed: true, closed: true)) == .finish(DeliveryRecord(sent: [6])))
-    }
-
-    @Test func aFailedHandedRoundGivesBackTheOutcomesStillToRecord() {
-        var loop = Self.loop(handedRecordSize: 10)
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-        loop.handedSent(Self.round(sent: [1]))
-        #expect(loop.next(Self.seen(handed: true)) == .sendHanded)
-        #expect(loop.handedFailed() == DeliveryRecord(sent: [1]))
-        #expect(loop.pending.isEmpty)
     }
 }

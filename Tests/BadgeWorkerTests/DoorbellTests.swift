@@ -67,32 +67,19 @@ struct DoorbellTests {
         #expect(clock.now - start < .seconds(30))
     }
 
-    @Test func handedPushesWakeTheLoopWithoutARingAndAreTakenOnceInOrder() async throws {
+    /// A wait without a limit (a quiet partition with nothing scheduled) ends only with a ring after the rings seen,
+    /// or with the close.
+    @Test func aWaitWithoutALimitEndsOnALaterRingOrTheClose() async throws {
         let doorbell = Doorbell()
-        func claimed(_ id: Int64) -> ClaimedPush {
-            let push = PlannedPush(
-                event: Event(
-                    id: "e\(id)", type: .follow, recipient: "u", occurredAt: Timestamp(microsecondsSinceEpoch: id)),
-                device: RegisteredDevice(token: "t\(id)", provider: .apns), kind: .badgeOnly,
-                counts: Counts(unreadNotifications: 0, unseenNotifications: 0, unreadMessages: 0), badge: 0,
-                badgeVersion: id, previews: true)
-            return ClaimedPush(outbox: OutboxPush(id: id, push: push, claimedEpoch: 1), push: push)
-        }
+        doorbell.ring()
         let seen = doorbell.rings
-        let clock = ContinuousClock()
-        let start = clock.now
-        async let waited: Void = doorbell.wait(upTo: .seconds(60), ringsSeen: seen)
-        // Claimed by ingestion, nothing left to claim: handed, no ring.
-        doorbell.hand([claimed(1), claimed(2)], claim: false)
-        await waited
-        #expect(clock.now - start < .seconds(30))
-        #expect(doorbell.rings == seen)
-        doorbell.hand([claimed(3)], claim: true)
+        async let rung: Void = doorbell.wait(upTo: nil, ringsSeen: seen)
+        doorbell.ring()
+        await rung
         #expect(doorbell.rings == seen + 1)
-        // A claim that took one of them (its hold ran out) sends it: it is no longer handed.
-        doorbell.discardHanded([2])
-        #expect(doorbell.takeHanded().map(\.id) == [1, 3])
-        #expect(doorbell.takeHanded().isEmpty)
-        #expect(!doorbell.hasHanded)
+        async let closed: Void = doorbell.wait(upTo: nil, ringsSeen: doorbell.rings)
+        doorbell.close()
+        await closed
+        #expect(doorbell.isClosed)
     }
 }

@@ -39,8 +39,8 @@ final class ClaimHookStore: BadgeStore {
     ) async {
         await base.listenForOutbox(listening: listening, partition: partition)
     }
-    func outboxAhead(partition: Int, epoch: Int64?) async throws -> OutboxAhead {
-        try await base.outboxAhead(partition: partition, epoch: epoch)
+    func outboxAhead(partition: Int) async throws -> OutboxAhead {
+        try await base.outboxAhead(partition: partition)
     }
     func takeFeedback(limit: Int, hold: Duration) async throws -> [StoredTokenFeedback] {
         try await base.takeFeedback(limit: limit, hold: hold)

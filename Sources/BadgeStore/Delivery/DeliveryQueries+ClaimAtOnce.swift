@@ -84,8 +84,8 @@ extension DeliveryQueries {
                 + "gone AS (DELETE FROM outbox WHERE \(SQLDialect.postgres.among("id", "SELECT id FROM removed"))), "
         }
         let due = dueIDs(
-            partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, epoch: lease.epoch,
-            binds: &binds, dialect: .postgres, excluding: removed.isEmpty ? nil : "removed")
+            partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, binds: &binds,
+            dialect: .postgres, excluding: removed.isEmpty ? nil : "removed")
         let check = FleetQueries.leaseQuery(lease, binds: &binds)
         // The claim's mark: the lease's epoch.
         let epoch = binds.add(.int(lease.epoch))
@@ -103,7 +103,7 @@ extension DeliveryQueries {
             """
         let sql = """
             WITH \(removal)\(check),
-            c AS (UPDATE outbox SET claimed_epoch = \(epoch), \(releasingHold) WHERE EXISTS (SELECT 1 FROM lease)
+            c AS (UPDATE outbox SET claimed_epoch = \(epoch) WHERE EXISTS (SELECT 1 FROM lease)
                 AND \(SQLDialect.postgres.among("id", due))
                 RETURNING \(OutboxRow.claimedColumns(.postgres))),
             d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version

@@ -43,13 +43,13 @@ enum DeliveryQueries {
             if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
             var binds = SQLBinds()
             let due = dueIDs(
-                partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, epoch: lease?.epoch,
-                binds: &binds, dialect: sql.dialect)
+                partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, binds: &binds,
+                dialect: sql.dialect)
             let read: [SQLRow]
             if let lease {
                 // Select, lock and mark with the claimer's epoch in one statement.
                 read = try await sql.query(
-                    "UPDATE outbox SET claimed_epoch = \(binds.add(.int(lease.epoch))), \(releasingHold) "
+                    "UPDATE outbox SET claimed_epoch = \(binds.add(.int(lease.epoch))) "
                         + "WHERE \(sql.dialect.among("id", due)) RETURNING \(OutboxRow.claimedColumns(sql.dialect))",
                     binds.values)
             } else {
@@ -71,32 +71,27 @@ enum DeliveryQueries {
     }
 
     /// What waits in `partition`'s outbox (see ``OutboxAhead``): one statement for the earliest retry (one descent
-    /// of `outbox_partition_retry`) and whether a row never attempted is there and not on its way under `epoch`
-    /// (the first such row of `outbox_partition_fresh`); when there is one, a second for the other partitions that
+    /// of `outbox_partition_retry`) and whether a row never attempted is there (the first such row of `outbox_partition_fresh`); when there is one, a second for the other partitions that
     /// hold the first row of such rows' tokens (at most ``lookAheadTokens`` tokens, one descent of `outbox_token_id`
     /// each), which on PostgreSQL also notifies them on `channel`.
     static func ahead(
-        partition: Int, epoch: Int64?, channel: String?, database: any SQLTransactor
+        partition: Int, channel: String?, database: any SQLTransactor
     ) async throws -> OutboxAhead {
         var binds = SQLBinds()
         let placeholder = binds.add(.int(Int64(partition)))
         let now = FleetQueries.statementNow(database.dialect)
-        var onItsWay = ""
-        if let epoch {
-            onItsWay = " AND NOT (f.claimed_epoch = \(binds.add(.int(epoch))) AND f.next_attempt_at > \(now))"
-        }
         let rows = try await database.read(
             "SELECT (SELECT min(r.next_attempt_at) FROM outbox r WHERE r.partition_id = \(placeholder) "
                 + "AND r.attempts > 0) - \(now) AS retry_in, "
                 + "(SELECT count(*) FROM (SELECT 1 FROM outbox f WHERE f.partition_id = \(placeholder) "
-                + "AND f.attempts = 0\(onItsWay) LIMIT 1) AS one) AS held",
+                + "AND f.attempts = 0 LIMIT 1) AS one) AS held",
             binds.values)
         let retryIn = try rows.first?["retry_in"].int64.map { Duration.microseconds(max(0, $0)) }
         guard try (rows.first?["held"].int64 ?? 0) > 0 else { return OutboxAhead(retryIn: retryIn, heldBack: false) }
         let holders = """
             SELECT DISTINCT h.partition_id FROM (SELECT (SELECT e.partition_id FROM outbox e WHERE e.token = f.token
                 ORDER BY e.id LIMIT 1) AS partition_id FROM (SELECT DISTINCT f.token FROM outbox f
-                WHERE f.partition_id = \(placeholder) AND f.attempts = 0 AND f.token IS NOT NULL\(onItsWay)
+                WHERE f.partition_id = \(placeholder) AND f.attempts = 0 AND f.token IS NOT NULL
                 ORDER BY f.token LIMIT \(lookAheadTokens)) f) h
             WHERE h.partition_id <> \(placeholder)
             """
@@ -115,7 +110,7 @@ enum DeliveryQueries {
     }
 
     /// The most tokens of a partition's pushes held back whose holders a look-ahead looks for
-    /// (``ahead(partition:epoch:channel:database:)``).
+    /// (``ahead(partition:channel:database:)``).
     static let lookAheadTokens = 64
 
     /// The ids of the due rows, oldest first, as one `SELECT`: rows whose next attempt is due at the database's now
@@ -123,12 +118,6 @@ enum DeliveryQueries {
     /// same token waits ahead of, at most `limit`, and at most ``ClaimedPushes/perDeviceLimit`` of one token (its
     /// oldest: the rest wait for the next claims); its values go to `binds`. `excluding` names a table of ids (column `id`) to leave out, and not to wait behind
     /// either.
-    ///
-    /// A claim under lease `epoch` also takes, at once, rows that an ingestion transaction claimed under an
-    /// earlier epoch and held for its worker (``ApplyContext/claimsPushes``: never attempted, `next_attempt_at`
-    /// in the future): that owner is gone, as with any row it claimed; and such rows do not hold back the later
-    /// rows of their token. Rows held under this very epoch are its own worker's, on their way: they stay out of
-    /// the claim and hold back their token's later rows until recorded.
     ///
     /// How, by queue heads: the claim walks the partition's queued tokens that have a row never attempted (one
     /// descent of the partial index `outbox_partition_fresh` each, at most ``claimHorizon``) and adds those with a
@@ -151,8 +140,8 @@ enum DeliveryQueries {
     /// row of another partition inside the head's window holds back the rows after it): a device's pushes go out in
     /// planning order whichever partitions hold them. The check is one descent of `outbox_token_id` per head.
     static func dueIDs(
-        partition: Int?, limit: Int, skipClaimedBefore: Int64?, epoch: Int64? = nil, binds: inout SQLBinds,
-        dialect: SQLDialect, excluding: String? = nil
+        partition: Int?, limit: Int, skipClaimedBefore: Int64?, binds: inout SQLBinds, dialect: SQLDialect,
+        excluding: String? = nil
     ) -> String {
         let limit = binds.add(.int(Int64(limit)))
         // The conditions on a row other than its token's earlier rows: due, in the partition, not in doubt, not
@@ -174,19 +163,10 @@ enum DeliveryQueries {
             filters.append { "(\($0).claimed_epoch IS NULL OR \($0).claimed_epoch >= \(placeholder))" }
         }
         let now = FleetQueries.statementNow(dialect)
-        var due: (String) -> String = { "\($0).next_attempt_at <= \(now)" }
+        let due: (String) -> String = { "\($0).next_attempt_at <= \(now)" }
         // A row that holds back its token's later rows: not due yet. (A head is never one of the rows the same
         // statement removes, the previous round's: see `waiting` for the others.)
-        var waitingHead: (String) -> String = { "\($0).next_attempt_at > \(now)" }
-        if let epoch {
-            let placeholder = binds.add(.int(epoch))
-            func heldBefore(_ row: String) -> String {
-                "\(row).attempts = 0 AND coalesce(\(row).claimed_epoch, \(placeholder)) < \(placeholder)"
-            }
-            due = { "(\($0).next_attempt_at <= \(now) OR (\(heldBefore($0))))" }
-            let wait = waitingHead
-            waitingHead = { "\(wait($0)) AND NOT (\(heldBefore($0)))" }
-        }
+        let waitingHead: (String) -> String = { "\($0).next_attempt_at > \(now)" }
         // Rows the same statement removes (the previous round's, just recorded) hold nothing back any more. A row
         // of the token in another partition always holds back the rows after it.
         let waiting: (String) -> String = { [waitingHead, elsewhere] row in
@@ -251,13 +231,13 @@ enum DeliveryQueries {
     }
 
     /// How many rows of one token a claim reads from its head (see
-    /// ``dueIDs(partition:limit:skipClaimedBefore:epoch:binds:dialect:excluding:)``): twice
+    /// ``dueIDs(partition:limit:skipClaimedBefore:binds:dialect:excluding:)``): twice
     /// ``ClaimedPushes/perDeviceLimit``, so that rows in doubt or held at the head of a token leave room for its
     /// share.
     static let headWindow = 2 * ClaimedPushes.perDeviceLimit
 
     /// How many queued tokens of a partition a claim visits at most (see
-    /// ``dueIDs(partition:limit:skipClaimedBefore:epoch:binds:dialect:excluding:)``), in token order: the claim costs
+    /// ``dueIDs(partition:limit:skipClaimedBefore:binds:dialect:excluding:)``), in token order: the claim costs
     /// one index descent per queued device, so without a bound a provider outage with every device of a large
     /// partition queued made every claim read all of them. Devices whose rows all wait for a retry are not among
     /// them; a device past the first `claimHorizon` tokens with rows never attempted (devices waiting for a retry
@@ -275,10 +255,6 @@ enum DeliveryQueries {
         }
         return false
     }
-
-    /// The `SET` item with which a claim releases a row it takes from a hold (``dueIDs(partition:limit:skipClaimedBefore:epoch:binds:dialect:excluding:)``): a claimed row that was
-    /// never attempted is due again at once if it comes back (its claim stopped before sending it).
-    static let releasingHold = "next_attempt_at = CASE WHEN attempts = 0 THEN 0 ELSE next_attempt_at END"
 
     /// Runs the push guard over `rows` (locked, in id order) and writes its decisions: dropped rows are deleted,
     /// claimed ones are marked with the claimer's epoch (unless `marked` says the select did it) and rebuilt ones

@@ -1,10 +1,10 @@
 /// What waits in one partition's outbox beyond what a claim took: what its delivery loop needs to know to sleep
-/// until then, rather than look again on a timer (see ``BadgeStore/outboxAhead(partition:epoch:)``).
+/// until then, rather than look again on a timer (see ``BadgeStore/outboxAhead(partition:)``).
 public struct OutboxAhead: Sendable, Equatable {
     /// How long until the partition's earliest retry is due, by the database's clock (zero when one is due
     /// already); nil when no push of the partition waits for a retry.
     public var retryIn: Duration?
-    /// Whether the partition holds a push never attempted that is not on its way under `epoch`: one held back by
+    /// Whether the partition holds a push never attempted: one held back by
     /// an earlier push of its device (in another partition, or waiting for a retry), or committed after the claim
     /// began. Such a push becomes due without anything this loop does or hears of.
     public var heldBack: Bool

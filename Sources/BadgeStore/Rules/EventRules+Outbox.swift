@@ -5,20 +5,14 @@ extension EventRules {
     /// One row of ``planned`` as the outbox insert returned it.
     struct WrittenPush: Equatable {
         var id: Int64
-        /// The lease epoch when the batch claimed the push (see ``addClaim(to:epochs:)``), else nil.
-        var claimedEpoch: Int64?
-        /// 0, or the end of its hold when the batch claimed it.
-        var nextAttemptAt: Int64
         /// When it was planned: the database's now in the insert.
         var createdAt: Int64
     }
 
     /// Adds `planned` to `batch` as its last parts: the events of its alerts, each once (``OutboxEvents``), then the
-    /// outbox insert, whose `RETURNING` ``writtenPushes(_:)`` reads. With `claiming` (the epochs by partition), the
-    /// batch has a claim part (``addClaim(to:epochs:)``): the pushes of the tokens it returns are inserted claimed,
-    /// under their partition's epoch and held for ``ApplyContext/claimHold``. `created_at` is the database's now,
-    /// and a hold ends that long after it.
-    func addOutbox(to batch: inout SQLWriteBatch, claiming epochs: [Int: Int64]?) {
+    /// outbox insert, whose `RETURNING` ``writtenPushes(_:)`` reads. `created_at` is the database's now. Nothing is
+    /// claimed here: the partition's delivery stage claims every push (`DeliveryQueries.claimDue`).
+    func addOutbox(to batch: inout SQLWriteBatch) {
         // One row per event with an alert planned, however many devices it goes to. An event id is planned once
         // (`processed_events`): a row already there is that event's, left by a first copy older than the retention
         // whose pushes still wait.
@@ -35,31 +29,12 @@ extension EventRules {
                 + "FROM \($0) WHERE true ON CONFLICT (event_id) DO NOTHING"
         }
         var set = OutboxRow.rowSet()
-        if epochs != nil {
-            set = SQLRowSet(set.columns + [("claim_epoch", .int)])
+        for (push, pushPartition) in zip(planned, plannedPartitions) {
+            set.append(OutboxRow.values(of: push, partition: pushPartition))
         }
-        // Only a device's share may be claimed by the batch (the claim part's token and a claim epoch on the row).
-        let inShare = epochs == nil ? [] : pushesInShare()
-        for (index, (push, pushPartition)) in zip(planned, plannedPartitions).enumerated() {
-            var values = OutboxRow.values(of: push, partition: pushPartition)
-            if let epochs { values.append(.int(inShare[index] ? pushPartition.flatMap { epochs[$0] } : nil)) }
-            set.append(values)
-        }
-        let returning = "RETURNING id, event_id, token, claimed_epoch, next_attempt_at, created_at"
-        guard epochs != nil else {
-            batch.add(set) {
-                "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.valueColumns), \(now) FROM \($0) "
-                    + "WHERE true ORDER BY ord \(returning)"
-            }
-            return
-        }
-        let hold = ApplyContext.claimHold.wholeMicroseconds
-        let claimed = "s.claim_epoch IS NOT NULL AND s.token IN (SELECT token FROM \(Self.claimPart))"
         batch.add(set) {
-            "INSERT INTO outbox (\(OutboxRow.insertColumns), claimed_epoch, next_attempt_at) "
-                + "SELECT \(OutboxRow.valueColumns), \(now), CASE WHEN \(claimed) THEN s.claim_epoch END, "
-                + "CASE WHEN \(claimed) THEN \(now) + \(hold) ELSE 0 END FROM \($0) "
-                + "WHERE true ORDER BY ord \(returning)"
+            "INSERT INTO outbox (\(OutboxRow.insertColumns)) SELECT \(OutboxRow.valueColumns), \(now) FROM \($0) "
+                + "WHERE true ORDER BY ord RETURNING id, event_id, token, created_at"
         }
     }
 
@@ -70,9 +45,7 @@ extension EventRules {
             guard let id = try row["id"].int64, let eventID = try row["event_id"].string,
                 let token = try row["token"].string
             else { throw StoreError.corrupt("bad outbox RETURNING row") }
-            byKey[eventID + " " + token] = WrittenPush(
-                id: id, claimedEpoch: try row["claimed_epoch"].int64,
-                nextAttemptAt: try row["next_attempt_at"].int64 ?? 0, createdAt: try row["created_at"].int64 ?? 0)
+            byKey[eventID + " " + token] = WrittenPush(id: id, createdAt: try row["created_at"].int64 ?? 0)
         }
         var rows: [WrittenPush] = []
         rows.reserveCapacity(planned.count)

@@ -3,7 +3,7 @@ import BadgeCore
 extension EventRules {
     /// Writes what the batch changed, one part per table and kind of change, and the outbox in planning order, as
     /// one ``SQLWriteBatch`` (one statement on PostgreSQL); returns the outbox rows of ``planned`` (ids increasing
-    /// in planning order), claimed or not (see ``addClaim(to:epochs:)``).
+    /// in planning order).
     func write() async throws -> [WrittenPush] {
         var batch = SQLWriteBatch()
         addNotifications(to: &batch)
@@ -12,9 +12,7 @@ extension EventRules {
         addWatermarks(to: &batch)
         addDevices(to: &batch)
         addUsers(to: &batch)
-        let epochs = claimEpochs
-        let claims = addClaim(to: &batch, epochs: epochs)
-        addOutbox(to: &batch, claiming: claims ? epochs : nil)
+        addOutbox(to: &batch)
         let returned = try await batch.run(sql: sql)
         return planned.isEmpty ? [] : try writtenPushes(returned)
     }

@@ -36,9 +36,6 @@ struct EventRules {
     var eventPartitions: [Int?] = []
     /// The partition of each push in ``planned``, recorded on its outbox row.
     var plannedPartitions: [Int?] = []
-    /// Whether the batch claims the pushes it can (see ``ApplyContext/claimsPushes``): on PostgreSQL, those of
-    /// the partitions whose lease is in ``leases``.
-    var claimsPushes = false
     /// See ``ApplyContext/readStateChunk``.
     var readStateChunk: Int?
     /// See ``ApplyContext/chunked``: the batch is one read-state event, applied chunk by chunk.
@@ -118,8 +115,7 @@ struct EventRules {
                 event: event, duplicate: outcome.duplicate,
                 pushes: outcome.pushes.map { index in
                     OutboxPush(
-                        id: rows[index].id, push: planned[index], claimedEpoch: rows[index].claimedEpoch,
-                        createdAt: rows[index].createdAt, nextAttemptAt: rows[index].nextAttemptAt)
+                        id: rows[index].id, push: planned[index], createdAt: rows[index].createdAt)
                 }, unfinished: unfinishedChunk, resumeAfter: unfinishedChunk ? lastRead : nil)
         }
     }

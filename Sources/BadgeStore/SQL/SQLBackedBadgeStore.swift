@@ -52,9 +52,9 @@ extension SQLBackedBadgeStore {
             skipClaimedBefore: skipClaimedBefore, recording: recording, database: sqlBackend.database)
     }
 
-    public func outboxAhead(partition: Int, epoch: Int64?) async throws -> OutboxAhead {
+    public func outboxAhead(partition: Int) async throws -> OutboxAhead {
         try await DeliveryQueries.ahead(
-            partition: partition, epoch: epoch, channel: sqlBackend.outboxChannel, database: sqlBackend.database)
+            partition: partition, channel: sqlBackend.outboxChannel, database: sqlBackend.database)
     }
 
     public func recordDeliveries(_ record: DeliveryRecord) async throws {

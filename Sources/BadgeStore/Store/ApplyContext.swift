@@ -6,22 +6,6 @@ public struct ApplyContext: Sendable, Equatable {
     /// The most active devices a user keeps: a registration beyond it deactivates the user's device registered
     /// longest ago (by its registration's `occurred_at`; ties: the smallest token), one per registration.
     public var maxDevicesPerUser: Int
-    /// Whether the batch's transaction also claims the pushes it plans where it safely can, so that the caller sends
-    /// them without a claim of its own (PostgreSQL, under a lease; elsewhere it has no effect). A push is claimed
-    /// with its device's other pushes of the batch when nothing else of that device waits in the outbox; such
-    /// pushes come back with the lease's epoch in ``OutboxPush/claimedEpoch`` and are held (their
-    /// `next_attempt_at` is ``ApplyContext/claimHold`` ahead) until the caller records them. Only the lease's
-    /// holder may ask for it, and it must then send those pushes itself (see ``BadgeStore/apply(_:policy:)``).
-    public var claimsPushes: Bool
-
-    /// How long pushes claimed by their own batch's transaction (``claimsPushes``) are held for their claimer: no
-    /// claim under the same epoch takes them before (a claim under a newer one does at once). The claimer has them
-    /// in hand a moment after its commit, and from then on takes care of them itself (it never claims them again
-    /// while it has them); the hold only has to cover that moment. It ends on its own for a commit whose answer
-    /// was lost (the connection broke as it committed): its claimed pushes then go out with a claim of their
-    /// partition's delivery stage, this long after.
-    public static let claimHold = Duration.seconds(5)
-
     /// The most rows one read-state event (`notifications_read_all`, `notifications_opened`, `conversation_read`)
     /// changes in one transaction; nil: no bound. A batch with an event that would change more fails with
     /// `read_state_too_large` naming it, before it writes anything; the caller then applies the events before it,
@@ -42,7 +26,7 @@ public struct ApplyContext: Sendable, Equatable {
 
     public init(
         partition: Int? = nil, lease: PartitionLease? = nil, maxDevicesPerUser: Int = defaultMaxDevicesPerUser,
-        claimsPushes: Bool = false, readStateChunk: Int? = nil, chunked: Bool = false,
+        readStateChunk: Int? = nil, chunked: Bool = false,
         resumeAfter: ReadStateCursor? = nil
     ) {
         self.resumeAfter = resumeAfter
@@ -51,7 +35,6 @@ public struct ApplyContext: Sendable, Equatable {
         self.partition = partition
         self.lease = lease
         self.maxDevicesPerUser = maxDevicesPerUser
-        self.claimsPushes = claimsPushes
     }
 
     /// No partition, no lease: a single node.

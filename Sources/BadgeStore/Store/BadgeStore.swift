@@ -31,15 +31,8 @@ public protocol BadgeStore: Sendable {
     /// on its own under its context, one after another, and returns what each batch's events did. Batches of one
     /// worker's partitions (their users are disjoint) share the transaction's fixed cost this way. With leases,
     /// the transaction fails with `lease_lost` if any one of them is no longer held; it does not say which.
-    /// A `maxDevicesPerUser` is taken from the first batch.
-    ///
-    /// With ``ApplyContext/claimsPushes`` (PostgreSQL, under leases), the transaction also claims what it can of the
-    /// pushes it plans, exactly as a claim (``claimPushes(partition:limit:policy:lease:skipClaimedBefore:recording:)``)
-    /// made right after it under the same lease would: those come back with the lease's epoch in
-    /// ``OutboxPush/claimedEpoch``, each device's `pushed_version` already at its last one. Claims under the same
-    /// epoch leave them alone (a later push of the same device waits behind them) until they are recorded
-    /// (``recordDeliveries(_:)``), or for ``ApplyContext/claimHold`` at most; a claim under a newer epoch (the
-    /// partition's next owner) takes them at once.
+    /// A `maxDevicesPerUser` is taken from the first batch. Nothing is claimed: the partitions' delivery stages
+    /// claim every push the batches plan.
     func apply(_ batches: [ApplyBatch], policy: BadgePolicy) async throws -> [[AppliedEvent]]
 
     /// One round of partition leasing for `worker` (call it every fraction of `ttlMilliseconds`): records the
@@ -85,14 +78,13 @@ public protocol BadgeStore: Sendable {
     ) async throws -> ClaimedPushes
 
     /// What waits in `partition`'s outbox beyond what its claims took (``OutboxAhead``): when its earliest retry is
-    /// due, and whether it holds a push never attempted that is not on its way under `epoch` (the partition's
-    /// lease epoch in a fleet). A delivery loop asks after a claim that took everything it could, to sleep until
+    /// due, and whether it holds a push never attempted. A delivery loop asks after a claim that took everything it could, to sleep until
     /// then. One statement.
-    func outboxAhead(partition: Int, epoch: Int64?) async throws -> OutboxAhead
+    func outboxAhead(partition: Int) async throws -> OutboxAhead
 
     /// Listens for wake-ups of partitions' delivery loops that other workers send through the database: a badge
     /// refresh planned in a partition after its lease moved on (``refreshBadge(after:partition:policy:)``), a
-    /// look-ahead held back by another partition's rows (``outboxAhead(partition:epoch:)``). Calls `partition`
+    /// look-ahead held back by another partition's rows (``outboxAhead(partition:)``). Calls `partition`
     /// with each partition woken and `listening` each time listening (re)starts (what was sent meanwhile is lost:
     /// the caller looks at every partition it holds). Returns when the calling task is cancelled; at once on a
     /// store that only one worker writes (SQLite).

@@ -23,7 +23,6 @@ enum StoreQueries {
             var rules = EventRules(
                 sql: sql, policy: policy, partition: first.partition, maxDevicesPerUser: first.maxDevicesPerUser,
                 beforeEvent: beforeEvent, leases: folded ? leases : [])
-            rules.claimsPushes = batches.allSatisfy(\.context.claimsPushes)
             rules.readStateChunk = first.readStateChunk
             rules.chunked = batches.count == 1 && first.chunked && batches[0].events.count == 1
             if rules.chunked { rules.resumeAfter = first.resumeAfter ?? .start }

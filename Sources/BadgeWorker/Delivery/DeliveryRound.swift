@@ -55,7 +55,7 @@ struct DeliveryRound {
     let schedule: RetrySchedule
     /// The age after which a failing push is given up.
     let maxAge: Duration
-    /// When the round's pushes were claimed (or handed over), on the monotonic clock.
+    /// When the round's pushes were claimed, on the monotonic clock.
     let claimedAt: ContinuousClock.Instant
     private var queues: [String: [ClaimedPush]] = [:]
     private var ready: [String] = []
@@ -142,8 +142,7 @@ struct DeliveryRound {
     }
 
     /// How old `push` is at `now`: the age its claim read by the database's clock, plus the time since the claim
-    /// on the monotonic clock; nil without that reading (a push handed over by its own batch's transaction, just
-    /// planned; a row from before planning times were recorded): such a push is not given up in this round.
+    /// on the monotonic clock; nil without that reading (a row from before planning times were recorded): such a push is not given up in this round.
     func age(of push: ClaimedPush, at now: ContinuousClock.Instant) -> Duration? {
         push.outbox.age.map { $0 + max(.zero, now - claimedAt) }
     }

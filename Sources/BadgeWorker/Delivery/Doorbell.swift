@@ -1,9 +1,8 @@
-import BadgeStore
 import Synchronization
 
 /// Wakes a partition's delivery loop: rung when ingestion committed new pushes for it to claim (and on every lease
-/// round), handed the pushes that ingestion's transaction claimed itself (``hand(_:claim:)``), closed when the
-/// partition stops. One waiter at a time.
+/// round, and by wake-ups from other partitions and workers), closed when the partition stops. One waiter at a
+/// time.
 ///
 /// Each ring also counts (``rings``): a loop that notes the count before it claims can wait for a ring that came
 /// after (``wait(upTo:ringsSeen:)``), so a ring for pushes its claim already took does not make it claim again.
@@ -12,8 +11,6 @@ final class Doorbell: Sendable {
         var rung = false
         var rings = 0
         var closed = false
-        /// Pushes claimed by ingestion, not taken by the loop yet, in commit order.
-        var handed: [ClaimedPush] = []
         var waiter: (id: Int, continuation: CheckedContinuation<Void, Never>)?
         var lastWait = 0
         /// A wait that timed out before its continuation was registered: that one resumes at once.
@@ -33,40 +30,6 @@ final class Doorbell: Sendable {
             return state.waiter?.continuation
         }
         waiter?.resume()
-    }
-
-    /// Hands the loop `pushes` that ingestion claimed and committed (to send without a claim of its own), and rings
-    /// when `claim` (the commit also planned pushes for the loop to claim).
-    func hand(_ pushes: [ClaimedPush], claim: Bool) {
-        guard !pushes.isEmpty || claim else { return }
-        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            state.handed += pushes
-            if claim {
-                state.rung = true
-                state.rings += 1
-            }
-            defer { state.waiter = nil }
-            return state.waiter?.continuation
-        }
-        waiter?.resume()
-    }
-
-    /// Whether pushes were handed and not taken yet.
-    var hasHanded: Bool { state.withLock { !$0.handed.isEmpty } }
-
-    /// Takes the pushes handed so far (``hand(_:claim:)``), oldest first.
-    func takeHanded() -> [ClaimedPush] {
-        state.withLock { state in
-            defer { state.handed = [] }
-            return state.handed
-        }
-    }
-
-    /// Forgets handed pushes that a claim took (`ids`): that claim sends them. (A claim can take a handed push
-    /// only once its hold ran out, see `ApplyContext.claimHold`.)
-    func discardHanded(_ ids: Set<Int64>) {
-        guard !ids.isEmpty else { return }
-        state.withLock { $0.handed.removeAll { ids.contains($0.id) } }
     }
 
     /// The partition stops: the loop finishes its round in progress and ends.
@@ -90,30 +53,25 @@ final class Doorbell: Sendable {
         await wait(upTo: limit, ringsSeen: nil)
     }
 
-    /// Returns when rung after it had been rung `ringsSeen` times in all (at once if it already was), when pushes
-    /// are handed (or were and are not taken yet), when closed, or after `limit` (nil: no limit). Rings up to
-    /// `ringsSeen` are spent.
+    /// Returns when rung after it had been rung `ringsSeen` times in all (at once if it already was), when closed,
+    /// or after `limit` (nil: no limit). Rings up to `ringsSeen` are spent.
     func wait(upTo limit: Duration?, ringsSeen: Int?) async {
         let id = state.withLock { state -> Int in
             state.lastWait += 1
             return state.lastWait
         }
+        guard let limit else {
+            // No limit: only a ring or the close ends the wait.
+            await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
+            return
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
-                    let resumeNow = self.state.withLock { state -> Bool in
-                        let rung = ringsSeen.map { state.rings > $0 } ?? state.rung
-                        if rung || !state.handed.isEmpty || state.closed || state.abandoned == id {
-                            state.rung = false
-                            return true
-                        }
-                        state.waiter = (id, continuation)
-                        return false
-                    }
-                    if resumeNow { continuation.resume() }
+                    self.register(continuation, id: id, ringsSeen: ringsSeen)
                 }
             }
-            if let limit { group.addTask { try? await Task.sleep(for: limit) } }
+            group.addTask { try? await Task.sleep(for: limit) }
             await group.next()
             // Whichever ended first, make sure the other ends too.
             let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
@@ -127,5 +85,20 @@ final class Doorbell: Sendable {
             waiter?.resume()
             group.cancelAll()
         }
+    }
+
+    /// Resumes `continuation` at once when the wait `id` is over already (rung, closed or abandoned), else makes it
+    /// the waiter.
+    private func register(_ continuation: CheckedContinuation<Void, Never>, id: Int, ringsSeen: Int?) {
+        let resumeNow = state.withLock { state -> Bool in
+            let rung = ringsSeen.map { state.rings > $0 } ?? state.rung
+            if rung || state.closed || state.abandoned == id {
+                state.rung = false
+                return true
+            }
+            state.waiter = (id, continuation)
+            return false
+        }
+        if resumeNow { continuation.resume() }
     }
 }

@@ -104,8 +104,7 @@ struct PushDispatcher: Sendable {
         /// The claim reached the round's size, or took a full share of some device (`ClaimedPushes.reachedLimit`):
         /// more may be due at once.
         var moreDue: Bool
-        /// When the claim returned (when the round was handed over, for handed pushes), on the monotonic clock: the
-        /// claim had written the outcomes it recorded by then.
+        /// When the claim returned, on the monotonic clock: the claim had written the outcomes it recorded by then.
         var claimedAt: ContinuousClock.Instant
         /// When the earliest retry the round recorded itself is due, on the monotonic clock (its delay counted from
         /// when the record was written), if any. Retries in ``record`` are not written yet: they are due their
@@ -144,17 +143,6 @@ struct PushDispatcher: Sendable {
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
         return try await send(claimed, claimedAt: claimedAt, term: term, moreDue: claim.reachedLimit)
-    }
-
-    /// Sends `claimed` (pushes claimed by ingestion's transaction, see `ApplyContext.claimsPushes`) as one round,
-    /// without a claim: what ``deliverRound(partition:term:recording:)`` does after its claim. The round's
-    /// outcomes come back to be recorded (``RoundResult/record``).
-    func deliverClaimed(_ claimed: [ClaimedPush], term: LeaseTerm?) async throws -> RoundResult {
-        guard !claimed.isEmpty else {
-            return RoundResult(ids: [], moreDue: false, claimedAt: .now, nextRetryAt: nil, record: DeliveryRecord())
-        }
-        WorkerMetrics.pushesClaimed.increment(by: claimed.count)
-        return try await send(claimed, claimedAt: .now, term: term, moreDue: false)
     }
 
     /// Sends one round's claimed pushes (one device's in order, see ``DeliveryRound``), claimed at `claimedAt`, and
@@ -202,7 +190,7 @@ struct PushDispatcher: Sendable {
     /// once its outcomes are recorded: what the delivery loop sleeps until.
     func ahead(partition: Int, term: LeaseTerm?) async throws -> OutboxAhead {
         try await Retry.transient("look ahead in the outbox", health: health, logger: logger) { [store] in
-            try await store.outboxAhead(partition: partition, epoch: term?.lease.epoch)
+            try await store.outboxAhead(partition: partition)
         }
     }
 

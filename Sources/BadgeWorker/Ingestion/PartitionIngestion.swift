@@ -6,9 +6,8 @@ import Logging
 import Metrics
 
 /// The ingestion stage of one partition queue: batches of messages taken at the worker's ingestion tick → decode →
-/// one transaction (shared with the worker's other partitions of the same tick) → park invalid ones → hand the
-/// pushes the transaction claimed to the partition's delivery loop, and ring it for those it left to be claimed →
-/// one multiple-ack. It never waits for a provider.
+/// one transaction (shared with the worker's other partitions of the same tick) → park invalid ones → ring the
+/// partition's delivery loop when the transaction planned pushes, for it to claim them → one multiple-ack. It never waits for a provider.
 ///
 /// A batch the database refuses because of the data of some of its events (a value PostgreSQL or SQLite cannot
 /// store or index, see `StoreError.refusesInput`) is bisected (``PoisonBisector``): each culprit is parked in
@@ -145,7 +144,7 @@ struct PartitionIngestion: Sendable {
         // broker (connection lost), the messages come back and find their effects already stored. The ack is
         // queued, not awaited: the next batch need not wait for the connection's thread to wake up and write it
         // (acks and the channel's close go out in order; a lost connection ends the consumer's stream).
-        doorbell.hand(committed.claimed, claim: committed.toClaim)
+        if committed.plannedPushes { doorbell.ring() }
         channel.queueAck(deliveryTag: lastTag, multiple: true)
         WorkerMetrics.eventsApplied.increment(by: events.count)
     }
@@ -292,7 +291,7 @@ struct PartitionIngestion: Sendable {
         } catch let error as StoreError where error.refusesInput {
             try await isolate(events, sources: sources, refusal: error, into: &committed)
         }
-        doorbell.hand(committed.claimed, claim: committed.toClaim)
+        if committed.plannedPushes { doorbell.ring() }
         for message in sources { channel.queueAck(deliveryTag: message.deliveryTag, multiple: false) }
         WorkerMetrics.eventsApplied.increment(by: events.count)
     }
@@ -306,7 +305,7 @@ struct PartitionIngestion: Sendable {
         } catch let error as StoreError where error.refusesInput {
             try await isolate(heldBack.events, sources: heldBack.sources, refusal: error, into: &committed)
         }
-        doorbell.hand(committed.claimed, claim: committed.toClaim)
+        if committed.plannedPushes { doorbell.ring() }
         for message in heldBack.sources { channel.queueAck(deliveryTag: message.deliveryTag, multiple: false) }
         WorkerMetrics.eventsApplied.increment(by: heldBack.events.count)
     }
@@ -369,22 +368,13 @@ extension String {
 }
 
 extension PartitionIngestion {
-    /// What a batch's transactions committed for the delivery stage: the pushes they claimed themselves (see
-    /// `ApplyContext.claimsPushes`), and whether they planned others, for the delivery loop to claim.
+    /// What a batch's transactions committed for the delivery stage: whether they planned pushes, for the
+    /// partition's delivery loop to claim.
     struct Committed {
-        var claimed: [ClaimedPush] = []
-        var toClaim = false
+        var plannedPushes = false
 
         mutating func add(_ applied: [AppliedEvent]) {
-            for event in applied {
-                for push in event.pushes {
-                    if push.claimedEpoch != nil {
-                        claimed.append(ClaimedPush(outbox: push, push: push.push))
-                    } else {
-                        toClaim = true
-                    }
-                }
-            }
+            if !plannedPushes { plannedPushes = applied.contains { !$0.pushes.isEmpty } }
         }
     }
 }

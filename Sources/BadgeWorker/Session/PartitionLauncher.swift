@@ -46,7 +46,7 @@ struct PartitionLauncher {
             configuration: configuration,
             context: ApplyContext(
                 partition: partition, lease: lease,
-                maxDevicesPerUser: configuration.maxDevicesPerUser, claimsPushes: lease != nil,
+                maxDevicesPerUser: configuration.maxDevicesPerUser,
                 readStateChunk: configuration.maxTransactionWeight),
             watchdog: watchdog, health: health, prefetch: prefetch, logger: partitionLogger)
         let delivery = PartitionDelivery(
