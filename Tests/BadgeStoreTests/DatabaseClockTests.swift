@@ -60,12 +60,11 @@ struct DatabaseClockTests {
             let alice = try #require(first.pushes.first { $0.push.token == tokenA })
             let carol = try #require(first.pushes.first { $0.push.token == tokenB })
             func retry(_ push: ClaimedPush, _ delay: Duration) -> DeliveryRecord.Retry {
-                DeliveryRecord.Retry(
-                    id: push.id, delay: delay, token: push.push.token, user: push.push.recipient,
-                    badgeVersion: push.push.badgeVersion)
+                DeliveryRecord.Retry(id: push.id, delay: delay)
             }
             try await store.recordDeliveries(
-                DeliveryRecord(retries: [retry(alice, .seconds(3600)), retry(carol, .microseconds(1))]))
+                DeliveryRecord(
+                    dropped: first.dropped, retries: [retry(alice, .seconds(3600)), retry(carol, .microseconds(1))]))
             // Due an hour after the record by the database's clock, and the other at once.
             let waits = try await values(
                 store, "next_attempt_at - {now}", from: "outbox WHERE token = '\(tokenA)' ORDER BY id")
@@ -78,7 +77,7 @@ struct DatabaseClockTests {
             // Two hours old by the database's clock: the claim says so, and so does the backlog.
             try await execute(
                 store, "UPDATE outbox SET created_at = created_at - 7200000000, next_attempt_at = {now}")
-            let old = try await claim(store, recording: DeliveryRecord(sent: second.pushes.map(\.id)))
+            let old = try await claim(store, recording: .sentAll(second))
             #expect(old.pushes.map(\.push.eventID) == ["n1"])
             let age = try #require(old.pushes.first?.outbox.age)
             #expect(age >= .seconds(7200) && age < .seconds(7205), "\(age)")

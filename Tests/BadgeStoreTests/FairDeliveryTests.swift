@@ -31,7 +31,7 @@ struct FairDeliveryTests {
                 policy: .unseen, context: context)
             let registrations = try await claim(recording: DeliveryRecord())
             #expect(registrations.pushes.count == 2)
-            var recording = DeliveryRecord(sent: registrations.pushes.map(\.outbox.id))
+            var recording = DeliveryRecord.sentAll(registrations)
 
             for start in stride(from: 0, to: Self.heavyBacklog, by: 500) {
                 let events = (start..<start + 500).map { follow("h\($0)", at: Int64($0 + 1), to: "u-heavy") }
@@ -50,7 +50,7 @@ struct FairDeliveryTests {
             #expect(first.reachedLimit)
 
             var heavy = first.pushes.filter { $0.push.token == tokenA }
-            recording = DeliveryRecord(sent: first.pushes.map(\.outbox.id))
+            recording = .sentAll(first)
             var claims = 1
             while true {
                 let next = try await claim(recording: recording)
@@ -60,7 +60,7 @@ struct FairDeliveryTests {
                 // A claim that took a full share of the device says more may be due.
                 if next.pushes.count == bound { #expect(next.reachedLimit) }
                 heavy += next.pushes
-                recording = DeliveryRecord(sent: next.pushes.map(\.outbox.id))
+                recording = .sentAll(next)
                 if next.pushes.isEmpty && !next.reachedLimit { break }
                 try #require(claims <= Self.heavyBacklog / bound + 3, "the backlog does not drain")
             }
@@ -111,7 +111,7 @@ struct FairDeliveryTests {
                 """)
             _ = try await store.apply([follow("n-fresh", at: 1, to: "u-fresh")], policy: .unseen, context: context)
             let next = try await claimPartitionZero(
-                store, lease: lease, limit: 256, recording: DeliveryRecord(sent: registration.pushes.map(\.outbox.id)))
+                store, lease: lease, limit: 256, recording: .sentAll(registration))
             #expect(next.pushes.map(\.push.eventID) == ["n-fresh"])
         }
     }
@@ -135,7 +135,7 @@ struct FairDeliveryTests {
             let registrations = try await claim(recording: DeliveryRecord())
             #expect(registrations.pushes.count == devices)
             #expect(
-                try await claim(recording: DeliveryRecord(sent: registrations.pushes.map(\.outbox.id))).pushes.isEmpty)
+                try await claim(recording: .sentAll(registrations)).pushes.isEmpty)
             var recording = DeliveryRecord()
             // 40 follows to each user, interleaved; the waiting device's are the oldest.
             let perDevice = 40
@@ -158,7 +158,7 @@ struct FairDeliveryTests {
                     first.pushes.filter { $0.push.token == tokens[device] }.map(\.push.eventID)
                         == (0..<bound).map { "f\(device)-\($0)" })
             }
-            recording = DeliveryRecord(sent: first.pushes.map(\.outbox.id))
+            recording = .sentAll(first)
             try await execute(store, "UPDATE outbox SET next_attempt_at = 0 WHERE token = '\(tokens[0])'")
             var drained: [String: [String]] = [:]
             var claims = 0
@@ -166,7 +166,7 @@ struct FairDeliveryTests {
                 let next = try await claim(recording: recording)
                 claims += 1
                 for push in next.pushes { drained[push.push.token, default: []].append(push.push.eventID) }
-                recording = DeliveryRecord(sent: next.pushes.map(\.outbox.id))
+                recording = .sentAll(next)
                 if next.pushes.isEmpty && !next.reachedLimit { break }
                 try #require(claims <= perDevice / bound + 3, "the backlogs do not drain")
             }

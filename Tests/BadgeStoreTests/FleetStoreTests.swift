@@ -247,9 +247,11 @@ struct FleetStoreTests {
             #expect(rebuilt.badge == 2)
             #expect(rebuilt.counts == Counts(unreadNotifications: 2, unseenNotifications: 2))
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 3)
+            // The superseded badge-only push leaves with the round's record, which moves the device's version.
+            #expect(claimed.dropped == [outbox[0].id])
+            #expect(try await pushedVersion(store, tokenA) == 2)
+            try await store.recordDeliveries(.sentAll(claimed))
             #expect(try await pushedVersion(store, tokenA) == 3)
-            #expect(try await store.pendingPushes(limit: 10).map(\.id) == [alert1.id])
-            try await store.recordDeliveries(DeliveryRecord(sent: [alert1.id]))
             #expect(try await store.pendingPushes(limit: 10).isEmpty)
 
             // The next event gets a version above the rebuilt push's.
@@ -261,7 +263,8 @@ struct FleetStoreTests {
             _ = try await store.apply([register("d2", token: tokenA, for: "u-carol")], policy: .unseen)
             let moved = try await claimDue(store, partition: nil)
             #expect(moved.pushes.map(\.push.recipient) == ["u-carol"])
-            #expect(try await store.pendingPushes(limit: 10).allSatisfy { $0.push.recipient == "u-carol" })
+            try await store.recordDeliveries(.sentAll(moved))
+            #expect(try await store.pendingPushes(limit: 10).isEmpty)
         }
     }
 
@@ -274,7 +277,7 @@ struct FleetStoreTests {
             let outbox = try await store.pendingPushes(limit: 10, partition: 5)
             let sent = try await claimDue(store, partition: 5)
             #expect(sent.pushes.map(\.push.badgeVersion) == [1, 2])
-            try await store.recordDeliveries(DeliveryRecord(sent: sent.pushes.map(\.outbox.id)))
+            try await store.recordDeliveries(.sentAll(sent))
             let late = outbox[1].push  // the first alert, badge 1, landed after the second (badge 2)
 
             #expect(try await store.refreshBadge(after: late, partition: 5, policy: .unseen))
@@ -338,9 +341,9 @@ struct FleetStoreTests {
             #expect(try await store.pendingPushes(limit: 10).allSatisfy { $0.push.eventID != "n3" })
         }
     }
-    /// A round claimed under a lease: on PostgreSQL the usual round is one statement that also moves each device's
-    /// `pushed_version` (`DeliveryQueries.claimDueAtOnce`), and a round the guard must change (a stale alert, a
-    /// token that moved) is claimed again in a transaction; the outcome is the same on both backends.
+    /// A round claimed under a lease, the same on both backends: the claim sends in order and coalesces, the push
+    /// guard rebuilds a stale alert and drops what a token that moved must not get, and each device's
+    /// `pushed_version` moves with the round's record, to what went out.
     @Test(arguments: Backend.allCases)
     func aRoundUnderALeaseSendsInOrderCoalescesAndLetsNoDeviceGoBack(backend: Backend) async throws {
         try await withStore(backend) { store in
@@ -362,14 +365,15 @@ struct FleetStoreTests {
             let first = try await claim()
             #expect(first.pushes.map(\.push.eventID) == ["n1", "n2", "n3"])
             #expect(first.pushes.map(\.push.badgeVersion) == [1, 2, 1])
-            #expect(try await store.pendingPushes(limit: 10, partition: 0).map(\.push.eventID) == ["n1", "n2", "n3"])
-            #expect(try await pushedVersion(store, tokenA) == 2)
-            #expect(try await pushedVersion(store, tokenB) == 1)
+            #expect(first.dropped.count == 2)
+            #expect(try await pushedVersion(store, tokenA) == -1)
 
-            // Recorded with the next claim, which finds nothing due.
-            let second = try await claim(recording: DeliveryRecord(sent: first.pushes.map(\.outbox.id)))
+            // Recorded with the next claim, which finds nothing due: the rows leave, the versions move.
+            let second = try await claim(recording: .sentAll(first))
             #expect(second.pushes.isEmpty)
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
+            #expect(try await pushedVersion(store, tokenA) == 2)
+            #expect(try await pushedVersion(store, tokenB) == 1)
 
             // A newer alert went out first (a zombie raced ahead): the older one and the one behind it are stale,
             // so the round is claimed in a transaction and both alerts are rebuilt at fresh versions, never dropped.
@@ -380,9 +384,11 @@ struct FleetStoreTests {
             let stale = try await claim()
             #expect(stale.pushes.map(\.push.eventID) == ["n4", "n5"])
             #expect(stale.pushes.map(\.push.badgeVersion) == [5, 6])
-            #expect(try await pushedVersion(store, tokenA) == 6)
             #expect(try await store.snapshot(user: "u-alice").badgeVersion == 6)
-            _ = try await claim(recording: DeliveryRecord(sent: stale.pushes.map(\.outbox.id)))
+            // Rewritten in the outbox: a crash before the record sends the same versions again.
+            #expect(try await store.pendingPushes(limit: 10, partition: 0).map(\.push.badgeVersion) == [5, 6])
+            _ = try await claim(recording: .sentAll(stale))
+            #expect(try await pushedVersion(store, tokenA) == 6)
 
             // The token moves to carol before alice's next alert goes: nothing of alice reaches it, carol's
             // registration push does.
@@ -417,7 +423,7 @@ struct FleetStoreTests {
                 }, policy: .unseen, context: context)
             let registrations = try await claim(limit: 100)
             #expect(registrations.pushes.count == users.count)
-            try await store.recordDeliveries(DeliveryRecord(sent: registrations.pushes.map(\.outbox.id)))
+            try await store.recordDeliveries(.sentAll(registrations))
             // As autovacuum does when it finds the outbox drained: the statistics say it is empty. Statements are
             // prepared on their third run on a connection: enough empty rounds that every connection the pool
             // hands out has the claim's plan made on those statistics.

@@ -28,11 +28,9 @@ struct OutboxAheadTests {
             let retried = try #require(claimed.pushes.first)
             try await store.recordDeliveries(
                 DeliveryRecord(
-                    sent: claimed.pushes.dropFirst().map(\.id),
+                    sent: claimed.pushes.dropFirst().map(\.id), dropped: claimed.dropped,
                     retries: [
-                        DeliveryRecord.Retry(
-                            id: retried.id, delay: .seconds(10), token: retried.push.token,
-                            user: retried.push.recipient, badgeVersion: retried.push.badgeVersion)
+                        DeliveryRecord.Retry(id: retried.id, delay: .seconds(10))
                     ]))
             let ahead = try await store.outboxAhead(partition: 0)
             let retryIn = try #require(ahead.retryIn)
@@ -67,7 +65,7 @@ struct OutboxAheadTests {
             let sent = try await writer.claimPushes(
                 partition: 5, limit: 10, policy: .unseen, lease: nil, skipClaimedBefore: nil,
                 recording: DeliveryRecord())
-            try await writer.recordDeliveries(DeliveryRecord(sent: sent.pushes.map(\.outbox.id)))
+            try await writer.recordDeliveries(.sentAll(sent))
             #expect(try await writer.refreshBadge(after: outbox[1].push, partition: 5, policy: .unseen))
             try await eventually("partition 5 woken") { heard.withLock { $0.contains(5) } }
 

@@ -77,7 +77,8 @@ struct OutboxEventTests {
 
             // Four of five sent: the event stays for the fifth.
             let others = claimed.pushes.filter { $0.push.eventID != "c1" }.map(\.id)
-            try await store.recordDeliveries(DeliveryRecord(sent: others + alerts.dropLast().map(\.id)))
+            try await store.recordDeliveries(
+                DeliveryRecord(sent: others + alerts.dropLast().map(\.id), dropped: claimed.dropped))
             #expect(try await Self.stored(database).events == 1)
             let last = try #require(alerts.last)
             let again = try await Self.claim(store, lease: lease)
@@ -103,7 +104,7 @@ struct OutboxEventTests {
             let registrations = Self.tokens.prefix(3).enumerated().map { register("d\($0.offset)", token: $0.element) }
             _ = try await store.apply(registrations, policy: .unseen, context: context)
             let first = try await Self.claim(store, lease: nil)
-            try await store.recordDeliveries(DeliveryRecord(sent: first.pushes.map(\.id)))
+            try await store.recordDeliveries(.sentAll(first))
             _ = try await store.apply([Self.comment("c1", at: 10)], policy: .unseen, context: context)
             #expect(try await Self.stored(database) == (1, 0))
 
@@ -121,7 +122,7 @@ struct OutboxEventTests {
                 [register("d9", token: Self.tokens[3]), register("d10", token: Self.tokens[4])], policy: .unseen,
                 context: context)
             let registered = try await Self.claim(store, lease: nil)
-            try await store.recordDeliveries(DeliveryRecord(sent: registered.pushes.map(\.id)))
+            try await store.recordDeliveries(.sentAll(registered))
             _ = try await store.apply([Self.comment("c2", at: 20)], policy: .unseen, context: context)
             try await database.transaction { sql in
                 try await sql.execute("UPDATE outbox_events SET event_json = '{not json' WHERE event_id = 'c2'")
@@ -149,7 +150,7 @@ struct OutboxEventTests {
             let registrations = Self.tokens.prefix(2).enumerated().map { register("d\($0.offset)", token: $0.element) }
             _ = try await store.apply(registrations, policy: .unseen, context: context)
             let first = try await Self.claim(store, lease: nil)
-            try await store.recordDeliveries(DeliveryRecord(sent: first.pushes.map(\.id)))
+            try await store.recordDeliveries(.sentAll(first))
             _ = try await store.apply([Self.comment("c1", at: 10)], policy: .unseen, context: context)
             let rows = try await store.pendingPushes(limit: 100).map(\.id)
             #expect(rows.count == 2)
@@ -213,7 +214,7 @@ struct OutboxEventTests {
             #expect(claimed.pushes.map(\.push.eventID) == ["c0", "c0", "c1", "c1"])
             #expect(claimed.pushes.prefix(2).allSatisfy { $0.push.kind == .alert(old) })
             #expect(claimed.pushes.suffix(2).allSatisfy { $0.push.kind == .alert(new) })
-            try await store.recordDeliveries(DeliveryRecord(sent: claimed.pushes.map(\.id)))
+            try await store.recordDeliveries(.sentAll(claimed))
             #expect(try await Self.stored(database) == (0, 0))
         }
     }

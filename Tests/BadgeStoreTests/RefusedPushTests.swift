@@ -114,7 +114,7 @@ struct RefusedPushTests {
             // Once the claimed pushes are recorded as sent, the outbox is empty and nothing else is due.
             let next = try await store.claimPushes(
                 partition: 0, limit: 100, policy: .unseen, lease: lease,
-                skipClaimedBefore: nil, recording: DeliveryRecord(sent: claim.pushes.map(\.id)))
+                skipClaimedBefore: nil, recording: .sentAll(claim))
             #expect(next.pushes.isEmpty)
             #expect(next.refused.isEmpty)
             #expect(try await store.pendingPushes(limit: 100).isEmpty)
@@ -147,7 +147,7 @@ struct RefusedPushTests {
             #expect(first.refused.count == 1)
             let second = try await store.claimPushes(
                 partition: 0, limit: 3, policy: .unseen, lease: nil,
-                skipClaimedBefore: nil, recording: DeliveryRecord(sent: first.pushes.map(\.id)))
+                skipClaimedBefore: nil, recording: .sentAll(first))
             #expect(second.refused.map(\.reason) == [.unknownProvider])
             #expect(!second.reachedLimit)
             #expect(try await store.pendingPushes(limit: 100).isEmpty)

@@ -215,3 +215,16 @@ func execute(_ store: any BadgeStore, _ statement: String) async throws {
     let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
     try await database.transaction { try await $0.execute(statement, []) }
 }
+
+extension DeliveryRecord {
+    /// The record of a round in which every push `claim` took went out: sent at the versions they carried, and the
+    /// rows the claim's push guard dropped removed, as a delivery round records them.
+    static func sentAll(_ claim: ClaimedPushes) -> DeliveryRecord {
+        DeliveryRecord(
+            sent: claim.pushes.map(\.outbox.id),
+            pushed: claim.pushes.map {
+                DeliveryRecord.Pushed(token: $0.push.token, user: $0.push.recipient, version: $0.push.badgeVersion)
+            },
+            dropped: claim.dropped)
+    }
+}

@@ -74,8 +74,8 @@ struct DeliveryRoundTests {
         // long after it writes the record, by the database's clock), not a time of this process's clock.
         #expect(round.record.retries.map(\.id) == [1])
         #expect(round.record.retries.map(\.delay) == [.seconds(2)])
-        // The device's pushed version goes back to the waiting push's when the round is recorded.
-        #expect(round.record.retries.map(\.badgeVersion) == [1])
+        // Only what went out moves its device's pushed version: b's, to its push's version, for its user.
+        #expect(round.record.pushed == [DeliveryRecord.Pushed(token: "b", user: "u-b", version: 3)])
         #expect(round.record.earliestRetry == .seconds(2))
         #expect(round.tally.heldBack == 1)
         #expect(round.tally.retryReason == "503")

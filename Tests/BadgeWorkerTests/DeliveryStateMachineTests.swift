@@ -50,7 +50,7 @@ struct DeliveryStateMachineTests {
     }
 
     private static func retry(_ entry: (id: Int64, delay: Duration)) -> DeliveryRecord.Retry {
-        DeliveryRecord.Retry(id: entry.id, delay: entry.delay, token: "t\(entry.id)", user: "u", badgeVersion: 1)
+        DeliveryRecord.Retry(id: entry.id, delay: entry.delay)
     }
 
     @Test func itClaimsAtTheStartThenRecordsAQuietRoundsOutcomesOnTheirOwnAfterTheRecordDelay() {

@@ -9,8 +9,8 @@ import Testing
 
 /// The delivery loop, with a real database and a real sink over HTTP. When a partition goes quiet after a round,
 /// the round's outcomes are recorded on their own within the record delay, not left for a later claim: a push stays
-/// sent but unrecorded (what a crash would send again) only that long. Pushes claimed by their own batch go out
-/// without a claim.
+/// sent but unrecorded (what a crash would send again) only that long. Every push goes out through the loop's own
+/// claim.
 @Suite("Delivery loop")
 struct PartitionDeliveryTests {
     private static let token = "feed0000feed0000feed0000feed0000"
@@ -35,9 +35,10 @@ struct PartitionDeliveryTests {
         try await withDeliveryFixture(backend) { store, sink, dispatcher in
             _ = try await store.apply(Self.events, policy: .unseen, context: ApplyContext(partition: 0))
             try await Self.deliver(store, sink, dispatcher(store), recordDelay: .seconds(60)) { pending in
-                try await Task.sleep(for: .milliseconds(300))
-                // Sent, not recorded yet: still in the outbox, claimed.
-                #expect(try await pending() == 1)
+                // At the sink (`deliver` waited for it), not recorded yet: still in the outbox, claimed, with the
+                // registration's badge-only push it superseded, which leaves with the same record.
+                let count = try await pending()
+                #expect(count == 2)
             }
             // The loop stopped and recorded what it sent.
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)
@@ -143,7 +144,7 @@ struct PartitionDeliveryTests {
             try await eventually("a push at the sink", timeout: .seconds(20), every: .milliseconds(20)) {
                 !sink.receivedPushes(token: token).isEmpty
             }
-            // The registration's badge-only push is superseded by the alert and dropped at the claim: one push.
+            // The registration's badge-only push is superseded by the alert and dropped by the claim's guard: one push.
             #expect(sink.receivedPushes(token: token).count == 1)
             try await check { try await store.pendingPushes(limit: 10, partition: 0).count }
             doorbell.close()

@@ -8,15 +8,19 @@ public struct ClaimedPushes: Sendable, Equatable {
     /// right now. When false, everything due at the claim's `now` was taken, and only rows committed or made due
     /// after it can be due.
     public var reachedLimit: Bool
-    /// Due rows the claim could not read: moved into `refused_pushes` and out of the outbox in the claim's
-    /// transaction (see ``RefusedPush``). The caller counts and logs them; nothing else is to be done with them.
+    /// Due rows the claim could not read: moved into `refused_pushes` and out of the outbox right after the claim
+    /// (see ``RefusedPush``). The caller counts and logs them; nothing else is to be done with them.
     public var refused: [RefusedPush]
+    /// Claimed rows the push guard dropped (superseded, or to a token that moved to another user): the caller
+    /// removes them with the round's record (``DeliveryRecord/dropped``).
+    public var dropped: [Int64]
 
     /// Creates a claim's result.
-    public init(pushes: [ClaimedPush], reachedLimit: Bool, refused: [RefusedPush] = []) {
+    public init(pushes: [ClaimedPush], reachedLimit: Bool, refused: [RefusedPush] = [], dropped: [Int64] = []) {
         self.pushes = pushes
         self.reachedLimit = reachedLimit
         self.refused = refused
+        self.dropped = dropped
     }
 
     /// Most rows of one device (token) a claim takes: its oldest due ones. A device with a long backlog gets this

@@ -42,6 +42,7 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
     /// sharing a database do not wake each other.
     var outboxChannel: String { "badgepipe_outbox" + (schema.map { "." + $0 } ?? "") }
     private let closeSignal = CloseSignal<Void>()
+    private let logger: Logger
     /// Resolved by ``run()`` as it starts each pool, just before it calls the pool's own `run()` (the transactors
     /// wait for them, see `PostgresTransactor.started`).
     private let clientStarted: CloseSignal<Void>
@@ -61,6 +62,7 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
             configuration.options.additionalStartupParameters.append(("search_path", schema))
         }
         self.schema = schema
+        self.logger = logger
         var leaseConfiguration = configuration
         // The pool of batches and claims prepares the statements it runs again and again (see
         // `PostgresStatementCache`, which also says why its sessions start with `enable_seqscan = off`).
@@ -141,6 +143,11 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
             do {
                 try await client.withConnection { connection in
                     try await connection.listen(on: outboxChannel) { notifications in
+                        if attempt > 0 {
+                            logger.info(
+                                "listening for outbox wake-ups again",
+                                metadata: ["store.listen.attempts": "\(attempt)"])
+                        }
                         attempt = 0
                         listening()
                         for try await notification in notifications {
@@ -150,6 +157,13 @@ public final class PostgresBadgeStore: SQLBackedBadgeStore {
                 }
             } catch {
                 if Task.isCancelled { return }
+                // Once when it starts failing: until it listens again, partitions learn of other workers' wake-ups
+                // only from their own held-back polls and lease rounds.
+                if attempt == 0 {
+                    logger.warning(
+                        "cannot listen for outbox wake-ups; retrying with backoff",
+                        metadata: ["store.listen.channel": "\(outboxChannel)", "store.error": "\(error)"])
+                }
             }
             attempt += 1
             try? await Task.sleep(for: backoff.delay(attempt: attempt))

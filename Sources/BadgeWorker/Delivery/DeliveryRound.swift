@@ -8,7 +8,7 @@ import BadgeSupport
 /// Rules:
 /// - A device's (token's) pushes go one after another, in outbox order; different tokens go concurrently, at most
 ///   `concurrency` at a time.
-/// - Accepted: recorded as sent. Refused for good (by the provider or the HTTP client), or refused unsent because
+/// - Accepted: recorded as sent, with the version it carried to its device. Refused for good (by the provider or the HTTP client), or refused unsent because
 ///   the deployment does not deliver to its provider: recorded as failed, and the token's next push goes on.
 /// - A dead token: recorded for deactivation, which removes its other pushes too, with what the provider said
 ///   (``DeliveryRecord/feedback``), reported back to the producers once recorded.
@@ -108,6 +108,8 @@ struct DeliveryRound {
         switch result {
         case .accepted(let wasLate):
             record.sent.append(push.id)
+            record.pushed.append(
+                DeliveryRecord.Pushed(token: token, user: push.push.recipient, version: push.push.badgeVersion))
             tally.sent += 1
             if wasLate { late.append(push) }
         case .rejected:
@@ -159,9 +161,7 @@ struct DeliveryRound {
         }
         let delay = schedule.delay(attempts: push.outbox.attempts + 1, retryAfter: retryAfter, unit: unit)
         record.retries.append(
-            DeliveryRecord.Retry(
-                id: push.id, delay: max(delay, .microseconds(1)), token: push.push.token, user: push.push.recipient,
-                badgeVersion: push.push.badgeVersion))
+            DeliveryRecord.Retry(id: push.id, delay: max(delay, .microseconds(1))))
         tally.retries += 1
         tally.heldBack += queues[push.push.token]?.count ?? 0
         return false

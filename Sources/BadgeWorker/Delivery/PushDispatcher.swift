@@ -139,16 +139,19 @@ struct PushDispatcher: Sendable {
         let claimedAt = ContinuousClock.now
         if claimed.isEmpty {
             return RoundResult(
-                ids: [], moreDue: claim.reachedLimit, claimedAt: claimedAt, nextRetryAt: nil, record: DeliveryRecord())
+                ids: [], moreDue: claim.reachedLimit, claimedAt: claimedAt, nextRetryAt: nil,
+                record: DeliveryRecord(dropped: claim.dropped))
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
-        return try await send(claimed, claimedAt: claimedAt, term: term, moreDue: claim.reachedLimit)
+        return try await send(
+            claimed, dropped: claim.dropped, claimedAt: claimedAt, term: term, moreDue: claim.reachedLimit)
     }
 
     /// Sends one round's claimed pushes (one device's in order, see ``DeliveryRound``), claimed at `claimedAt`, and
-    /// returns what happened.
+    /// returns what happened; the rows the claim `dropped` are removed with the round's outcomes.
     private func send(
-        _ claimed: [ClaimedPush], claimedAt: ContinuousClock.Instant, term: LeaseTerm?, moreDue: Bool
+        _ claimed: [ClaimedPush], dropped: [Int64], claimedAt: ContinuousClock.Instant, term: LeaseTerm?,
+        moreDue: Bool
     ) async throws -> RoundResult {
         var round = DeliveryRound(
             claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge, claimedAt: claimedAt)
@@ -172,18 +175,20 @@ struct PushDispatcher: Sendable {
             }
         }
         report(round.tally)
+        var outcomes = round.record
+        outcomes.dropped = dropped
         if failure != nil || (term != nil && !round.late.isEmpty) {
-            try await record(round.record)
+            try await record(outcomes)
             // Its retries are due at most their delay after now (the database wrote them a moment ago).
             let written = ContinuousClock.now
             if let term, !round.late.isEmpty { try await afterLateSends(round.late, term: term) }
             if let failure { throw failure }
             return RoundResult(
                 ids: claimed.map(\.id), moreDue: moreDue, claimedAt: claimedAt,
-                nextRetryAt: round.record.earliestRetry.map { written + $0 }, record: DeliveryRecord())
+                nextRetryAt: outcomes.earliestRetry.map { written + $0 }, record: DeliveryRecord())
         }
         return RoundResult(
-            ids: claimed.map(\.id), moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nil, record: round.record)
+            ids: claimed.map(\.id), moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nil, record: outcomes)
     }
 
     /// What waits in `partition`'s outbox beyond what the last claim took (see `BadgeStore.outboxAhead`), read
