@@ -24,6 +24,8 @@ struct OutboxAheadTests {
             let claimed = try await store.claimPushes(
                 partition: 0, limit: 10, policy: .unseen, lease: nil, skipClaimedBefore: nil,
                 recording: DeliveryRecord())
+            // The claim read what it left: nothing.
+            #expect(claimed.ahead == OutboxAhead(retryIn: nil, heldBack: false))
             // The registration's badge-only push is superseded by the follow's alert.
             let retried = try #require(claimed.pushes.first)
             try await store.recordDeliveries(
@@ -37,9 +39,16 @@ struct OutboxAheadTests {
             #expect(retryIn > .seconds(9) && retryIn <= .seconds(10))
             #expect(!ahead.heldBack)
 
-            // The device's next push waits behind the retry: held back.
+            // The device's next push waits behind the retry: held back, as a claim that cannot take it reads too.
             _ = try await store.apply([follow("f2", at: 2)], policy: .unseen, context: context)
             #expect(try await store.outboxAhead(partition: 0).heldBack)
+            let behind = try await store.claimPushes(
+                partition: 0, limit: 10, policy: .unseen, lease: nil, skipClaimedBefore: nil,
+                recording: DeliveryRecord())
+            #expect(behind.pushes.isEmpty)
+            #expect(behind.ahead?.heldBack == true)
+            let retryLeft = try #require(behind.ahead?.retryIn)
+            #expect(retryLeft > .seconds(9) && retryLeft <= .seconds(10))
         }
     }
 

@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeWire
+import TestServices
 import Testing
 
 @_spi(Testing) @testable import BadgeStore
@@ -22,8 +23,10 @@ struct TokenFeedbackTests {
             _ = try await store.apply(
                 [register("d1", token: tokenA), register("d2", token: tokenB, for: "u-carol")], policy: .unseen)
             let fcm = TokenFeedback(token: tokenB, provider: .fcm, reason: "UNREGISTERED", providerTimestamp: nil)
+            #expect(try await store.feedbackAhead() == nil, "nothing waits")
             try await store.recordDeliveries(
                 DeliveryRecord(deadTokens: [tokenA, tokenB], feedback: [Self.dead, fcm]))
+            #expect(try await store.feedbackAhead() == .zero, "free to take now")
             #expect(try await store.snapshot(user: "u-alice").devices.isEmpty, "deactivated")
             #expect(try await store.snapshot(user: "u-carol").devices.isEmpty, "deactivated")
 
@@ -31,14 +34,19 @@ struct TokenFeedbackTests {
             #expect(taken.map(\.feedback) == [Self.dead, fcm], "in the order recorded")
             #expect(taken.count == 2 && taken[0].id < taken[1].id && taken[0].recordedAt > 0)
             #expect(try await store.takeFeedback(limit: 10, hold: .seconds(60)).isEmpty, "held by the first taker")
+            let freeIn = try #require(try await store.feedbackAhead())
+            #expect(freeIn > .zero && freeIn <= .milliseconds(300), "free when the hold ends: \(freeIn)")
             try await store.deleteFeedback([taken[0].id])
             // The hold runs out: what was not deleted (published) is taken again, by whoever comes.
-            try await Task.sleep(for: .milliseconds(400))
+            try await eventually("the hold ran out", timeout: .seconds(10), every: .milliseconds(20)) {
+                try await store.feedbackAhead() == .zero
+            }
             let again = try await store.takeFeedback(limit: 10, hold: .seconds(60))
             #expect(again.map(\.id) == [taken[1].id])
             #expect(again.map(\.feedback) == [fcm])
             try await store.deleteFeedback([taken[1].id])
             #expect(try await store.takeFeedback(limit: 10, hold: .zero).isEmpty, "nothing is left")
+            #expect(try await store.feedbackAhead() == nil)
         }
     }
 

@@ -42,11 +42,11 @@ struct DeliveryStateMachineTests {
     /// A round that sent `ids`, claimed at `claimedAt`; `retries` (outbox id, delay) are left to record.
     private static func round(
         sent ids: [Int64], moreDue: Bool = false, claimedAt: ContinuousClock.Instant = now,
-        nextRetryAt: ContinuousClock.Instant? = nil, retries: [(Int64, Duration)] = []
+        nextRetryAt: ContinuousClock.Instant? = nil, retries: [(Int64, Duration)] = [], ahead: OutboxAhead? = nil
     ) -> PushDispatcher.RoundResult {
         PushDispatcher.RoundResult(
             ids: ids, moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nextRetryAt,
-            record: DeliveryRecord(sent: ids, retries: retries.map(retry)))
+            record: DeliveryRecord(sent: ids, retries: retries.map(retry)), ahead: ahead)
     }
 
     private static func retry(_ entry: (id: Int64, delay: Duration)) -> DeliveryRecord.Retry {
@@ -96,6 +96,25 @@ struct DeliveryStateMachineTests {
         #expect(full.next(Self.seen()) == .claim(recording: DeliveryRecord()))
         full.claimed(Self.round(sent: []), ringsSeen: 0)
         Self.lookAhead(&full)
+    }
+
+    /// A claim that read what it left (`ClaimedPushes.ahead`) needs no look-ahead of its own unless pushes are held
+    /// back: nothing left, it waits for new work; a retry left, until it is due.
+    @Test func aClaimThatReadWhatItLeftSkipsTheLookAhead() {
+        var quiet = Self.afterFirstClaim(Self.round(sent: [], ahead: OutboxAhead(retryIn: nil, heldBack: false)))
+        #expect(quiet.looksAhead == false)
+        #expect(quiet.next(Self.seen()) == .wait(nil, ringsSeen: 0))
+
+        var retry = Self.afterFirstClaim(
+            Self.round(sent: [], ahead: OutboxAhead(retryIn: .milliseconds(800), heldBack: false)))
+        #expect(retry.next(Self.seen()) == .wait(.milliseconds(800), ringsSeen: 0))
+        #expect(retry.next(Self.seen(at: Self.now + .milliseconds(800))) == .claim(recording: DeliveryRecord()))
+
+        // Held back: the look-ahead runs, after the round's outcomes are recorded, to name the holders.
+        var held = Self.afterFirstClaim(
+            Self.round(sent: [1], ahead: OutboxAhead(retryIn: nil, heldBack: true)), recordDelay: .zero)
+        #expect(held.next(Self.seen()) == .record(DeliveryRecord(sent: [1])))
+        Self.lookAhead(&held)
     }
 
     @Test func aRingWithinTheRecordDelayMakesTheClaimRecordTheOutcomes() {

@@ -45,6 +45,7 @@ final class ClaimHookStore: BadgeStore {
     func takeFeedback(limit: Int, hold: Duration) async throws -> [StoredTokenFeedback] {
         try await base.takeFeedback(limit: limit, hold: hold)
     }
+    func feedbackAhead() async throws -> Duration? { try await base.feedbackAhead() }
     func deleteFeedback(_ ids: [Int64]) async throws { try await base.deleteFeedback(ids) }
     func run() async { await base.run() }
     func migrate() async throws { try await base.migrate() }

@@ -14,13 +14,21 @@ public struct ClaimedPushes: Sendable, Equatable {
     /// Claimed rows the push guard dropped (superseded, or to a token that moved to another user): the caller
     /// removes them with the round's record (``DeliveryRecord/dropped``).
     public var dropped: [Int64]
+    /// What the partition's outbox holds beyond this claim, read by the claim's own statement (its ``OutboxAhead/heldBy``
+    /// left empty): the earliest retry of a row it did not take, and whether a row never attempted is left. Nil for
+    /// a claim of every partition.
+    public var ahead: OutboxAhead?
 
     /// Creates a claim's result.
-    public init(pushes: [ClaimedPush], reachedLimit: Bool, refused: [RefusedPush] = [], dropped: [Int64] = []) {
+    public init(
+        pushes: [ClaimedPush], reachedLimit: Bool, refused: [RefusedPush] = [], dropped: [Int64] = [],
+        ahead: OutboxAhead? = nil
+    ) {
         self.pushes = pushes
         self.reachedLimit = reachedLimit
         self.refused = refused
         self.dropped = dropped
+        self.ahead = ahead
     }
 
     /// Most rows of one device (token) a claim takes: its oldest due ones. A device with a long backlog gets this

@@ -79,14 +79,17 @@ extension DeliveryQueries {
             }
         }
         let reachedLimit = try read.rows.count >= limit || reachedDeviceLimit(read.rows)
-        return ClaimedPushes(pushes: claimed, reachedLimit: reachedLimit, refused: refused, dropped: dropped)
+        return ClaimedPushes(
+            pushes: claimed, reachedLimit: reachedLimit, refused: refused, dropped: dropped, ahead: read.ahead)
     }
 
-    /// What a claim read: the claimed rows (in no particular order), their devices, and their alerts' events.
+    /// What a claim read: the claimed rows (in no particular order), their devices, their alerts' events, and what
+    /// the partition holds beyond them.
     private struct ClaimRead {
         var rows: [SQLRow]
         var devices: [String: PushGuard.Device]
         var events: OutboxEvents
+        var ahead: OutboxAhead?
     }
 
     /// The statements of one claim (see ``claimDue(partition:limit:policy:lease:skipClaimedBefore:recording:database:)``).
@@ -135,9 +138,18 @@ extension DeliveryQueries {
                 "d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version "
                     + "FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")))")
             let held = lease == nil ? "1" : "(SELECT count(*) FROM lease)"
+            var ahead = ""
+            if let partition {
+                let left = removed.isEmpty ? "" : " AND a.id NOT IN (SELECT id FROM removed)"
+                ahead =
+                    DeliveryQueries.aheadItems(
+                        partition: binds.add(.int(Int64(partition))), left: "a.id NOT IN (SELECT id FROM c)\(left)",
+                        dialect: .postgres) + ", "
+            }
             let sql = """
                 WITH \(parts.joined(separator: ",\n"))
-                SELECT \(held) AS lease_held, c.*, d.d_user_id, d.d_pushed_version, \(OutboxEvents.sharedItem(rows: "c"))
+                SELECT \(held) AS lease_held, \(ahead)c.*, d.d_user_id, d.d_pushed_version,
+                    \(OutboxEvents.sharedItem(rows: "c"))
                 FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN d ON d.d_token = c.token
                 """
             let rows = try await database.statement(sql, binds.values)
@@ -157,7 +169,9 @@ extension DeliveryQueries {
                     devices[token] = PushGuard.Device(user: user, pushedVersion: version)
                 }
             }
-            return ClaimRead(rows: claimedRows, devices: devices, events: try OutboxEvents.shared(in: rows))
+            return ClaimRead(
+                rows: claimedRows, devices: devices, events: try OutboxEvents.shared(in: rows),
+                ahead: partition == nil ? nil : try DeliveryQueries.decodeAhead(first))
         }
 
         /// SQLite: the same parts as statements of one transaction.
@@ -189,7 +203,21 @@ extension DeliveryQueries {
                         devices[token] = PushGuard.Device(user: user, pushedVersion: version)
                     }
                 }
-                return ClaimRead(rows: rows, devices: devices, events: try await OutboxEvents.read(for: rows, sql: sql))
+                var ahead: OutboxAhead?
+                if let partition {
+                    var aheadBinds = SQLBinds()
+                    var claimedIDs = SQLRowSet([("id", .int)])
+                    for id in try rows.compactMap({ try $0["id"].int64 }).sorted() { claimedIDs.append([.int(id)]) }
+                    let taken = claimedIDs.table("t", binds: &aheadBinds, dialect: sql.dialect)
+                    let items = DeliveryQueries.aheadItems(
+                        partition: aheadBinds.add(.int(Int64(partition))),
+                        left: "a.id NOT IN (SELECT id FROM \(taken))", dialect: sql.dialect)
+                    let read = try await sql.query("SELECT \(items)", aheadBinds.values)
+                    ahead = try read.first.map(DeliveryQueries.decodeAhead)
+                }
+                return ClaimRead(
+                    rows: rows, devices: devices, events: try await OutboxEvents.read(for: rows, sql: sql),
+                    ahead: ahead)
             }
         }
     }
@@ -396,4 +424,45 @@ extension DeliveryQueries {
         return false
     }
 
+}
+
+extension DeliveryQueries {
+    /// Moves `unreadable` outbox rows into `refused_pushes` (id, user, token, partition, every column as text, the
+    /// reason, the database's time; an alert's event from `events` when the row names it) and deletes them from the
+    /// outbox, inside the caller's transaction; returns the refusals (see ``RefusedPush``). Two statements, however
+    /// many rows.
+    static func refuse(
+        _ unreadable: [(row: SQLRow, why: OutboxRow.Unreadable)], events: OutboxEvents, sql: any SQLExecutor
+    ) async throws -> [RefusedPush] {
+        guard !unreadable.isEmpty else { return [] }
+        var refused: [RefusedPush] = []
+        var set = SQLRowSet(
+            [
+                ("outbox_id", .int), ("user_id", .text), ("token", .text), ("partition_id", .int), ("reason", .text),
+                ("detail", .text), ("outbox_row", .text),
+            ])
+        for (row, why) in unreadable {
+            guard let id = try row["id"].int64 else { throw StoreError.corrupt("an outbox row without its id") }
+            let refusal = RefusedPush(
+                outboxID: id, user: try row["user_id"].string, token: try row["token"].string,
+                partition: try row["partition_id"].int64.map { Int($0) }, reason: why.code, detail: why.message)
+            refused.append(refusal)
+            set.append([
+                .int(id), .text(refusal.user), .text(refusal.token), .int(refusal.partition.map { Int64($0) }),
+                .text(why.code.rawValue), .text(why.message), .text(OutboxRow.text(of: row, events: events)),
+            ])
+        }
+        // A row can be refused once only (it leaves the outbox in the same transaction); DO NOTHING keeps a claim
+        // from failing over it anyway.
+        var binds = SQLBinds()
+        let source = set.table("s", binds: &binds, dialect: sql.dialect)
+        try await sql.execute(
+            "INSERT INTO refused_pushes (outbox_id, user_id, token, partition_id, reason, detail, outbox_row, "
+                + "refused_at) SELECT s.outbox_id, s.user_id, s.token, s.partition_id, s.reason, s.detail, "
+                + "s.outbox_row, \(FleetQueries.now(sql.dialect)) FROM \(source) WHERE true "
+                + "ON CONFLICT (outbox_id) DO NOTHING",
+            binds.values)
+        try await deleteOutboxRows(refused.map(\.outboxID), sql: sql)
+        return refused
+    }
 }

@@ -18,15 +18,12 @@ enum DeliveryQueries {
     ) async throws -> OutboxAhead {
         var binds = SQLBinds()
         let placeholder = binds.add(.int(Int64(partition)))
-        let now = FleetQueries.statementNow(database.dialect)
         let rows = try await database.read(
-            "SELECT (SELECT min(r.next_attempt_at) FROM outbox r WHERE r.partition_id = \(placeholder) "
-                + "AND r.attempts > 0) - \(now) AS retry_in, "
-                + "(SELECT count(*) FROM (SELECT 1 FROM outbox f WHERE f.partition_id = \(placeholder) "
-                + "AND f.attempts = 0 LIMIT 1) AS one) AS held",
-            binds.values)
-        let retryIn = try rows.first?["retry_in"].int64.map { Duration.microseconds(max(0, $0)) }
-        guard try (rows.first?["held"].int64 ?? 0) > 0 else { return OutboxAhead(retryIn: retryIn, heldBack: false) }
+            "SELECT " + aheadItems(partition: placeholder, left: nil, dialect: database.dialect), binds.values)
+        guard let row = rows.first else { throw StoreError.corrupt("the look-ahead returned no row") }
+        let first = try decodeAhead(row)
+        guard first.heldBack else { return first }
+        let retryIn = first.retryIn
         let holders = """
             SELECT DISTINCT h.partition_id FROM (SELECT (SELECT e.partition_id FROM outbox e WHERE e.token = f.token
                 ORDER BY e.id LIMIT 1) AS partition_id FROM (SELECT DISTINCT f.token FROM outbox f
@@ -46,6 +43,25 @@ enum DeliveryQueries {
         }
         let heldBy = try held.compactMap { try $0["partition_id"].int64.map(Int.init) }
         return OutboxAhead(retryIn: retryIn, heldBack: true, heldBy: heldBy.sorted())
+    }
+
+    /// The `SELECT` items of a look-ahead of partition `placeholder` (see ``OutboxAhead``), `retry_in` and `held`,
+    /// over the outbox rows (alias `a`) for which `left` holds (all when nil): a claim's own statement leaves out
+    /// the rows it takes and removes.
+    static func aheadItems(partition placeholder: String, left: String?, dialect: SQLDialect) -> String {
+        let now = FleetQueries.statementNow(dialect)
+        let extra = left.map { " AND " + $0 } ?? ""
+        return "(SELECT min(a.next_attempt_at) FROM outbox a WHERE a.partition_id = \(placeholder) "
+            + "AND a.attempts > 0\(extra)) - \(now) AS retry_in, "
+            + "(SELECT count(*) FROM (SELECT 1 FROM outbox a WHERE a.partition_id = \(placeholder) "
+            + "AND a.attempts = 0\(extra) LIMIT 1) AS one) AS held"
+    }
+
+    /// The look-ahead of a row with ``aheadItems(partition:left:dialect:)``, without ``OutboxAhead/heldBy``.
+    static func decodeAhead(_ row: SQLRow) throws -> OutboxAhead {
+        OutboxAhead(
+            retryIn: try row["retry_in"].int64.map { Duration.microseconds(max(0, $0)) },
+            heldBack: try (row["held"].int64 ?? 0) > 0)
     }
 
     /// The most tokens of a partition's pushes held back whose holders a look-ahead looks for

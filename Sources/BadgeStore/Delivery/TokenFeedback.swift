@@ -113,6 +113,15 @@ enum FeedbackQueries {
         return taken.sorted { $0.id < $1.id }
     }
 
+    /// How long until the earliest entry is free to take (zero when one is free now: never taken, or its hold
+    /// ended); nil when no entry waits. One statement.
+    static func ahead(database: any SQLTransactor) async throws -> Duration? {
+        let rows = try await database.read(
+            "SELECT min(taken_until) - \(FleetQueries.statementNow(database.dialect)) AS free_in FROM token_feedback",
+            [])
+        return try rows.first?["free_in"].int64.map { Duration.microseconds(max(0, $0)) }
+    }
+
     /// Deletes published entries.
     static func delete(_ ids: [Int64], database: any SQLTransactor) async throws {
         guard !ids.isEmpty else { return }

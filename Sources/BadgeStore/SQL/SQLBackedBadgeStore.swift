@@ -65,6 +65,10 @@ extension SQLBackedBadgeStore {
         try await FeedbackQueries.take(limit: limit, hold: hold, database: sqlBackend.database)
     }
 
+    public func feedbackAhead() async throws -> Duration? {
+        try await FeedbackQueries.ahead(database: sqlBackend.database)
+    }
+
     public func deleteFeedback(_ ids: [Int64]) async throws {
         try await FeedbackQueries.delete(ids, database: sqlBackend.database)
     }

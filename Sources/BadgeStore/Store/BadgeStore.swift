@@ -99,6 +99,11 @@ public protocol BadgeStore: Sendable {
     /// after that). One statement.
     func takeFeedback(limit: Int, hold: Duration) async throws -> [StoredTokenFeedback]
 
+    /// How long until the earliest entry of token feedback is free to take (``takeFeedback(limit:hold:)``): zero
+    /// when one is free now, nil when none waits. A publisher that took everything it could sleeps that long
+    /// unless woken. One statement.
+    func feedbackAhead() async throws -> Duration?
+
     /// Deletes entries of token feedback the broker confirmed. One statement.
     func deleteFeedback(_ ids: [Int64]) async throws
 

@@ -10,11 +10,13 @@ import BadgeStore
 ///   a full share of some device (`ClaimedPushes.reachedLimit`: a device's backlog drains a share a round, round
 ///   after round), and every `heldBackPoll` while the partition holds pushes held back. It records the outcomes
 ///   not recorded yet in its own transaction.
-/// - No timer runs for nothing: after a claim that took everything it could, once its outcomes are recorded, the
-///   loop looks ahead in the outbox (``Action/lookAhead``): when the partition's earliest retry is due (one a
-///   previous owner scheduled, say) and whether it holds pushes held back, which become due without anything the
-///   loop hears of (an earlier push of their device in another partition, recorded by another worker). Then it
-///   sleeps until the earliest retry, `heldBackPoll` while pushes are held back, or until woken by new work.
+/// - No timer runs for nothing: a claim that took everything it could also reads what it left in the outbox
+///   (`ClaimedPushes.ahead`): when the partition's earliest retry is due (one a previous owner scheduled, say) and
+///   whether it holds pushes held back, which become due without anything the loop hears of (an earlier push of
+///   their device in another partition, recorded by another worker). When some are held back, the loop looks
+///   ahead once more after its outcomes are recorded (``Action/lookAhead``), which names the partitions holding
+///   them. Then it sleeps until the earliest retry, `heldBackPoll` while pushes are held back, or until woken by
+///   new work.
 /// - A retry is due its delay after the record that holds it is written, by the database's clock: the loop wakes
 ///   for it that long after the write returned, on its own monotonic clock (never earlier than the database
 ///   makes it due, and never reading its wall clock).
@@ -106,8 +108,16 @@ struct DeliveryStateMachine {
         pending = round.record
         noteRetry(round.nextRetryAt)
         claimNow = round.moreDue
-        looksAhead = !round.moreDue
         heldBackPollAt = nil
+        looksAhead = false
+        guard !round.moreDue else { return }
+        if let ahead = round.ahead, !ahead.heldBack {
+            // The claim read what it left (a retry due later, nothing held back): no look-ahead of its own.
+            lookedAhead(ahead, at: round.claimedAt)
+        } else {
+            // Held back (by a row of another partition, say), or unknown: the look-ahead names the holders.
+            looksAhead = true
+        }
     }
 
     /// The look-ahead (``Action/lookAhead``) read `ahead`; `now` is when it returned. A retry due its delay from the

@@ -54,15 +54,19 @@ final class Doorbell: Sendable {
     }
 
     /// Returns when rung after it had been rung `ringsSeen` times in all (at once if it already was), when closed,
-    /// or after `limit` (nil: no limit). Rings up to `ringsSeen` are spent.
+    /// after `limit` (nil: no limit), or when the task is cancelled. Rings up to `ringsSeen` are spent.
     func wait(upTo limit: Duration?, ringsSeen: Int?) async {
         let id = state.withLock { state -> Int in
             state.lastWait += 1
             return state.lastWait
         }
         guard let limit else {
-            // No limit: only a ring or the close ends the wait.
-            await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
+            // No limit: a ring, the close or the task's cancellation ends the wait.
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
+            } onCancel: {
+                abandon(id)
+            }
             return
         }
         await withTaskGroup(of: Void.self) { group in
@@ -74,17 +78,23 @@ final class Doorbell: Sendable {
             group.addTask { try? await Task.sleep(for: limit) }
             await group.next()
             // Whichever ended first, make sure the other ends too.
-            let waiter = self.state.withLock { state -> CheckedContinuation<Void, Never>? in
-                if let waiter = state.waiter, waiter.id == id {
-                    state.waiter = nil
-                    return waiter.continuation
-                }
-                state.abandoned = id
-                return nil
-            }
-            waiter?.resume()
+            self.abandon(id)
             group.cancelAll()
         }
+    }
+
+    /// Ends the wait `id`: resumes its continuation if it is the waiter, or makes it resume at once when it
+    /// registers.
+    private func abandon(_ id: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if let waiter = state.waiter, waiter.id == id {
+                state.waiter = nil
+                return waiter.continuation
+            }
+            state.abandoned = id
+            return nil
+        }
+        waiter?.resume()
     }
 
     /// Resumes `continuation` at once when the wait `id` is over already (rung, closed or abandoned), else makes it

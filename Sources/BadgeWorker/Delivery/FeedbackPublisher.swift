@@ -22,34 +22,39 @@ import Logging
 /// `badgepipe_token_feedback_returned_total`, and logged once until feedback goes through again; the channel is
 /// kept.
 ///
-/// The delivery stage rings it after each record with dead tokens; it also looks every ``poll`` for entries left
-/// by a worker that died or a broker that was away. Each broker session runs it on a channel of its own
-/// (`WorkerSession`).
+/// The delivery stage rings it after each record with dead tokens, and the worker's session whenever it acquires a
+/// partition (whose previous owner may have died with entries unpublished); it looks at once when it starts (entries
+/// left while the broker was away). After a pass that took everything free, it sleeps until the earliest entry
+/// another publisher holds is free again (``BadgeStore/feedbackAhead()``), or until rung: no timer runs while nothing
+/// waits. Each broker session runs it on a channel of its own (`WorkerSession`).
 final class FeedbackPublisher: Sendable {
     /// The most entries taken and published at once.
     static let batchLimit = 100
     /// How long taken entries are this publisher's by default: after that, another publisher (of this worker's
     /// next broker session, or of another worker) takes what is left of them.
     static let defaultHold = Duration.seconds(30)
-    /// How often it looks for entries without being rung, by default.
-    static let defaultPoll = Duration.seconds(5)
+    /// The longest wait between failed passes, by default.
+    static let defaultRetryCeiling = Duration.seconds(5)
+    /// The shortest wait before it looks again when an entry is free but its pass took none (held by a take in
+    /// progress elsewhere, which is about to commit).
+    static let freeEntryRecheck = Duration.milliseconds(100)
 
     private let store: any BadgeStore
     private let exchange: String
     let hold: Duration
-    let poll: Duration
+    let retryCeiling: Duration
     private let logger: Logger
     private let doorbell = Doorbell()
 
     /// A publisher of `store`'s feedback to `exchange` (``Topology/feedbackExchange``).
     init(
         store: any BadgeStore, exchange: String, hold: Duration = FeedbackPublisher.defaultHold,
-        poll: Duration = FeedbackPublisher.defaultPoll, logger: Logger
+        retryCeiling: Duration = FeedbackPublisher.defaultRetryCeiling, logger: Logger
     ) {
         self.store = store
         self.exchange = exchange
         self.hold = hold
-        self.poll = poll
+        self.retryCeiling = retryCeiling
         self.logger = logger
     }
 
@@ -57,16 +62,17 @@ final class FeedbackPublisher: Sendable {
     func ring() { doorbell.ring() }
 
     /// Publishes on a channel of `connection` (in confirm mode) until the task is cancelled or the connection ends:
-    /// what is waiting at once, then whenever rung, and every ``poll``. The channel is kept while the database
-    /// fails (a database that cannot write now is waited for, with a backoff up to ``poll``, and opens no channel:
+    /// what is waiting at once, then whenever rung or an entry's hold ends. The channel is kept while the database
+    /// fails (a database that cannot write now is waited for, with a backoff up to ``retryCeiling``, and opens no channel:
     /// channels opened in a loop are what RabbitMQ counts against its queues' delivery limits); a failure of the
     /// channel itself is tried again a second later on a new one. Entries taken and not confirmed wait for their
     /// hold and are taken again. Each failure is logged once until a batch goes through again.
     func run(on connection: AMQPConnection) async {
         var channel: AMQPChannel?
         var failing = false
-        // The waits between failed passes: full jitter below a ceiling of 1 s doubling up to ``poll`` (1 s at least).
-        let backoff = Backoff(initial: .seconds(1), maximum: max(poll, .seconds(1)))
+        // The waits between failed passes: full jitter below a ceiling of 1 s doubling up to ``retryCeiling`` (1 s at
+        // least).
+        let backoff = Backoff(initial: .seconds(1), maximum: max(retryCeiling, .seconds(1)))
         var failures = 0
         while !Task.isCancelled, !connection.isClosed {
             do {
@@ -113,9 +119,12 @@ final class FeedbackPublisher: Sendable {
     /// went through; throws what stopped it otherwise.
     func publish(on channel: AMQPChannel, succeeded: () -> Void = {}) async throws {
         while !Task.isCancelled {
+            // Rings from here on are for entries this pass may not see.
+            let rings = doorbell.rings
             while try await publishOnce(channel: channel) == Self.batchLimit {}
             succeeded()
-            await doorbell.wait(upTo: poll)
+            let freeIn = try await store.feedbackAhead()
+            await doorbell.wait(upTo: freeIn.map { max($0, Self.freeEntryRecheck) }, ringsSeen: rings)
         }
     }
 

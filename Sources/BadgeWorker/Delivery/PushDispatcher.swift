@@ -113,6 +113,8 @@ struct PushDispatcher: Sendable {
         /// The round's outcomes, not recorded yet: the caller passes them to the next round, whose claim records
         /// them in its own transaction, or records them itself when it stops.
         var record: DeliveryRecord
+        /// What the partition's outbox held beyond the claim, as the claim read it (`ClaimedPushes.ahead`).
+        var ahead: OutboxAhead? = nil
     }
 
     /// Records `pending` (the previous round's outcomes) with the claim of one round of due pushes, sends them and
@@ -140,11 +142,13 @@ struct PushDispatcher: Sendable {
         if claimed.isEmpty {
             return RoundResult(
                 ids: [], moreDue: claim.reachedLimit, claimedAt: claimedAt, nextRetryAt: nil,
-                record: DeliveryRecord(dropped: claim.dropped))
+                record: DeliveryRecord(dropped: claim.dropped), ahead: claim.ahead)
         }
         WorkerMetrics.pushesClaimed.increment(by: claimed.count)
-        return try await send(
+        var round = try await send(
             claimed, dropped: claim.dropped, claimedAt: claimedAt, term: term, moreDue: claim.reachedLimit)
+        round.ahead = claim.ahead
+        return round
     }
 
     /// Sends one round's claimed pushes (one device's in order, see ``DeliveryRound``), claimed at `claimedAt`, and

@@ -133,3 +133,107 @@ struct WorkerSession {
             ])
     }
 }
+
+extension WorkerSession {
+    /// One lease round in the database (fleet mode), retried while it fails transiently and watched by the
+    /// watchdog; then its decisions are carried out (``rebalance(_:round:confirmed:ttl:running:launcher:group:)``).
+    func leaseRound(
+        _ fleet: WorkerConfiguration.Fleet, leases: inout LeaseStateMachine, running: inout [Int: RunningPartition],
+        launcher: PartitionLauncher, group: inout ThrowingTaskGroup<Void, any Error>
+    ) async throws {
+        let ttl = Duration.milliseconds(fleet.leaseTTLMilliseconds)
+        let manager = leases
+        WorkerMetrics.leaseRounds.increment()
+        let (round, confirmed) = try await watchdog.watch("lease round") {
+            try await Retry.transient("lease round", health: health, logger: logger) {
+                // Read before the round: the renewed expiries are at least a TTL after this instant.
+                let confirmed = ContinuousClock.now
+                let request = manager.request(now: confirmed)
+                let round = try await store.leaseRound(
+                    worker: fleet.workerID, partitions: configuration.topology.partitions,
+                    ttlMilliseconds: fleet.leaseTTLMilliseconds, releasing: request.releasing,
+                    takeExpired: request.takeExpired)
+                return (round, confirmed)
+            }
+        }
+        for action in leases.roundSucceeded(round, confirmed: confirmed, finished: .now) {
+            try await rebalance(
+                action, round: round, confirmed: confirmed, ttl: ttl, running: &running, launcher: launcher,
+                group: &group)
+        }
+    }
+}
+
+extension WorkerSession {
+    /// Carries out one decision of a lease round (see ``LeaseStateMachine``): renew a held partition's term, stop a
+    /// partition that was lost or is above the fair share, start an acquired one.
+    func rebalance(
+        _ action: LeaseStateMachine.Action, round: LeaseRound, confirmed: ContinuousClock.Instant, ttl: Duration,
+        running: inout [Int: RunningPartition], launcher: PartitionLauncher,
+        group: inout ThrowingTaskGroup<Void, any Error>
+    ) async throws {
+        switch action {
+        case .holdOff(let gap, let roundTook):
+            logger.warning(
+                "lease rounds missed the database for over a TTL; careful takeovers for a while",
+                metadata: ["worker.gap": "\(gap)", "worker.round_took": "\(roundTook)"])
+        case .renew(let partition):
+            running[partition]?.term?.renewed(confirmed: confirmed)
+            // Send what others planned into this partition's outbox meanwhile (a badge refresh from
+            // a worker that lost the partition with a push on its way), even when no events come.
+            running[partition]?.doorbell.ring()
+        case .stop(let partition):
+            if !round.leases.contains(where: { $0.partition == partition }) {
+                WorkerMetrics.leasesLost.increment()
+            }
+            // Lost (expired while we were stalled, or taken over), or above the fair share: stop
+            // after the batch in progress; the fence stops any commit and the term any send.
+            running[partition]?.buffer.finish(nil)
+        case .start(let lease, let waitsForEarlierClaims):
+            WorkerMetrics.leaseTakeovers.increment()
+            running[lease.partition] = try await launcher.start(
+                lease.partition,
+                term: LeaseTerm(
+                    lease: lease, ttl: ttl, confirmed: confirmed,
+                    waitsForEarlierClaims: waitsForEarlierClaims),
+                in: &group)
+            // The partition may be one a worker that died held: dead tokens it recorded may wait unpublished.
+            dispatcher.feedback?.ring()
+            logger.info(
+                "partition acquired",
+                metadata: ["worker.partition": "\(lease.partition)", "worker.epoch": "\(lease.epoch)"])
+        }
+    }
+}
+
+extension WorkerSession {
+    /// Forgets the partitions whose stages ended (the lease state machine releases them at its next round).
+    func forgetStopped(
+        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseStateMachine
+    ) {
+        for partition in registry.takeStopped() {
+            running.removeValue(forKey: partition)
+            leases.stopped(partition)
+        }
+    }
+
+    /// Graceful shutdown, or the connection (or a partition) failed: every partition finishes its batch
+    /// in progress, including sending and recording its pushes, then its channel closes. Never cancelled
+    /// half-way: a push sent but not recorded would be sent again by whoever drains the outbox next.
+    /// Waits (polling the registry) until every partition stopped, then releases their leases in one round.
+    func stopAll(
+        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseStateMachine
+    ) async throws {
+        _ = leases.stopAll()
+        for entry in running.values { entry.buffer.finish(nil) }
+        while !running.isEmpty {
+            forgetStopped(registry, running: &running, leases: &leases)
+            if !running.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        if let fleet = configuration.fleet, !leases.toRelease.isEmpty {
+            _ = try? await store.leaseRound(
+                worker: fleet.workerID, partitions: configuration.topology.partitions,
+                ttlMilliseconds: 0, releasing: leases.toRelease)
+        }
+    }
+}
