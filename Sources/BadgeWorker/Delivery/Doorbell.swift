@@ -54,19 +54,16 @@ final class Doorbell: Sendable {
     }
 
     /// Returns when rung after it had been rung `ringsSeen` times in all (at once if it already was), when closed,
-    /// after `limit` (nil: no limit), or when the task is cancelled. Rings up to `ringsSeen` are spent.
+    /// or after `limit` (nil: no limit). Rings up to `ringsSeen` are spent.
     func wait(upTo limit: Duration?, ringsSeen: Int?) async {
         let id = state.withLock { state -> Int in
             state.lastWait += 1
             return state.lastWait
         }
         guard let limit else {
-            // No limit: a ring, the close or the task's cancellation ends the wait.
-            await withTaskCancellationHandler {
-                await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
-            } onCancel: {
-                abandon(id)
-            }
+            // No limit: only a ring or the close ends the wait. Not the task's cancellation: a delivery loop ends
+            // when its partition closes, after recording its round, and would otherwise spin on a cancelled wait.
+            await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
             return
         }
         await withTaskGroup(of: Void.self) { group in

@@ -124,7 +124,12 @@ final class FeedbackPublisher: Sendable {
             while try await publishOnce(channel: channel) == Self.batchLimit {}
             succeeded()
             let freeIn = try await store.feedbackAhead()
-            await doorbell.wait(upTo: freeIn.map { max($0, Self.freeEntryRecheck) }, ringsSeen: rings)
+            // The session's end cancels this task: a ring ends the wait, and the loop sees the cancellation.
+            await withTaskCancellationHandler {
+                await doorbell.wait(upTo: freeIn.map { max($0, Self.freeEntryRecheck) }, ringsSeen: rings)
+            } onCancel: {
+                doorbell.ring()
+            }
         }
     }
 
