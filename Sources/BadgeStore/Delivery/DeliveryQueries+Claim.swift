@@ -116,23 +116,11 @@ extension DeliveryQueries {
         /// gone: what they record went out. Throws `lease_lost` when the lease was not held.
         func runAsOneStatement(_ database: any SQLTransactor) async throws -> ClaimRead {
             var binds = SQLBinds()
-            var parts: [String] = []
-            let removed = recording.removed
-            if !removed.isEmpty {
-                var set = SQLRowSet([("id", .int)])
-                for id in removed.sorted() { set.append([.int(id)]) }
-                parts.append(
-                    "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", binds: &binds, dialect: .postgres)))")
-                parts.append(
-                    "gone AS (DELETE FROM outbox WHERE \(SQLDialect.postgres.among("id", "SELECT id FROM removed")))")
-            }
-            if let raise = DeliveryQueries.raisePushedVersions(recording, binds: &binds, dialect: .postgres) {
-                parts.append("raised AS (\(raise))")
-            }
+            var (parts, removed) = DeliveryQueries.plainRecordParts(recording, binds: &binds)
             if let lease { parts.append(FleetQueries.leaseQuery(lease, binds: &binds)) }
             let due = DeliveryQueries.dueIDs(
                 partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, binds: &binds,
-                dialect: .postgres, excluding: removed.isEmpty ? nil : "removed")
+                dialect: .postgres, excluding: removed)
             parts.append("c AS (\(claimed(due: due, binds: &binds, dialect: .postgres)))")
             parts.append(
                 "d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version "
@@ -140,7 +128,7 @@ extension DeliveryQueries {
             let held = lease == nil ? "1" : "(SELECT count(*) FROM lease)"
             var ahead = ""
             if let partition {
-                let left = removed.isEmpty ? "" : " AND a.id NOT IN (SELECT id FROM removed)"
+                let left = removed.map { " AND a.id NOT IN (SELECT id FROM \($0))" } ?? ""
                 ahead =
                     DeliveryQueries.aheadItems(
                         partition: binds.add(.int(Int64(partition))), left: "a.id NOT IN (SELECT id FROM c)\(left)",
@@ -342,10 +330,13 @@ extension DeliveryQueries {
             guard let elsewhere else { return own }
             return "(\(elsewhere(row)) OR (\(own)))"
         }
-        // A head with an earlier row of its token in another partition waits for it.
+        // A head with an earlier row of its token in another partition waits for it. A scalar subquery, so that it
+        // stays one descent of `outbox_token_id` per head: as `NOT EXISTS`, PostgreSQL plans an anti-join that
+        // reads every row of the other partitions (dead ones included) in every claim.
         let firstOfToken =
             elsewhere.map { elsewhere in
-                " AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.token = h.token AND e.id < h.head AND \(elsewhere("e")))"
+                " AND (SELECT e.id FROM outbox e WHERE e.token = h.token AND e.id < h.head AND \(elsewhere("e"))"
+                    + " ORDER BY e.id LIMIT 1) IS NULL"
             } ?? ""
         func candidate(_ row: String) -> String {
             ([due(row)] + filters.map { $0(row) }).joined(separator: " AND ")

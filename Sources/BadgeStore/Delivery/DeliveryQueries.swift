@@ -77,19 +77,31 @@ enum DeliveryQueries {
             return
         }
         var binds = SQLBinds()
+        let parts = plainRecordParts(record, binds: &binds).parts
+        _ = try await database.statement("WITH \(parts.joined(separator: ", ")) SELECT 1", binds.values)
+    }
+
+    /// The parts (`WITH` queries) of a plain record on PostgreSQL (see `DeliveryRecord.isPlain`): `removed`, the
+    /// ids of the rows it removes, `gone`, their deletion, and `raised`, the devices' versions moved up
+    /// (``raisePushedVersions(_:binds:dialect:)``); `removed` is the name of the table of removed ids, nil when
+    /// there are none. A claim carries them before its own parts (and leaves the removed rows out).
+    static func plainRecordParts(
+        _ record: DeliveryRecord, binds: inout SQLBinds
+    ) -> (parts: [String], removed: String?) {
         var parts: [String] = []
         let removed = record.removed
         if !removed.isEmpty {
             var set = SQLRowSet([("id", .int)])
             for id in removed.sorted() { set.append([.int(id)]) }
-            let source = set.table("s", binds: &binds, dialect: .postgres)
             parts.append(
-                "gone AS (DELETE FROM outbox WHERE \(SQLDialect.postgres.among("id", "SELECT id FROM \(source)")))")
+                "removed AS MATERIALIZED (SELECT id FROM \(set.table("s", binds: &binds, dialect: .postgres)))")
+            parts.append(
+                "gone AS (DELETE FROM outbox WHERE \(SQLDialect.postgres.among("id", "SELECT id FROM removed")))")
         }
         if let raise = raisePushedVersions(record, binds: &binds, dialect: .postgres) {
             parts.append("raised AS (\(raise))")
         }
-        _ = try await database.statement("WITH \(parts.joined(separator: ", ")) SELECT 1", binds.values)
+        return (parts, removed.isEmpty ? nil : "removed")
     }
 
     /// Writes `record` inside the caller's transaction.
