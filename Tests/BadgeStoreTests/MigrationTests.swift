@@ -250,7 +250,9 @@ struct MigrationTests {
                 #expect(error?.code == .sqlState("55P03"))
                 #expect(error?.transient == true)
                 #expect(waited >= Schema.lockTimeout - .milliseconds(50), "gave up after \(waited)")
-                #expect(waited < Schema.lockTimeout + .seconds(2), "gave up after \(waited)")
+                // Well before the holder lets go (10 s): it gave up on the lock rather than waiting for it. The margin
+                // is for a loaded machine, where the suite's other tests share the server.
+                #expect(waited < Schema.lockTimeout + .seconds(4), "gave up after \(waited)")
                 #expect(try await versions(store) == [1, 2, 3, 4])
                 release.resolve()
                 try await group.waitForAll()
