@@ -65,7 +65,7 @@ public struct Worker: Service {
             http1ConnectionsPerHost: max(8, configuration.sendConcurrency * configuration.topology.partitions / 4))
         let sender = PushSender(
             configuration: configuration.delivery, clients: http, health: health.providers, logger: logger)
-        let dispatcher = PushDispatcher(
+        let rounds = DeliveryRounds(
             store: store, sender: sender,
             builder: PushPayloadBuilder(
                 defaultAPNsTopic: configuration.apnsTopic, fcmProject: configuration.fcmProject),
@@ -100,7 +100,7 @@ public struct Worker: Service {
             }
             // Pushes a previous run committed but did not get to send (in a fleet, each partition's are sent by
             // whoever leases the partition next).
-            if configuration.fleet == nil { try await dispatcher.drainOutbox(partition: nil) }
+            if configuration.fleet == nil { try await rounds.drainOutbox(partition: nil) }
             var sessions = 0
             // A fleet spreads its connections over a cluster's nodes: each worker starts at a random one, and after
             // a session ends moves to the next (the node it used may be the one that was lost).
@@ -118,7 +118,7 @@ public struct Worker: Service {
                 health.connected(true)
                 if sessions > 0 { WorkerMetrics.amqpReconnects.increment() }
                 sessions += 1
-                let outcome = await runSession(connection: connection, dispatcher: dispatcher)
+                let outcome = await runSession(connection: connection, rounds: rounds)
                 health.connected(false)
                 health.held([])
                 await connection.close()
@@ -149,12 +149,12 @@ public struct Worker: Service {
     }
 
     /// One connection's life: declare, consume, process until shutdown or connection loss.
-    private func runSession(connection: AMQPConnection, dispatcher: PushDispatcher) async -> Result<Void, any Error> {
+    private func runSession(connection: AMQPConnection, rounds: DeliveryRounds) async -> Result<Void, any Error> {
         do {
             let health = self.health
             let onReady = self.onReady
             let session = WorkerSession(
-                connection: connection, configuration: configuration, store: store, dispatcher: dispatcher,
+                connection: connection, configuration: configuration, store: store, rounds: rounds,
                 logger: logger,
                 onReady: {
                     health.started()

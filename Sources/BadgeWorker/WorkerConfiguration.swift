@@ -26,6 +26,8 @@ public struct WorkerConfiguration: Sendable {
     public static let defaultDeliveryRoundSize = 256
     /// See ``deliveryHeldBackPoll``, in milliseconds.
     public static let defaultDeliveryHeldBackPollMilliseconds = 500
+    /// See ``deliveryRecordDelay``.
+    public static let defaultDeliveryRecordDelayMilliseconds = 0
 
     /// The broker.
     public var amqp: AMQPConfiguration
@@ -64,7 +66,7 @@ public struct WorkerConfiguration: Sendable {
     /// together. Zero: a transaction starts as soon as a batch is there.
     public var ingestionInterval = Duration.milliseconds(WorkerConfiguration.defaultIngestionIntervalMilliseconds)
     /// How long a delivery record waits for those of the worker's other partitions, to be written together in one
-    /// transaction (see `PushDispatcher.record(_:)`): the pushes one ingestion transaction claims for several
+    /// transaction (see `DeliveryRounds.record(_:)`): the pushes one ingestion transaction claims for several
     /// partitions go out at the same time, and so do their records. It adds this long at most to the time a push
     /// stays sent but not recorded. The ingestion tick's gathering moment: a tenth of ``ingestionInterval``, at
     /// most 2 ms; none without an interval (each record on its own).
@@ -86,7 +88,7 @@ public struct WorkerConfiguration: Sendable {
     /// with the same `apns-id`) for its round plus this long. Zero by default: a round's outcomes are recorded as
     /// soon as it ends, with the next claim when new pushes are already waiting, on their own otherwise: the
     /// shorter a push stays sent but not recorded, the fewer alerts a crash sends twice.
-    public var deliveryRecordDelay = Duration.zero
+    public var deliveryRecordDelay = Duration.milliseconds(WorkerConfiguration.defaultDeliveryRecordDelayMilliseconds)
     /// How long a worker's publisher of token feedback holds the entries it took (see `FeedbackPublisher`): an entry
     /// it took and did not publish (its broker session ended) is published by the next one, of any worker, after this.
     public var feedbackHold = Duration.seconds(30)

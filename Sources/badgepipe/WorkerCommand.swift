@@ -111,6 +111,13 @@ struct WorkerCommand: AsyncParsableCommand {
             (BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS, default \(WorkerConfiguration.defaultDeliveryHeldBackPollMilliseconds)).
             """)
     var deliveryHeldBackPoll: Int?
+    @Option(
+        help: """
+            Milliseconds a delivery round's outcomes may wait to be recorded with the partition's next claim, after \
+            which they are recorded on their own; a crash sends again what went out in that time, with the same \
+            apns-id (BADGEPIPE_DELIVERY_RECORD_DELAY_MS, default \(WorkerConfiguration.defaultDeliveryRecordDelayMilliseconds)).
+            """)
+    var deliveryRecordDelay: Int?
     @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
     @Option(
         help: """
@@ -181,6 +188,10 @@ struct WorkerCommand: AsyncParsableCommand {
             try Settings.integer(
                 deliveryHeldBackPoll, "BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS", name: "--delivery-held-back-poll",
                 default: WorkerConfiguration.defaultDeliveryHeldBackPollMilliseconds, range: 10...60_000))
+        configuration.deliveryRecordDelay = .milliseconds(
+            try Settings.integer(
+                deliveryRecordDelay, "BADGEPIPE_DELIVERY_RECORD_DELAY_MS", name: "--delivery-record-delay",
+                default: WorkerConfiguration.defaultDeliveryRecordDelayMilliseconds, range: 0...1000))
         configuration.ingestionInterval = .milliseconds(
             try Settings.integer(
                 ingestionInterval, "BADGEPIPE_INGESTION_INTERVAL_MS", name: "--ingestion-interval",

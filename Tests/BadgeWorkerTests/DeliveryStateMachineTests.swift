@@ -25,7 +25,7 @@ struct DeliveryStateMachineTests {
 
     /// A loop past its first claim (the one at the start), whose round did `first`.
     private static func afterFirstClaim(
-        _ first: PushDispatcher.RoundResult = round(sent: []), recordDelay: Duration = .milliseconds(20)
+        _ first: DeliveryRounds.RoundResult = round(sent: []), recordDelay: Duration = .milliseconds(20)
     ) -> DeliveryStateMachine {
         var loop = loop(recordDelay: recordDelay)
         _ = loop.next(seen())
@@ -43,8 +43,8 @@ struct DeliveryStateMachineTests {
     private static func round(
         sent ids: [Int64], moreDue: Bool = false, claimedAt: ContinuousClock.Instant = now,
         nextRetryAt: ContinuousClock.Instant? = nil, retries: [(Int64, Duration)] = [], ahead: OutboxAhead? = nil
-    ) -> PushDispatcher.RoundResult {
-        PushDispatcher.RoundResult(
+    ) -> DeliveryRounds.RoundResult {
+        DeliveryRounds.RoundResult(
             ids: ids, moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nextRetryAt,
             record: DeliveryRecord(sent: ids, retries: retries.map(retry)), ahead: ahead)
     }

@@ -5,7 +5,7 @@ import Testing
 @testable import BadgeWorker
 
 /// A ``TransactionGroup`` without an interval and with a gathering moment (the shape of the worker's delivery
-/// records, see `PushDispatcher.record(_:)`), run for real: requests that ask within the moment share one
+/// records, see `DeliveryRounds.record(_:)`), run for real: requests that ask within the moment share one
 /// transaction, each with its own answer; one that asks after it runs in a transaction of its own.
 @Suite("Transaction group gathering")
 struct TransactionGroupGatheringTests {

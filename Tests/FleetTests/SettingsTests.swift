@@ -23,6 +23,10 @@ struct SettingsTests {
                 ["--delivery-held-back-poll", "1"], [:],
                 "--delivery-held-back-poll (BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS) must be"
             ),
+            (
+                [], ["BADGEPIPE_DELIVERY_RECORD_DELAY_MS": "-1"],
+                "--delivery-record-delay (BADGEPIPE_DELIVERY_RECORD_DELAY_MS) must be within 0...1000"
+            ),
             ([], ["BADGEPIPE_LOG_LEVEL": "verbose"], "--log-level (BADGEPIPE_LOG_LEVEL) must be trace, debug"),
             (["--provider-connections", "0"], [:], "--provider-connections (BADGEPIPE_PROVIDER_CONNECTIONS) must be"),
             (

@@ -11,11 +11,11 @@ import Testing
 
 @testable import BadgeWorker
 
-/// A fresh store, a sink on an ephemeral port, and a way to make a dispatcher on some store that sends there.
+/// A fresh store, a sink on an ephemeral port, and a way to make the delivery rounds of some store that sends there.
 func withDeliveryFixture(
     _ backend: Backend,
     _ body:
-        @Sendable (any SQLBackedBadgeStore, SinkState, @Sendable (any BadgeStore) -> PushDispatcher) async throws ->
+        @Sendable (any SQLBackedBadgeStore, SinkState, @Sendable (any BadgeStore) -> DeliveryRounds) async throws ->
         Void
 ) async throws {
     let logger = {
@@ -39,7 +39,7 @@ func withDeliveryFixture(
             try await store.migrate()
             result = .success(
                 try await body(store, sink.state) { on in
-                    PushDispatcher(
+                    DeliveryRounds(
                         store: on, sender: sender,
                         builder: PushPayloadBuilder(defaultAPNsTopic: "com.example.app"), concurrency: 4,
                         policy: .unseen, logger: logger)

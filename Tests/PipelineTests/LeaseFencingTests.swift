@@ -18,7 +18,7 @@ struct LeaseFencingTests {
 
     @Test(arguments: Backend.allCases)
     func aWorkerWhosePartitionMovedOnWhileItWasFrozenSendsNothingAndTheNewOwnerDoes(backend: Backend) async throws {
-        try await withDeliveryFixture(backend) { store, sink, dispatcher in
+        try await withDeliveryFixture(backend) { store, sink, rounds in
             let old = try #require(
                 try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
                     .leases.first)
@@ -35,7 +35,7 @@ struct LeaseFencingTests {
             }
             let frozen = LeaseTerm(lease: old, ttl: .seconds(60), confirmed: .now - .seconds(120))
             await #expect {
-                try await dispatcher(hooked).drainOutbox(partition: 0, term: frozen)
+                try await rounds(hooked).drainOutbox(partition: 0, term: frozen)
             } throws: { error in
                 (error as? StoreError)?.code == .leaseLost
             }
@@ -64,7 +64,7 @@ struct LeaseFencingTests {
                     .isInDoubt(left[0]))
 
             // A takeover from a frozen or dead owner sends it at once, before anything newer (w1 never sent it).
-            try await dispatcher(store).drainOutbox(
+            try await rounds(store).drainOutbox(
                 partition: 0, term: LeaseTerm(lease: new, ttl: .seconds(60), confirmed: .now))
             let delivered = sink.receivedPushes(token: Self.token)
             #expect(delivered.count == left.count)
@@ -75,7 +75,7 @@ struct LeaseFencingTests {
 
     @Test(arguments: Backend.allCases)
     func aTermThatRanOutWhileTheLeaseIsStillHeldIsRenewedAndThePushGoesOut(backend: Backend) async throws {
-        try await withDeliveryFixture(backend) { store, sink, dispatcher in
+        try await withDeliveryFixture(backend) { store, sink, rounds in
             let lease = try #require(
                 try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
                     .leases.first)
@@ -84,7 +84,7 @@ struct LeaseFencingTests {
             // A slow lease round, not a takeover: the term ran out by the worker's clock, the database still says
             // the lease is w1's.
             let term = LeaseTerm(lease: lease, ttl: .seconds(60), confirmed: .now - .seconds(120))
-            try await dispatcher(store).drainOutbox(partition: 0, term: term)
+            try await rounds(store).drainOutbox(partition: 0, term: term)
             #expect(term.isValid)
             #expect(sink.receivedPushes(token: Self.token).count >= 1)
             #expect(try await store.pendingPushes(limit: 10, partition: 0).isEmpty)

@@ -19,9 +19,9 @@ struct PartitionDeliveryTests {
 
     @Test(arguments: Backend.allCases)
     func aQuietPartitionRecordsItsLastRoundWithoutWaitingForTheIdlePoll(backend: Backend) async throws {
-        try await withDeliveryFixture(backend) { store, sink, dispatcher in
+        try await withDeliveryFixture(backend) { store, sink, rounds in
             _ = try await store.apply(Self.events, policy: .unseen, context: ApplyContext(partition: 0))
-            try await Self.deliver(store, sink, dispatcher(store), recordDelay: .milliseconds(25)) { pending in
+            try await Self.deliver(store, sink, rounds(store), recordDelay: .milliseconds(25)) { pending in
                 // Recorded on its own, long before anything else would have woken the loop.
                 try await eventually("the round recorded", timeout: .seconds(20), every: .milliseconds(20)) {
                     try await pending() == 0
@@ -32,9 +32,9 @@ struct PartitionDeliveryTests {
 
     @Test(arguments: Backend.allCases)
     func withALongRecordDelayTheOutcomesWaitAndTheLoopRecordsThemWhenItStops(backend: Backend) async throws {
-        try await withDeliveryFixture(backend) { store, sink, dispatcher in
+        try await withDeliveryFixture(backend) { store, sink, rounds in
             _ = try await store.apply(Self.events, policy: .unseen, context: ApplyContext(partition: 0))
-            try await Self.deliver(store, sink, dispatcher(store), recordDelay: .seconds(60)) { pending in
+            try await Self.deliver(store, sink, rounds(store), recordDelay: .seconds(60)) { pending in
                 // At the sink (`deliver` waited for it), not recorded yet: still in the outbox, claimed, with the
                 // registration's badge-only push it superseded, which leaves with the same record.
                 let count = try await pending()
@@ -49,7 +49,7 @@ struct PartitionDeliveryTests {
     /// registration's badge push, then two alerts planned back to back, the second before the first was recorded,
     /// which goes out after it. Nothing goes out twice, and nothing is left.
     @Test func pushesPlannedUnderALeaseGoOutThroughTheLoopsClaimInOrder() async throws {
-        try await withDeliveryFixture(.postgres) { store, sink, dispatcher in
+        try await withDeliveryFixture(.postgres) { store, sink, rounds in
             let round = try await store.leaseRound(
                 worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
             let lease = try #require(round.leases.first)
@@ -57,7 +57,7 @@ struct PartitionDeliveryTests {
             let events = Self.events
             let doorbell = Doorbell()
             let delivery = PartitionDelivery(
-                dispatcher: dispatcher(store), partition: 0,
+                rounds: rounds(store), partition: 0,
                 term: LeaseTerm(lease: lease, ttl: .seconds(60), confirmed: .now), doorbell: doorbell,
                 heldBackPoll: .seconds(60))
             func waitFor(pushes count: Int) async throws {
@@ -99,7 +99,7 @@ struct PartitionDeliveryTests {
     /// `TransactionGroupGatheringTests`): each partition's sent rows leave the outbox, and only those.
     @Test(arguments: Backend.allCases)
     func recordsOfSeveralPartitionsGatheredTogetherRemoveEachPartitionsSentRowsOnly(backend: Backend) async throws {
-        try await withDeliveryFixture(backend) { store, _, dispatcher in
+        try await withDeliveryFixture(backend) { store, _, rounds in
             for partition in 0..<3 {
                 let events = deliveryFixtureEvents(token: "feed\(partition)000feed0000feed0000feed0000").map {
                     var event = $0
@@ -109,8 +109,8 @@ struct PartitionDeliveryTests {
                 }
                 _ = try await store.apply(events, policy: .unseen, context: ApplyContext(partition: partition))
             }
-            let base = dispatcher(store)
-            let gathering = PushDispatcher(
+            let base = rounds(store)
+            let gathering = DeliveryRounds(
                 store: store, sender: base.sender, builder: base.builder, concurrency: 4, policy: .unseen,
                 recordGathering: .milliseconds(200), logger: base.logger)
             #expect(gathering.records != nil)
@@ -132,12 +132,12 @@ struct PartitionDeliveryTests {
     /// Runs partition 0's delivery loop (held-back poll 60 s) until the sink has the alert, then `check` (given the
     /// outbox's row count), then stops the loop.
     private static func deliver(
-        _ store: any SQLBackedBadgeStore, _ sink: SinkState, _ dispatcher: PushDispatcher, recordDelay: Duration,
+        _ store: any SQLBackedBadgeStore, _ sink: SinkState, _ rounds: DeliveryRounds, recordDelay: Duration,
         check: @Sendable (@Sendable () async throws -> Int) async throws -> Void
     ) async throws {
         let doorbell = Doorbell()
         let delivery = PartitionDelivery(
-            dispatcher: dispatcher, partition: 0, term: nil, doorbell: doorbell, heldBackPoll: .seconds(60),
+            rounds: rounds, partition: 0, term: nil, doorbell: doorbell, heldBackPoll: .seconds(60),
             recordDelay: recordDelay)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await delivery.run() }

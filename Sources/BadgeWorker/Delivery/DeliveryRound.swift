@@ -2,7 +2,7 @@ import BadgeStore
 import BadgeSupport
 
 /// One delivery round as a state machine: it takes the pushes claimed for the round and the result of each
-/// attempt, and answers which push may start next and, at the end, what to record. No I/O: `PushDispatcher` drives
+/// attempt, and answers which push may start next and, at the end, what to record. No I/O: `DeliveryRounds` drives
 /// it, and the tests drive it directly.
 ///
 /// Rules:

@@ -9,7 +9,7 @@ import Metrics
 ///
 /// A push sent but not recorded when the worker dies is sent again by whoever claims it next, with the same
 /// `apns-id` (contract guarantee 2): the window is one round.
-struct PushDispatcher: Sendable {
+struct DeliveryRounds: Sendable {
     let store: any BadgeStore
     let sender: PushSender
     let builder: PushPayloadBuilder
@@ -54,7 +54,7 @@ struct PushDispatcher: Sendable {
         self.health = health
         self.notConfiguredLog = notConfiguredLog
         self.feedback = feedback
-        self.records = PushDispatcher.recordGroup(
+        self.records = DeliveryRounds.recordGroup(
             store: store, gathering: recordGathering, health: health, logger: logger)
         self.logger = logger
     }

@@ -101,8 +101,8 @@ struct DeliveryStateMachine {
 
     /// A claimed round (``Action/claim(recording:)``) finished; `rings` is how many times the doorbell had been
     /// rung just before the claim began: those rings are covered by the claim.
-    /// The claim wrote its recording before it returned (``PushDispatcher/RoundResult/claimedAt``).
-    mutating func claimed(_ round: PushDispatcher.RoundResult, ringsSeen rings: Int) {
+    /// The claim wrote its recording before it returned (``DeliveryRounds/RoundResult/claimedAt``).
+    mutating func claimed(_ round: DeliveryRounds.RoundResult, ringsSeen rings: Int) {
         recorded(at: round.claimedAt)
         ringsSeen = rings
         pending = round.record

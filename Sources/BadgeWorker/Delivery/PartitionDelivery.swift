@@ -2,7 +2,7 @@ import BadgeCore
 import BadgeStore
 import Logging
 
-/// The delivery stage of one partition: rounds of claim → send → record (``PushDispatcher``), on its own, beside
+/// The delivery stage of one partition: rounds of claim → send → record (``DeliveryRounds``), on its own, beside
 /// the partition's ingestion, which rings the partition's ``Doorbell`` when it commits pushes. Every push goes out
 /// through a claim of this loop.
 ///
@@ -15,7 +15,7 @@ import Logging
 /// push sent but not recorded would be sent again) or with the first error (`lease_lost` when the partition moved
 /// on).
 struct PartitionDelivery: Sendable {
-    let dispatcher: PushDispatcher
+    let rounds: DeliveryRounds
     let partition: Int?
     /// In a fleet, this worker's term on the partition's lease: pushes go out only within it.
     let term: LeaseTerm?
@@ -38,14 +38,14 @@ struct PartitionDelivery: Sendable {
             case .claim(let recording):
                 // The claim covers the rings so far: it begins after them.
                 let rings = doorbell.rings
-                let round = try await dispatcher.deliverRound(partition: partition, term: term, recording: recording)
+                let round = try await rounds.deliverRound(partition: partition, term: term, recording: recording)
                 loop.claimed(round, ringsSeen: rings)
             case .record(let outcomes):
-                try await dispatcher.record(outcomes)
+                try await rounds.record(outcomes)
                 loop.recorded(at: .now)
             case .lookAhead:
                 if let partition {
-                    let ahead = try await dispatcher.ahead(partition: partition, term: term)
+                    let ahead = try await rounds.ahead(partition: partition, term: term)
                     loop.lookedAhead(ahead, at: .now)
                     if !ahead.heldBy.isEmpty { wakePartitions(ahead.heldBy) }
                 } else {
@@ -55,7 +55,7 @@ struct PartitionDelivery: Sendable {
             case .wait(let limit, let ringsSeen):
                 await doorbell.wait(upTo: limit, ringsSeen: ringsSeen)
             case .finish(let outcomes):
-                try await dispatcher.record(outcomes)
+                try await rounds.record(outcomes)
                 return
             }
         }

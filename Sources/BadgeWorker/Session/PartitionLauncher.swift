@@ -10,7 +10,7 @@ import Logging
 struct PartitionLauncher {
     let connection: AMQPConnection
     let configuration: WorkerConfiguration
-    let dispatcher: PushDispatcher
+    let rounds: DeliveryRounds
     /// The session's ingestion transactions, shared by its partitions.
     let ingestion: TransactionGroup<ApplyBatch, [AppliedEvent]>
     let logger: Logger
@@ -50,7 +50,7 @@ struct PartitionLauncher {
                 readStateChunk: configuration.maxTransactionWeight),
             watchdog: watchdog, health: health, prefetch: prefetch, logger: partitionLogger)
         let delivery = PartitionDelivery(
-            dispatcher: dispatcher, partition: partition, term: term, doorbell: doorbell,
+            rounds: rounds, partition: partition, term: term, doorbell: doorbell,
             heldBackPoll: configuration.deliveryHeldBackPoll, recordDelay: configuration.deliveryRecordDelay,
             wakePartitions: { [registry] in registry.ring($0) })
         registry.started(partition, doorbell: doorbell)

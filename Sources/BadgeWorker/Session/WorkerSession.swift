@@ -15,7 +15,7 @@ struct WorkerSession {
     let connection: AMQPConnection
     let configuration: WorkerConfiguration
     let store: any BadgeStore
-    let dispatcher: PushDispatcher
+    let rounds: DeliveryRounds
     let logger: Logger
     let onReady: (@Sendable () async -> Void)?
     let watchdog: Watchdog?
@@ -25,7 +25,7 @@ struct WorkerSession {
         try await configuration.topology.prepare(
             on: connection, allowUnstableRouting: configuration.allowUnstableRouting, logger: logger)
         // Dead tokens reported back, on a channel of their own, for the session's life.
-        let publishing = dispatcher.feedback.map { feedback in
+        let publishing = rounds.feedback.map { feedback in
             Task { [connection] in await feedback.run(on: connection) }
         }
         do {
@@ -56,7 +56,7 @@ struct WorkerSession {
             store: store, policy: configuration.badgePolicy, maxWeight: configuration.maxTransactionWeight,
             interval: configuration.ingestionInterval, health: health, logger: logger)
         let launcher = PartitionLauncher(
-            connection: connection, configuration: configuration, dispatcher: dispatcher,
+            connection: connection, configuration: configuration, rounds: rounds,
             ingestion: ingestion, logger: logger, watchdog: watchdog, health: health, deadLetters: deadLetters,
             registry: registry,
             wake: wake)
@@ -198,7 +198,7 @@ extension WorkerSession {
                     waitsForEarlierClaims: waitsForEarlierClaims),
                 in: &group)
             // The partition may be one a worker that died held: dead tokens it recorded may wait unpublished.
-            dispatcher.feedback?.ring()
+            rounds.feedback?.ring()
             logger.info(
                 "partition acquired",
                 metadata: ["worker.partition": "\(lease.partition)", "worker.epoch": "\(lease.epoch)"])

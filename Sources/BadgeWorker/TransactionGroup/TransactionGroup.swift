@@ -5,7 +5,7 @@ import Synchronization
 
 /// Transactions shared by one worker's partitions: requests of the same kind that its partitions' stages make at
 /// the same time (their ingestion batches, see ``ingestion(store:policy:maxWeight:interval:health:logger:)``, and
-/// their delivery records, see `PushDispatcher.record(_:)`) run as one transaction (``TransactionGroupStateMachine``), so the worker pays one transaction's fixed cost (its round
+/// their delivery records, see `DeliveryRounds.record(_:)`) run as one transaction (``TransactionGroupStateMachine``), so the worker pays one transaction's fixed cost (its round
 /// trips, its commit, its lease check) for all of them instead of one per partition. Partitions take their batches
 /// at the group's tick (``awaitTick(urgent:)``), so that rounds start at most once every `interval`.
 ///
