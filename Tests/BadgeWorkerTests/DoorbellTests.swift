@@ -82,4 +82,34 @@ struct DoorbellTests {
         await closed
         #expect(doorbell.isClosed)
     }
+
+    /// A cancelled task's wait still ends only on a ring, the close or its limit (a cancelled delivery loop with a
+    /// retry ahead waits for it instead of spinning); a wait that rings on cancellation ends at once.
+    @Test func aCancelledTaskWaitsForItsLimitUnlessItRingsOnCancel() async throws {
+        let doorbell = Doorbell()
+        let limit = Duration.milliseconds(300)
+        let waited = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            let clock = ContinuousClock()
+            let start = clock.now
+            await doorbell.wait(upTo: limit)
+            return clock.now - start
+        }
+        #expect(await waited.value >= limit)
+        let rung = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            let clock = ContinuousClock()
+            let start = clock.now
+            await doorbell.wait(upTo: .seconds(60), ringOnCancel: true)
+            return clock.now - start
+        }
+        #expect(await rung.value < .seconds(30))
+        // Cancelled during the wait, not before it.
+        let clock = ContinuousClock()
+        let start = clock.now
+        let during = Task { await doorbell.wait(upTo: .seconds(60), ringOnCancel: true) }
+        during.cancel()
+        await during.value
+        #expect(clock.now - start < .seconds(30))
+    }
 }

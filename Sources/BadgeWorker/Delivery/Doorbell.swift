@@ -55,28 +55,35 @@ final class Doorbell: Sendable {
 
     /// Returns when rung after it had been rung `ringsSeen` times in all (at once if it already was), when closed,
     /// or after `limit` (nil: no limit). Rings up to `ringsSeen` are spent.
+    ///
+    /// Only these end a wait: not the task's cancellation. The loops that wait here end when their doorbell closes
+    /// (a delivery loop after recording its round), and a wait that ended on cancellation would return at once
+    /// every time: the loop would spin until then. A caller that should stop on cancellation rings the doorbell
+    /// from a cancellation handler and looks at `Task.isCancelled`.
     func wait(upTo limit: Duration?, ringsSeen: Int?) async {
         let id = state.withLock { state -> Int in
             state.lastWait += 1
             return state.lastWait
         }
-        guard let limit else {
-            // No limit: only a ring or the close ends the wait. Not the task's cancellation: a delivery loop ends
-            // when its partition closes, after recording its round, and would otherwise spin on a cancelled wait.
-            await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
-            return
-        }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await withCheckedContinuation { continuation in
-                    self.register(continuation, id: id, ringsSeen: ringsSeen)
-                }
+        // The limit is timed outside the waiting task, so that its cancellation does not end the wait.
+        let timer = limit.map { limit in
+            Task { [self] in
+                do { try await Task.sleep(for: limit) } catch { return }
+                abandon(id)
             }
-            group.addTask { try? await Task.sleep(for: limit) }
-            await group.next()
-            // Whichever ended first, make sure the other ends too.
-            self.abandon(id)
-            group.cancelAll()
+        }
+        await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
+        timer?.cancel()
+    }
+
+    /// As ``wait(upTo:ringsSeen:)``, and if the task is cancelled (before or during the wait), rings: for a loop
+    /// that ends on its task's cancellation and looks at `Task.isCancelled` after each wait.
+    func wait(upTo limit: Duration?, ringsSeen: Int? = nil, ringOnCancel: Bool) async {
+        guard ringOnCancel else { return await wait(upTo: limit, ringsSeen: ringsSeen) }
+        await withTaskCancellationHandler {
+            await wait(upTo: limit, ringsSeen: ringsSeen)
+        } onCancel: {
+            ring()
         }
     }
 
@@ -88,7 +95,7 @@ final class Doorbell: Sendable {
                 state.waiter = nil
                 return waiter.continuation
             }
-            state.abandoned = id
+            state.abandoned = max(state.abandoned, id)
             return nil
         }
         waiter?.resume()

@@ -124,12 +124,9 @@ final class FeedbackPublisher: Sendable {
             while try await publishOnce(channel: channel) == Self.batchLimit {}
             succeeded()
             let freeIn = try await store.feedbackAhead()
-            // The session's end cancels this task: a ring ends the wait, and the loop sees the cancellation.
-            await withTaskCancellationHandler {
-                await doorbell.wait(upTo: freeIn.map { max($0, Self.freeEntryRecheck) }, ringsSeen: rings)
-            } onCancel: {
-                doorbell.ring()
-            }
+            // The session's end cancels this task: the wait is rung, and the loop sees the cancellation.
+            await doorbell.wait(
+                upTo: freeIn.map { max($0, Self.freeEntryRecheck) }, ringsSeen: rings, ringOnCancel: true)
         }
     }
 

@@ -72,7 +72,9 @@ struct WorkerSession {
                 var ready = false
 
                 var failure: (any Error)?
-                while !shutdown.isSet {
+                // Ends on shutdown and on the task's cancellation (the service group's, past its shutdown bound or
+                // when another service failed): a cancelled wait is rung, the loop sees it here.
+                while !shutdown.isSet, !Task.isCancelled {
                     if let error = registry.failure {
                         failure = error
                         break
@@ -97,7 +99,7 @@ struct WorkerSession {
                         }
                         // Woken by a partition that stopped or failed (a lost connection ends every consumer) and by
                         // shutdown: nothing else to look at.
-                        await wake.wait(upTo: nil)
+                        await wake.wait(upTo: nil, ringOnCancel: true)
                         continue
                     }
                     try await leaseRound(
@@ -108,7 +110,7 @@ struct WorkerSession {
                         logReady(held: running.count)
                         await onReady?()
                     }
-                    await wake.wait(upTo: leases.nextRoundDelay(now: .now))
+                    await wake.wait(upTo: leases.nextRoundDelay(now: .now), ringOnCancel: true)
                 }
 
                 try await stopAll(registry, running: &running, leases: &leases)
