@@ -2,6 +2,7 @@ import AMQPClient
 import Foundation
 import Logging
 import Synchronization
+import TestServices
 import Testing
 
 /// Against the real RabbitMQ that `scripts/services up` starts. Serialized: some tests restart the broker.
@@ -141,14 +142,12 @@ struct AMQPBrokerTests {
         // The quorum queue takes the closed channel's deliveries back through its log, after `channel.close-ok`: a
         // `basic.get` right after the close may find it empty for a moment. Read until every expected message came
         // (or 10 s passed), then compare.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while bodies.count < kept.count + 2, ContinuousClock.now < deadline {
-            guard let message = try await after.get(queue: queue, noAck: true) else {
-                try await Task.sleep(for: .milliseconds(20))
-                continue
+        try? await eventually("every expected message read back", timeout: .seconds(10), every: .milliseconds(20)) {
+            while bodies.count < kept.count + 2, let message = try await after.get(queue: queue, noAck: true) {
+                bodies.append(String(decoding: message.body, as: UTF8.self))
+                counts.append(message.properties.headers?["x-delivery-count"]?.intValue ?? 0)
             }
-            bodies.append(String(decoding: message.body, as: UTF8.self))
-            counts.append(message.properties.headers?["x-delivery-count"]?.intValue ?? 0)
+            return bodies.count >= kept.count + 2
         }
         #expect(try await after.get(queue: queue, noAck: true) == nil, "nothing beyond the expected messages")
         #expect(bodies == kept.map { "m\($0)" } + ["m\(count)", "m\(count + 1)"])
@@ -184,7 +183,8 @@ struct AMQPBrokerTests {
         let cancelled = HandlerLog()
         try await again.consume(queue: queue, handler: cancelled.handler)
         try await setup.deleteQueue(queue)
-        for _ in 0..<50 where cancelled.ends.isEmpty { try await Task.sleep(for: .milliseconds(100)) }
+        // The count is checked below: a timeout only ends the wait.
+        try? await eventually("the consumer's handler ended", timeout: .seconds(5)) { !cancelled.ends.isEmpty }
         #expect(cancelled.ends.count == 1)
         #expect((cancelled.ends.first ?? nil) == .consumerCancelled)
         await connection.close()

@@ -181,11 +181,8 @@ struct AppAPIFleetTests {
     }
 
     static func waitUntilReady(port: Int) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
-        while await httpStatus("http://127.0.0.1:\(port)/readyz") != 200 {
-            guard clock.now < deadline else { throw FleetError("the API on port \(port) did not become ready") }
-            try await Task.sleep(for: .milliseconds(200))
+        try await eventually("the API on port \(port) ready", timeout: .seconds(60), every: .milliseconds(200)) {
+            await httpStatus("http://127.0.0.1:\(port)/readyz") == 200
         }
     }
 

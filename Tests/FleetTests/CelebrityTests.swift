@@ -3,6 +3,7 @@ import BadgeCore
 import BadgeSink
 import BadgeWire
 import Foundation
+import TestServices
 import Testing
 
 /// One user holds far more than any other: 500,000 unread notifications, read all at once. The read-all is applied
@@ -31,7 +32,9 @@ struct CelebrityTests {
                             token: user == Self.celebrity ? Self.celebrityToken : Self.token(of: user), provider: .apns,
                             topic: "com.example.app", environment: .production)))
             }
-            try await Self.wait(upTo: .seconds(60)) { run.sink.count >= 1 + Self.others.count }
+            try await eventually("a push to every registered device", timeout: .seconds(60)) {
+                run.sink.count >= 1 + Self.others.count
+            }
 
             // The celebrity's notifications, as if received: half a million rows and the counts they make. (Received
             // through the pipeline they take minutes; what is under test is reading them.)
@@ -62,7 +65,7 @@ struct CelebrityTests {
             let published = clock.now
             // Every fan's alert, and when it came.
             var arrived: [String: Duration] = [:]
-            try await Self.wait(upTo: .seconds(120)) {
+            try await eventually("every fan's alert", timeout: .seconds(120)) {
                 for user in Self.others where arrived[user] == nil {
                     if run.sink.receivedPushes(token: Self.token(of: user)).contains(where: { Self.isAlert($0) }) {
                         arrived[user] = clock.now - published
@@ -71,7 +74,7 @@ struct CelebrityTests {
                 return arrived.count == Self.others.count
             }
             // The read-all's push brings the celebrity's badge down to 0.
-            try await Self.wait(upTo: .seconds(300)) {
+            try await eventually("the read-all's push", timeout: .seconds(300)) {
                 Self.readAllBadge(run.sink.receivedPushes(token: Self.celebrityToken)) != nil
             }
             #expect(Self.readAllBadge(run.sink.receivedPushes(token: Self.celebrityToken)) == 0)
@@ -102,14 +105,6 @@ struct CelebrityTests {
     private static func readAllBadge(_ pushes: [ReceivedPush]) -> Int64? {
         pushes.filter { $0.status == 200 }.compactMap { try? JSONValue.parse($0.body) }
             .last { $0["type"]?.stringValue == "notifications_read_all" }?["aps"]?["badge"]?.int64Value
-    }
-
-    private static func wait(upTo limit: Duration, _ done: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while try await !done() {
-            guard ContinuousClock.now < deadline else { throw FleetError("not done within \(limit)") }
-            try await Task.sleep(for: .milliseconds(100))
-        }
     }
 
     /// Events published one at a time with confirms, routed by recipient.

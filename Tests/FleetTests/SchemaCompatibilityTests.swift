@@ -1,4 +1,5 @@
 import Foundation
+import TestServices
 import Testing
 
 #if canImport(Glibc)
@@ -68,10 +69,9 @@ struct SchemaCompatibilityTests {
         }
         /// Waits up to `timeout` for `process` to exit; its exit status, or nil while it still runs.
         func exitStatus(_ process: Process, within timeout: Duration) async throws -> Int32? {
-            let clock = ContinuousClock()
-            let deadline = clock.now + timeout
-            while clock.now < deadline, !FleetHarness.hasExited(process.processIdentifier) {
-                try await Task.sleep(for: .milliseconds(50))
+            // Still running after `timeout` is an answer too.
+            try? await eventually("the worker exited", timeout: timeout, every: .milliseconds(50)) {
+                FleetHarness.hasExited(process.processIdentifier)
             }
             guard FleetHarness.hasExited(process.processIdentifier) else { return nil }
             process.waitUntilExit()

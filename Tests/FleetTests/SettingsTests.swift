@@ -1,4 +1,5 @@
 import Foundation
+import TestServices
 import Testing
 
 /// `badgepipe` refuses bad settings at start with a clear message naming the setting, never a silent default.
@@ -234,18 +235,27 @@ struct ShutdownWhileWaitingTests {
             "--apns-url", "http://127.0.0.1:1", "--fcm-url", "http://127.0.0.1:1",
         ]
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("BADGEPIPE_") }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("wait-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: log) }
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: log)
         try process.run()
-        try await Task.sleep(for: .seconds(2))
+        // Waiting for the broker: it said so, and it is still there.
+        try await eventually("the worker waits for the broker", timeout: .seconds(20)) {
+            (try? String(contentsOf: log, encoding: .utf8))?.contains("waiting for the broker, retrying") ?? false
+        }
         #expect(process.isRunning, "still waiting for the broker")
         process.terminate()
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while process.isRunning, !FleetHarness.hasExited(process.processIdentifier), clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
+        let exited: Bool
+        do {
+            try await eventually("the worker stopped after SIGTERM", timeout: .seconds(10), every: .milliseconds(50)) {
+                !process.isRunning || FleetHarness.hasExited(process.processIdentifier)
+            }
+            exited = true
+        } catch {
+            exited = false
         }
-        let exited = !process.isRunning || FleetHarness.hasExited(process.processIdentifier)
         if !exited { kill(process.processIdentifier, SIGKILL) }
         #expect(exited, "the worker did not stop within 10 s of SIGTERM")
         if exited, !process.isRunning { #expect(process.terminationStatus == 0) }

@@ -1,4 +1,5 @@
 import Foundation
+import TestServices
 
 #if canImport(Glibc)
     import Glibc
@@ -151,11 +152,10 @@ final class WorkerProcess: @unchecked Sendable {
             let pid = process.processIdentifier
             let worker = workerPID(process)
             kill(worker, SIGTERM)
-            let clock = ContinuousClock()
-            let deadline = clock.now + timeout
-            // Polled (see `FleetHarness.shell`): Foundation sometimes misses a child's exit.
-            while process.isRunning, !FleetHarness.hasExited(pid), clock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
+            // Polled (see `FleetHarness.shell`): Foundation sometimes misses a child's exit. Still running after
+            // `timeout`: killed below.
+            try? await eventually("the worker stopped", timeout: timeout, every: .milliseconds(50)) {
+                !process.isRunning || FleetHarness.hasExited(pid)
             }
             if process.isRunning, !FleetHarness.hasExited(pid) {
                 kill(worker, SIGKILL)
@@ -200,21 +200,15 @@ final class WorkerProcess: @unchecked Sendable {
     }
 
     /// Waits until the current incarnation logged "worker ready".
-    func waitUntilReady(timeout: TimeInterval = 60) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
+    func waitUntilReady(timeout: Duration = .seconds(60)) async throws {
         // A fleet worker names its incarnation; a single node (SQLite) calls itself `single`.
         let markers = ["worker.id=\(name)-\(incarnation)", "worker.id=single"]
-        while Date() < deadline {
-            if let text = try? String(contentsOf: logFile, encoding: .utf8),
-                text.split(separator: "\n").contains(where: { line in
-                    line.contains("worker ready") && markers.contains { line.contains($0) }
-                })
-            {
-                return
+        try await eventually("worker \(name) ready (log: \(logFile.path))", timeout: timeout) {
+            let text = (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").contains { line in
+                line.contains("worker ready") && markers.contains { line.contains($0) }
             }
-            try await Task.sleep(for: .milliseconds(100))
         }
-        throw FleetError("worker \(name) did not become ready; log: \(logFile.path)")
     }
 }
 
@@ -271,8 +265,8 @@ func runBadgepipeInBackground(
     let directory = FileManager.default.temporaryDirectory
     let outputFile = directory.appendingPathComponent("badgepipe-\(UUID().uuidString).out")
     let errorsFile = directory.appendingPathComponent("badgepipe-\(UUID().uuidString).err")
-    FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-    FileManager.default.createFile(atPath: errorsFile.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errorsFile.path, contents: nil)
     defer {
         try? FileManager.default.removeItem(at: outputFile)
         try? FileManager.default.removeItem(at: errorsFile)
@@ -285,14 +279,13 @@ func runBadgepipeInBackground(
     process.standardOutput = try FileHandle(forWritingTo: outputFile)
     process.standardError = try FileHandle(forWritingTo: errorsFile)
     try process.run()
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while process.isRunning, !FleetHarness.hasExited(process.processIdentifier) {
-        guard clock.now < deadline else {
-            process.terminate()
-            throw FleetError("badgepipe \(arguments) took longer than \(timeout)")
+    do {
+        try await eventually("badgepipe \(arguments) ended", timeout: timeout) {
+            !process.isRunning || FleetHarness.hasExited(process.processIdentifier)
         }
-        try await Task.sleep(for: .milliseconds(100))
+    } catch {
+        process.terminate()
+        throw error
     }
     process.waitUntilExit()
     return (

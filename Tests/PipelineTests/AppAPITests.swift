@@ -519,13 +519,10 @@ struct AppAPITests {
         var all: [BadgeCounts] = []
         func add(_ counts: BadgeCounts) { all.append(counts) }
         func wait(timeout: Duration = .seconds(10), until done: @Sendable ([BadgeCounts]) -> Bool) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while !done(all) {
-                guard ContinuousClock.now < deadline else {
-                    Issue.record("the client's counts did not get there: \(all.map(\.badge))")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(20))
+            do {
+                try await eventually("the client's counts", timeout: timeout, every: .milliseconds(20)) { done(all) }
+            } catch is EventuallyError {
+                Issue.record("the client's counts did not get there: \(all.map(\.badge))")
             }
         }
     }
@@ -546,14 +543,11 @@ struct AppAPITests {
         }
 
         func wait(timeout: Duration = .seconds(10), until done: @Sendable ([StreamEvent]) -> Bool) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while !done(all) {
-                guard ContinuousClock.now < deadline else {
-                    Issue.record(
-                        "the stream did not show it within \(timeout): \(all.map { "\($0.name)#\($0.id ?? "")" })")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(20))
+            do {
+                try await eventually("the stream's events", timeout: timeout, every: .milliseconds(20)) { done(all) }
+            } catch is EventuallyError {
+                Issue.record(
+                    "the stream did not show it within \(timeout): \(all.map { "\($0.name)#\($0.id ?? "")" })")
             }
         }
     }

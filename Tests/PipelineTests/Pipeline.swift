@@ -195,32 +195,28 @@ struct Pipeline: Sendable {
     /// second provider account (a new TLS connection) can take longer than the quiet period.
     func waitUntilQuiet(timeout: Duration = .seconds(30), outboxEmpty: Bool = false) async throws {
         let clock = ContinuousClock()
-        let deadline = clock.now + timeout
         let channel = try await connection.openChannel()
         defer { Task { try? await channel.close() } }
         var lastCount = -1
         var stableSince = clock.now
-        while clock.now < deadline {
-            var ready: UInt32 = 0
-            var consumers: UInt32 = 0
-            for index in 0..<topology.partitions {
-                let info = try await channel.declareQueue(topology.queueName(index), passive: true)
-                ready += info.messageCount
-                consumers += info.consumerCount
-            }
-            let count = sinks.reduce(0) { $0 + $1.count }
-            if ready == 0, count == lastCount {
-                if clock.now - stableSince > .milliseconds(700) {
-                    guard outboxEmpty else { return }
-                    if try querySQL("SELECT count(*) FROM outbox").first == "0" { return }
+        do {
+            try await eventually("the pipeline quiet", timeout: timeout, every: .milliseconds(50)) {
+                var ready: UInt32 = 0
+                for index in 0..<topology.partitions {
+                    ready += try await channel.declareQueue(topology.queueName(index), passive: true).messageCount
                 }
-            } else {
-                lastCount = count
-                stableSince = clock.now
+                let count = sinks.reduce(0) { $0 + $1.count }
+                guard ready == 0, count == lastCount else {
+                    lastCount = count
+                    stableSince = clock.now
+                    return false
+                }
+                guard clock.now - stableSince > .milliseconds(700) else { return false }
+                return try !outboxEmpty || querySQL("SELECT count(*) FROM outbox").first == "0"
             }
-            try await Task.sleep(for: .milliseconds(50))
+        } catch let error as EventuallyError {
+            Issue.record("\(error)")
         }
-        Issue.record("the pipeline did not go quiet within \(timeout)")
     }
 
     /// The accepted pushes to a token, oldest first, as parsed APNs payloads.

@@ -26,6 +26,19 @@ struct TokenFeedbackPipelineTests {
         return (channel, queue)
     }
 
+    /// Waits until the one waiting report has been taken for publishing twice (its `taken_until` moved on from a
+    /// first take): the first attempt is over, whatever it did with the entry.
+    private static func waitUntilTakenTwice(_ pipeline: Pipeline) async throws {
+        func takenUntil() throws -> Int64 {
+            try pipeline.querySQL("SELECT max(taken_until) FROM token_feedback").first.flatMap { Int64($0) } ?? 0
+        }
+        let first = try await eventuallyValue("the report taken once", timeout: .seconds(20)) {
+            let taken = try takenUntil()
+            return taken > 0 ? taken : nil
+        }
+        try await eventually("the report taken again", timeout: .seconds(20)) { try takenUntil() > first }
+    }
+
     /// The messages in `queue` once it holds `count` (taken off it), or what it holds after `timeout`.
     private static func take(
         _ count: Int, from queue: String, on channel: AMQPChannel, timeout: Duration = .seconds(15)
@@ -118,7 +131,7 @@ struct TokenFeedbackPipelineTests {
             try await pipeline.publish(ProviderTests.follow("u-gone", id: "w-n1"))
             try await pipeline.waitUntilQuiet()
             #expect(try await pipeline.store.snapshot(user: "u-gone").devices.isEmpty, "deactivated all the same")
-            try await Task.sleep(for: .seconds(2))
+            try await Self.waitUntilTakenTwice(pipeline)
             #expect(
                 try pipeline.querySQL("SELECT token, reason FROM token_feedback") == ["\(Self.apnsToken)|Unregistered"],
                 "not lost: waiting to be published")
@@ -146,8 +159,8 @@ struct TokenFeedbackPipelineTests {
             try await pipeline.publish(ProviderTests.follow("u-gone", id: "b-n1"))
             try await pipeline.waitUntilQuiet()
             #expect(try await pipeline.store.snapshot(user: "u-gone").devices.isEmpty, "deactivated")
-            // Longer than the test's feedback hold (1 s): the entry was published, returned, and taken again.
-            try await Task.sleep(for: .seconds(3))
+            // Published, returned, and taken again after the test's feedback hold (1 s).
+            try await Self.waitUntilTakenTwice(pipeline)
             #expect(
                 try pipeline.querySQL("SELECT token, reason FROM token_feedback") == ["\(Self.apnsToken)|Unregistered"],
                 "returned unroutable, so kept")

@@ -14,6 +14,7 @@ public func eventuallyValue<Value>(
     _ what: String,
     timeout: Duration = .seconds(30),
     every interval: Duration = .milliseconds(100),
+    isolation: isolated (any Actor)? = #isolation,
     _ answer: () async throws -> Value?
 ) async throws -> Value {
     let clock = ContinuousClock()
@@ -41,7 +42,10 @@ public func eventually(
     _ what: String,
     timeout: Duration = .seconds(30),
     every interval: Duration = .milliseconds(100),
+    isolation: isolated (any Actor)? = #isolation,
     _ condition: () async throws -> Bool
 ) async throws {
-    try await eventuallyValue(what, timeout: timeout, every: interval) { try await condition() ? true : nil }
+    try await eventuallyValue(what, timeout: timeout, every: interval, isolation: isolation) {
+        try await condition() ? true : nil
+    }
 }
