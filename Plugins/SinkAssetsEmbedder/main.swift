@@ -36,6 +36,9 @@ for (index, path) in arguments.dropFirst().enumerated() {
     swift += "    static let \(swiftName(name)) = \(delimiter)\"\"\"\n\(indented)\n        \"\"\"\(delimiter)\n"
 }
 swift += "}\n"
+// The same text is not written again: the build would compile the sink again for a new file time (the tool runs
+// on every build, as SwiftPM links it anew).
+if (try? String(contentsOfFile: output, encoding: .utf8)) == swift { exit(0) }
 do {
     try swift.write(toFile: output, atomically: true, encoding: .utf8)
 } catch {
