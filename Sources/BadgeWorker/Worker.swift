@@ -17,7 +17,7 @@ import ServiceLifecycle
 /// then the channels are closed without `basic.cancel`, so whatever was not processed returns to its queue in order.
 public struct Worker: Service {
     private let configuration: WorkerConfiguration
-    private let store: any BadgeStore
+    private let store: any PipelineStore
     private let logger: Logger
     /// Called once the topology is declared and every partition is being consumed.
     private let onReady: (@Sendable () async -> Void)?
@@ -28,7 +28,7 @@ public struct Worker: Service {
 
     public init(
         configuration: WorkerConfiguration,
-        store: any BadgeStore,
+        store: any PipelineStore,
         logger: Logger,
         exitWhenStuckFor stuckLimit: Duration? = nil,
         health: WorkerHealth = WorkerHealth(),

@@ -108,7 +108,7 @@ struct APICommand: AsyncParsableCommand {
             let verifier = try await TokenVerifier(keys: keys.keys(), audience: keys.audience)
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
-            let store = try BadgeStoreFactory.make(
+            let store = try StoreFactory.make(
                 url: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
                 logger: logger)
             guard let reads = store as? any AppReads else {

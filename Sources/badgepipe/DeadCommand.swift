@@ -37,7 +37,7 @@ struct DeadCommand: AsyncParsableCommand {
 extension BrokerOptions {
     /// Connects, and runs `body` on the dead queue; the connection is closed after, whatever happened.
     func withDeadQueue<Result: Sendable>(
-        _ body: (DeadLetterQueue) async throws -> Result
+        _ body: (DeadQueue) async throws -> Result
     ) async throws -> Result {
         let configuration = try configuration()
         // The broker closing a channel is how a missing queue shows: the command says so itself, once.
@@ -48,7 +48,7 @@ extension BrokerOptions {
             FileHandle.standardError.write(Data("connected to the broker node \(connection.node)\n".utf8))
         }
         do {
-            let result = try await body(DeadLetterQueue(connection: connection, topology: topology()))
+            let result = try await body(DeadQueue(connection: connection, topology: topology()))
             await connection.close()
             return result
         } catch {

@@ -9,7 +9,7 @@ import Logging
 struct SetupCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "setup",
-        abstract: "Declare the exchange, partition queues, dead-letter queue and feedback exchange, then exit.",
+        abstract: "Declare the exchange, partition queues, dead queue and feedback exchange, then exit.",
         discussion: """
             With --management-url (BADGEPIPE_MANAGEMENT_URL, RabbitMQ's management API, e.g. \
             http://guest:guest@rabbit:15672), setup then prints each queue the pipeline owns (the partition queues, \

@@ -235,7 +235,7 @@ struct WorkerCommand: AsyncParsableCommand {
             factory.valueHistogramBuckets["badgepipe_batch_size"] = [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 5000]
             MetricsSystem.bootstrap(factory)
         }
-        let store = try BadgeStoreFactory.make(url: configuration.databaseURL, logger: logger)
+        let store = try StoreFactory.make(url: configuration.databaseURL, logger: logger)
         let worker = Worker(configuration: configuration, store: store, logger: logger, exitWhenStuckFor: .seconds(30))
         // Services shut down in reverse order: the worker first (its batches and rounds in progress finish), then
         // the operations listener (which answers while the worker drains), then the store.

@@ -25,7 +25,7 @@ struct AppReadsTests {
     /// Every page of `user`'s notifications, following the cursors: each page at most `limit` long, full when a
     /// next page follows, its cursor the position of its last notification.
     static func allPages(
-        _ store: any SQLBackedBadgeStore, of user: String, limit: Int, unreadOnly: Bool = false,
+        _ store: any SQLBackedStore, of user: String, limit: Int, unreadOnly: Bool = false,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> [StoredNotification] {
         var all: [StoredNotification] = []
@@ -48,7 +48,7 @@ struct AppReadsTests {
 
     /// Every page of `user`'s conversations with unread messages, following the cursors.
     static func allConversations(
-        _ store: any SQLBackedBadgeStore, of user: String, limit: Int, sourceLocation: SourceLocation = #_sourceLocation
+        _ store: any SQLBackedStore, of user: String, limit: Int, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> [ConversationSummary] {
         var all: [ConversationSummary] = []
         var cursor: ConversationCursor?
@@ -397,7 +397,7 @@ struct AppReadsTests {
         try await withStores(backend, migrate: false) { stores in
             let store = stores[0]
             let database = store.sqlBackend.database
-            let prelude = (store as? PostgresBadgeStore)?.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
+            let prelude = (store as? PostgresStore)?.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
             try await Schema.migrate(database, prelude: prelude, through: 10)
             // What a version-10 worker wrote after a follow n-old and a message in c-old.
             try await database.transaction { sql in

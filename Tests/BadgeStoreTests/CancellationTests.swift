@@ -8,7 +8,7 @@ struct CancellationTests {
     @Test(arguments: Backend.allCases)
     func aCancelledTransactionRollsBackAndTheNextOneWorks(backend: Backend) async throws {
         try await withStore(backend) { store in
-            let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+            let database = (store as! any SQLBackedStore).sqlBackend.database
             let cancelled = Task {
                 try await database.transaction { sql in
                     try await sql.execute("INSERT INTO users (user_id) VALUES ('u-cancelled')")

@@ -12,9 +12,9 @@ import Testing
 struct DatabaseClockTests {
     /// `expression` (`{now}` is the database's time in microseconds) over the rows of `from`, one value per row.
     private func values(
-        _ store: any SQLBackedBadgeStore, _ expression: String, from: String
+        _ store: any SQLBackedStore, _ expression: String, from: String
     ) async throws -> [Int64] {
-        let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+        let database = (store as! any SQLBackedStore).sqlBackend.database
         let now = FleetQueries.statementNow(database.dialect)
         return try await database.transaction { sql in
             try await sql.query(
@@ -24,14 +24,14 @@ struct DatabaseClockTests {
     }
 
     /// Runs `statement` (`{now}` is the database's time in microseconds).
-    private func execute(_ store: any SQLBackedBadgeStore, _ statement: String) async throws {
-        let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+    private func execute(_ store: any SQLBackedStore, _ statement: String) async throws {
+        let database = (store as! any SQLBackedStore).sqlBackend.database
         let now = FleetQueries.statementNow(database.dialect)
         try await database.transaction { try await $0.execute(statement.replacingOccurrences(of: "{now}", with: now)) }
     }
 
     private func claim(
-        _ store: any SQLBackedBadgeStore, recording: DeliveryRecord = DeliveryRecord()
+        _ store: any SQLBackedStore, recording: DeliveryRecord = DeliveryRecord()
     ) async throws
         -> ClaimedPushes
     {

@@ -182,7 +182,7 @@ struct FairDeliveryTests {
 /// A delivery claim of partition 0 as a delivery round makes it (under `lease`, none when nil), recording
 /// `recording` first.
 private func claimPartitionZero(
-    _ store: any BadgeStore, lease: PartitionLease?, limit: Int, recording: DeliveryRecord
+    _ store: any PipelineStore, lease: PartitionLease?, limit: Int, recording: DeliveryRecord
 ) async throws -> ClaimedPushes {
     try await store.claimPushes(
         partition: 0, limit: limit, policy: .unseen, lease: lease, skipClaimedBefore: nil, recording: recording)

@@ -448,7 +448,7 @@ struct FleetStoreTests {
 
 /// A claim of the due pushes of `partition` (all when nil), as a delivery round makes it, recording nothing.
 private func claimDue(
-    _ store: any SQLBackedBadgeStore, partition: Int?, lease: PartitionLease? = nil
+    _ store: any SQLBackedStore, partition: Int?, lease: PartitionLease? = nil
 ) async throws -> ClaimedPushes {
     try await store.claimPushes(
         partition: partition, limit: 100, policy: .unseen, lease: lease, skipClaimedBefore: nil,
@@ -457,7 +457,7 @@ private func claimDue(
 
 /// What another worker's claim of a newer push of `token` left behind (a zombie that raced ahead, say): the device's
 /// `pushed_version` at `version`.
-private func claimedElsewhere(_ store: any SQLBackedBadgeStore, token: String, version: Int64) async throws {
+private func claimedElsewhere(_ store: any SQLBackedStore, token: String, version: Int64) async throws {
     try await store.sqlBackend.database.transaction { sql in
         try await sql.execute(
             "UPDATE devices SET pushed_version = $1 WHERE token = $2", [.int(version), .text(token)])
@@ -465,7 +465,7 @@ private func claimedElsewhere(_ store: any SQLBackedBadgeStore, token: String, v
 }
 
 /// The `pushed_version` of a device, read as it is stored.
-private func pushedVersion(_ store: any SQLBackedBadgeStore, _ token: String) async throws -> Int64? {
+private func pushedVersion(_ store: any SQLBackedStore, _ token: String) async throws -> Int64? {
     try await store.sqlBackend.database.transaction { sql in
         try await sql.query("SELECT pushed_version FROM devices WHERE token = $1", [.text(token)])
     }.first?["pushed_version"].int64

@@ -14,7 +14,7 @@ struct MigrationTests {
         try await withStores(backend, migrate: false) { stores in
             let store = stores[0]
             let database = store.sqlBackend.database
-            let prelude = (store as? PostgresBadgeStore)?.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
+            let prelude = (store as? PostgresStore)?.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
             try await Schema.migrate(database, prelude: prelude, through: 4)
             // What a version-4 worker wrote after `register("d1")` and `follow("n1")`, and a read notification n0
             // whose read arrived before it (a tombstone).
@@ -214,8 +214,8 @@ struct MigrationTests {
     @Test
     func aMigrationGivesUpOnALockedTableWithinTheLockTimeoutAndSucceedsOnceItIsFree() async throws {
         try await withStores(.postgres, count: 2, migrate: false) { stores in
-            let store = try #require(stores[0] as? PostgresBadgeStore)
-            let holder = try #require(stores[1] as? PostgresBadgeStore)
+            let store = try #require(stores[0] as? PostgresStore)
+            let holder = try #require(stores[1] as? PostgresStore)
             let prelude = store.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
             try await Schema.migrate(store.database, prelude: prelude, through: 4)
             // Version 5 adds a column to processed_events: another session reads that table in a long transaction.
@@ -271,7 +271,7 @@ struct MigrationTests {
     @Test
     func anInvalidIndexLeftByAnInterruptedBuildIsRebuilt() async throws {
         try await withStores(.postgres, migrate: false) { stores in
-            let store = try #require(stores[0] as? PostgresBadgeStore)
+            let store = try #require(stores[0] as? PostgresStore)
             let prelude = store.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
             try await Schema.migrate(store.database, prelude: prelude, through: 4)
             // A failed concurrent build leaves its index behind, INVALID: here a unique one over duplicates, under the
@@ -296,7 +296,7 @@ struct MigrationTests {
         }
     }
 
-    private func versions(_ store: PostgresBadgeStore) async throws -> [Int64] {
+    private func versions(_ store: PostgresStore) async throws -> [Int64] {
         try await store.database.statement("SELECT version FROM schema_migrations ORDER BY version", []).map {
             try #require(try $0["version"].int64)
         }

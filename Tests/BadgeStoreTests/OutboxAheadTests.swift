@@ -5,7 +5,7 @@ import Testing
 
 @_spi(Testing) @testable import BadgeStore
 
-/// What a delivery loop reads before it sleeps (`BadgeStore.outboxAhead`): when its partition's earliest retry is
+/// What a delivery loop reads before it sleeps (`PipelineStore.outboxAhead`): when its partition's earliest retry is
 /// due, and whether it holds pushes never attempted that are not on their way. Against the real databases.
 @Suite("Outbox look-ahead")
 struct OutboxAheadTests {

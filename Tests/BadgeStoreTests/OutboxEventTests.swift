@@ -28,19 +28,19 @@ struct OutboxEventTests {
         }
     }
 
-    static func database(_ store: any SQLBackedBadgeStore) throws -> any SQLTransactor {
+    static func database(_ store: any SQLBackedStore) throws -> any SQLTransactor {
         store.sqlBackend.database
     }
 
     static func claim(
-        _ store: any SQLBackedBadgeStore, lease: PartitionLease?, recording: DeliveryRecord = DeliveryRecord()
+        _ store: any SQLBackedStore, lease: PartitionLease?, recording: DeliveryRecord = DeliveryRecord()
     ) async throws -> ClaimedPushes {
         try await store.claimPushes(
             partition: 0, limit: 256, policy: .unseen, lease: lease,
             skipClaimedBefore: nil, recording: recording)
     }
 
-    static func lease(_ store: any SQLBackedBadgeStore, _ leased: Bool) async throws -> PartitionLease? {
+    static func lease(_ store: any SQLBackedStore, _ leased: Bool) async throws -> PartitionLease? {
         guard leased else { return nil }
         return try #require(
             try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: []).leases.first
@@ -178,7 +178,7 @@ struct OutboxEventTests {
         try await withStores(backend, migrate: false) { stores in
             let store = stores[0]
             let database = try Self.database(store)
-            let prelude = (store as? PostgresBadgeStore)?.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
+            let prelude = (store as? PostgresStore)?.schema.map { ["CREATE SCHEMA IF NOT EXISTS \"\($0)\""] } ?? []
             try await Schema.migrate(database, prelude: prelude, through: 6)
             let old = Self.comment("c0", at: 5)
             let oldJSON = String(decoding: old.jsonData(), as: UTF8.self)

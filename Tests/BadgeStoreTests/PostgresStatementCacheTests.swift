@@ -97,7 +97,7 @@ struct PostgresPreparedStatementTests {
 
     @Test func everyValueReadsBackTheSameWhenTheStatementIsPreparedAndExecuted() async throws {
         let database = TestDatabase(.postgres)
-        let store = try database.makeStore() as! PostgresBadgeStore
+        let store = try database.makeStore() as! PostgresStore
         try await Self.running(store, on: database) {
             let binds = Self.values
             let statement = "SELECT " + binds.indices.map { "$\($0 + 1) AS c\($0)" }.joined(separator: ", ")
@@ -131,7 +131,7 @@ struct PostgresPreparedStatementTests {
         let database = TestDatabase(.postgres)
         var configuration = try PostgresURL(testDatabaseURL).configuration
         configuration.options.maximumConnections = 1
-        let store = PostgresBadgeStore(
+        let store = PostgresStore(
             configuration: configuration, schema: database.name, preparedStatements: false, logger: testLogger)
         try await Self.running(store, on: database) {
             for _ in 0..<(2 * PostgresStatementCache.usesBeforePreparing) {
@@ -152,7 +152,7 @@ struct PostgresPreparedStatementTests {
 
     @Test func aStatementThatCannotBePreparedFailsOnceTransientlyAndThenRunsPlainly() async throws {
         let database = TestDatabase(.postgres)
-        let store = try database.makeStore() as! PostgresBadgeStore
+        let store = try database.makeStore() as! PostgresStore
         try await Self.running(store, on: database) {
             // PREPARE takes only SELECT, INSERT, UPDATE, DELETE, MERGE and VALUES; a CALL with binds runs plainly.
             try await store.database.transaction { sql in
@@ -177,7 +177,7 @@ struct PostgresPreparedStatementTests {
 
     /// Runs `store` (migrated) for `body`, then drops its schema and closes it.
     private static func running(
-        _ store: PostgresBadgeStore, on database: TestDatabase, _ body: () async throws -> Void
+        _ store: PostgresStore, on database: TestDatabase, _ body: () async throws -> Void
     ) async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await store.run() }

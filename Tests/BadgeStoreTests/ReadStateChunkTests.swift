@@ -16,7 +16,7 @@ struct ReadStateChunkTests {
 
     /// Applies `event` in chunks of `chunk`; returns the counts after each chunk and the last chunk's pushes.
     private func applyInChunks(
-        _ event: Event, chunk: Int, store: any SQLBackedBadgeStore
+        _ event: Event, chunk: Int, store: any SQLBackedStore
     ) async throws -> (counts: [Counts], pushes: [PlannedPush]) {
         let context = ApplyContext(readStateChunk: chunk, chunked: true)
         var counts: [Counts] = []

@@ -37,7 +37,7 @@ struct RefusedPushTests {
     @Test(arguments: Backend.allCases, [false, true])
     func aCorruptOutboxRowIsMovedAsideAndTheOthersAreClaimed(backend: Backend, leased: Bool) async throws {
         try await withStore(backend) { store in
-            let database = try #require((store as? any SQLBackedBadgeStore)?.sqlBackend.database)
+            let database = try #require((store as? any SQLBackedStore)?.sqlBackend.database)
             let lease: PartitionLease? =
                 leased
                 ? try #require(
@@ -126,7 +126,7 @@ struct RefusedPushTests {
     @Test(arguments: Backend.allCases)
     func refusedRowsCountTowardTheClaimsLimit(backend: Backend) async throws {
         try await withStore(backend) { store in
-            let database = try #require((store as? any SQLBackedBadgeStore)?.sqlBackend.database)
+            let database = try #require((store as? any SQLBackedStore)?.sqlBackend.database)
             _ = try await store.apply(
                 [register("d1", token: tokenA), follow("n1", at: 1)], policy: .unseen,
                 context: ApplyContext(partition: 0))

@@ -9,8 +9,8 @@ import Testing
 @Suite("Retention")
 struct RetentionTests {
     /// The ids of one table's rows (column `id` of `query`), sorted.
-    private func ids(_ store: any SQLBackedBadgeStore, _ query: String) async throws -> [String] {
-        let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+    private func ids(_ store: any SQLBackedStore, _ query: String) async throws -> [String] {
+        let database = (store as! any SQLBackedStore).sqlBackend.database
         return try await database.transaction { sql in
             try await sql.query(query, []).compactMap { try $0["id"].string }.sorted()
         }
@@ -24,7 +24,7 @@ struct RetentionTests {
     /// Purges `kind` older than `age` batch by batch (`limit` rows each) until a batch finds less; returns the rows
     /// deleted.
     private func purgeAll(
-        _ store: any SQLBackedBadgeStore, _ kind: RetentionKind, olderThan age: Duration
+        _ store: any SQLBackedStore, _ kind: RetentionKind, olderThan age: Duration
     ) async throws -> Int {
         var total = 0
         while true {
@@ -45,7 +45,7 @@ struct RetentionTests {
     /// a purge over 400,000 old ids ran into the statement timeout and retention stopped for good.
     @Test func aPurgeOverATableThatGrewAfterItsPlanWasMadeStillCompletes() async throws {
         try await withStore(.postgres) { store in
-            let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+            let database = (store as! any SQLBackedStore).sqlBackend.database
             try await database.transaction { try await $0.execute("ANALYZE processed_events", []) }
             // Prepared on its third run on a connection: enough runs that every connection has it.
             for _ in 0..<30 {

@@ -10,7 +10,7 @@ struct StoreStartupTests {
         // A worker's services start at once: its first statements may come before the store's `run()` has started
         // the pools. They wait for it; postgres-nio would log a warning for a lease asked for before its `run()`.
         let logs = CapturedLogs()
-        let store = PostgresBadgeStore(
+        let store = PostgresStore(
             configuration: try PostgresURL(testDatabaseURL).configuration, schema: nil, logger: logs.logger)
         try await withThrowingTaskGroup(of: Int64?.self) { group in
             group.addTask {

@@ -163,14 +163,14 @@ struct StoreTests {
     }
 
     @Test func factoryParsesURLs() throws {
-        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite:/var/lib/badgepipe.db") == "/var/lib/badgepipe.db")
-        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite:///tmp/x.sqlite") == "/tmp/x.sqlite")
-        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite:data/x.sqlite") == "data/x.sqlite")
-        #expect(try BadgeStoreFactory.sqlitePath(from: "sqlite::memory:") == nil)
-        #expect(throws: StoreError.self) { try BadgeStoreFactory.sqlitePath(from: "mysql://x") }
-        #expect(throws: StoreError.self) { try BadgeStoreFactory.make(url: "redis://x", logger: testLogger) }
+        #expect(try StoreFactory.sqlitePath(from: "sqlite:/var/lib/badgepipe.db") == "/var/lib/badgepipe.db")
+        #expect(try StoreFactory.sqlitePath(from: "sqlite:///tmp/x.sqlite") == "/tmp/x.sqlite")
+        #expect(try StoreFactory.sqlitePath(from: "sqlite:data/x.sqlite") == "data/x.sqlite")
+        #expect(try StoreFactory.sqlitePath(from: "sqlite::memory:") == nil)
+        #expect(throws: StoreError.self) { try StoreFactory.sqlitePath(from: "mysql://x") }
+        #expect(throws: StoreError.self) { try StoreFactory.make(url: "redis://x", logger: testLogger) }
         #expect(
-            BadgeStoreFactory.makeOrNil("postgresql://u:p%40ss@db.example:6543/app?schema=s1") is PostgresBadgeStore)
+            StoreFactory.makeOrNil("postgresql://u:p%40ss@db.example:6543/app?schema=s1") is PostgresStore)
         let parsed = try PostgresURL("postgres://u:p%40ss@db.example:6543/app?schema=s1&sslmode=disable")
         #expect(parsed.configuration.host == "db.example")
         #expect(parsed.configuration.port == 6543)
@@ -222,7 +222,7 @@ struct StoreTests {
     /// Runs `SELECT ssl FROM pg_stat_ssl` for the store's own session, through a store made from `url`.
     private func sessionUsesTLS(_ url: String, within limit: Duration = .seconds(20)) async throws -> Bool {
         let parsed = try PostgresURL(url)
-        let store = PostgresBadgeStore(configuration: parsed.configuration, schema: nil, logger: testLogger)
+        let store = PostgresStore(configuration: parsed.configuration, schema: nil, logger: testLogger)
         return try await withThrowingTaskGroup(of: Bool?.self) { group in
             group.addTask {
                 await store.run()
@@ -294,12 +294,12 @@ struct StoreTests {
     /// Runs `body` on a migrated PostgreSQL store (two connections at most) in a fresh schema named after
     /// `schemaPrefix`, its URL the test database's with `query`; drops the schema and closes the store afterwards.
     private func withPostgresStore(
-        query: String, schemaPrefix: String, _ body: (PostgresBadgeStore) async throws -> Void
+        query: String, schemaPrefix: String, _ body: (PostgresStore) async throws -> Void
     ) async throws {
         var configuration = try PostgresURL(testDatabaseURL + "?" + query).configuration
         configuration.options.maximumConnections = 2
         let name = "\(schemaPrefix)_\(UInt32.random(in: 0...UInt32.max))"
-        let store = PostgresBadgeStore(configuration: configuration, schema: name, logger: testLogger)
+        let store = PostgresStore(configuration: configuration, schema: name, logger: testLogger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await store.run() }
             let result: Result<Void, any Error>
@@ -319,7 +319,7 @@ struct StoreTests {
     }
 
     @Test func inMemorySQLiteWorks() async throws {
-        let store = try BadgeStoreFactory.make(url: "sqlite::memory:", logger: testLogger)
+        let store = try StoreFactory.make(url: "sqlite::memory:", logger: testLogger)
         try await store.migrate()
         let applied = try await store.apply([register("d1", token: tokenA), follow("n1", at: 1)], policy: .unseen)
         #expect(pushes(applied).map(\.badge) == [0, 1])
@@ -330,8 +330,8 @@ struct StoreTests {
     /// write transaction; after its busy timeout it fails with a transient error and a retry succeeds.
     @Test func sqliteBusyIsTransient() async throws {
         let database = TestDatabase(.sqlite)
-        let holder = SQLiteBadgeStore(path: database.sqlitePath, logger: testLogger)
-        let other = SQLiteBadgeStore(path: database.sqlitePath, busyTimeoutMilliseconds: 1, logger: testLogger)
+        let holder = SQLiteStore(path: database.sqlitePath, logger: testLogger)
+        let other = SQLiteStore(path: database.sqlitePath, busyTimeoutMilliseconds: 1, logger: testLogger)
         try await holder.migrate()
         let gate = Gate()
         let release = Gate()
@@ -356,8 +356,8 @@ struct StoreTests {
     }
 }
 
-extension BadgeStoreFactory {
-    static func makeOrNil(_ url: String) -> (any SQLBackedBadgeStore)? {
+extension StoreFactory {
+    static func makeOrNil(_ url: String) -> (any SQLBackedStore)? {
         try? make(url: url, logger: testLogger)
     }
 }
@@ -380,7 +380,7 @@ actor Gate {
 }
 
 /// The versions recorded in `schema_migrations`.
-func migrationVersions(_ store: any SQLBackedBadgeStore) async throws -> [Int64] {
+func migrationVersions(_ store: any SQLBackedStore) async throws -> [Int64] {
     try await store.sqlBackend.database.transaction { sql in
         try await sql.query("SELECT version FROM schema_migrations ORDER BY version", []).compactMap {
             try $0["version"].int64

@@ -47,26 +47,26 @@ struct TestDatabase: Sendable {
     }
 
     /// A new store on this location (not migrated, not running).
-    func makeStore() throws -> any SQLBackedBadgeStore {
+    func makeStore() throws -> any SQLBackedStore {
         switch backend {
         case .sqlite:
-            return SQLiteBadgeStore(path: sqlitePath, logger: testLogger)
+            return SQLiteStore(path: sqlitePath, logger: testLogger)
         case .postgres:
             var configuration = try PostgresURL(testDatabaseURL).configuration
             configuration.options.maximumConnections = 4
-            return PostgresBadgeStore(configuration: configuration, schema: name, logger: testLogger)
+            return PostgresStore(configuration: configuration, schema: name, logger: testLogger)
         }
     }
 
     /// Drops the schema or deletes the file, through `store` (still open) on PostgreSQL.
-    func drop(using store: any SQLBackedBadgeStore) async {
+    func drop(using store: any SQLBackedStore) async {
         switch backend {
         case .sqlite:
             for suffix in ["", "-wal", "-shm"] {
                 try? FileManager.default.removeItem(atPath: sqlitePath + suffix)
             }
         case .postgres:
-            guard let store = store as? PostgresBadgeStore else { return }
+            guard let store = store as? PostgresStore else { return }
             _ = try? await store.database.transaction { sql in
                 try await sql.execute("DROP SCHEMA IF EXISTS \(quoteIdentifier(name)) CASCADE")
             }
@@ -78,7 +78,7 @@ struct TestDatabase: Sendable {
 /// closes them and drops the database.
 func withStores<T: Sendable>(
     _ backend: Backend, count: Int = 1, migrate: Bool = true,
-    _ body: @Sendable ([any SQLBackedBadgeStore]) async throws -> T
+    _ body: @Sendable ([any SQLBackedStore]) async throws -> T
 ) async throws -> T {
     let database = TestDatabase(backend)
     let stores = try (0..<count).map { _ in try database.makeStore() }
@@ -106,21 +106,21 @@ func withStores<T: Sendable>(
 
 /// Runs `body` with one running, migrated store on a fresh database.
 func withStore<T: Sendable>(
-    _ backend: Backend, _ body: @Sendable (any SQLBackedBadgeStore) async throws -> T
+    _ backend: Backend, _ body: @Sendable (any SQLBackedStore) async throws -> T
 ) async throws -> T {
     try await withStores(backend) { stores in try await body(stores[0]) }
 }
 
 /// Sets the test hook that runs before each event of a batch.
 func setBeforeEvent(
-    _ store: any SQLBackedBadgeStore, _ hook: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
+    _ store: any SQLBackedStore, _ hook: (@Sendable (Int, any SQLExecutor) async throws -> Void)?
 ) {
     store.sqlBackend.hooks.beforeEvent = hook
 }
 
 /// Applies `events`, retrying the whole batch on transient errors (as a worker does).
 func applyRetrying(
-    _ store: any SQLBackedBadgeStore, _ events: [Event], policy: BadgePolicy
+    _ store: any SQLBackedStore, _ events: [Event], policy: BadgePolicy
 ) async throws -> [AppliedEvent] {
     var attempt = 0
     while true {
@@ -205,14 +205,14 @@ func expectMatches(
 }
 
 /// Worker w1's lease on the only partition (a minute long).
-func onlyLease(of store: any BadgeStore) async throws -> PartitionLease {
+func onlyLease(of store: any PipelineStore) async throws -> PartitionLease {
     let round = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
     return try #require(round.leases.first)
 }
 
 /// Runs `statement` (no binds) on the store's database.
-func execute(_ store: any BadgeStore, _ statement: String) async throws {
-    let database = (store as! any SQLBackedBadgeStore).sqlBackend.database
+func execute(_ store: any PipelineStore, _ statement: String) async throws {
+    let database = (store as! any SQLBackedStore).sqlBackend.database
     try await database.transaction { try await $0.execute(statement, []) }
 }
 

@@ -103,8 +103,7 @@ struct AppAPIFleetTests {
             async let published = publisher.publish(script.steps)
             try await Task.sleep(for: .seconds(6))
             let victim = run.workers[1]
-            victim.killHard()
-            try victim.start()
+            try victim.killHardAndRestart()
             try await Task.sleep(for: .seconds(5))
             try await apis[1].restartGracefully(waitForReady: false)
             try await Self.waitUntilReady(port: ports[1])

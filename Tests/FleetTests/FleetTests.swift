@@ -52,8 +52,7 @@ struct FleetTests {
             while clock.now < end {
                 try await Task.sleep(for: .milliseconds(1500))
                 let victim = workers[rng.next(workers.count)]
-                victim.killHard()
-                try victim.start()
+                try victim.killHardAndRestart()
                 kills += 1
             }
             return kills

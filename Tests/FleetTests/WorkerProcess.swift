@@ -112,15 +112,22 @@ final class WorkerProcess: @unchecked Sendable {
         if let pid { kill(pid, signal) }
     }
 
-    /// SIGKILL and wait for the process to be gone.
-    func killHard() {
-        lock.lock()
-        let process = self.process
-        lock.unlock()
-        guard let process, process.isRunning else { return }
-        kill(workerPID(process), SIGKILL)
-        // Poll rather than waitUntilExit (see FleetHarness.shell); a SIGKILLed process is gone in milliseconds.
-        for _ in 0..<200 where process.isRunning { usleep(10_000) }
+    /// SIGKILL, wait for the process to be gone, and start a new incarnation: the test's kill, which the supervisor
+    /// leaves alone meanwhile (were it to see the exit first, it would count it as the worker's own and restart it
+    /// itself).
+    func killHardAndRestart() throws {
+        let process = setRestarting(true)
+        defer { _ = setRestarting(false) }
+        if let process, process.isRunning {
+            kill(workerPID(process), SIGKILL)
+            // Poll rather than waitUntilExit (see FleetHarness.shell); a SIGKILLed process is gone in milliseconds.
+            for _ in 0..<200 where process.isRunning && !FleetHarness.hasExited(process.processIdentifier) {
+                usleep(10_000)
+            }
+            // A zombie Foundation has not reaped yet still reads as running: `start` must not take it for alive.
+            forget(process)
+        }
+        try start()
     }
 
     /// SIGTERM (graceful) and wait, up to `timeout` before a SIGKILL.

@@ -4,12 +4,12 @@ import Synchronization
 
 /// A store that runs a hook right after its first successful push claim (to make something happen between a
 /// worker's claim and its send) and counts claims; everything else goes to `base` unchanged.
-final class ClaimHookStore: BadgeStore {
-    private let base: any BadgeStore
+final class ClaimHookStore: PipelineStore {
+    private let base: any PipelineStore
     private let afterFirstClaim: @Sendable () async throws -> Void
     private let claimCount = Mutex(0)
 
-    init(base: any BadgeStore, afterFirstClaim: @escaping @Sendable () async throws -> Void) {
+    init(base: any PipelineStore, afterFirstClaim: @escaping @Sendable () async throws -> Void) {
         self.base = base
         self.afterFirstClaim = afterFirstClaim
     }

@@ -15,7 +15,7 @@ import Testing
 func withDeliveryFixture(
     _ backend: Backend,
     _ body:
-        @Sendable (any SQLBackedBadgeStore, SinkState, @Sendable (any BadgeStore) -> DeliveryRounds) async throws ->
+        @Sendable (any SQLBackedStore, SinkState, @Sendable (any PipelineStore) -> DeliveryRounds) async throws ->
         Void
 ) async throws {
     let logger = {
@@ -25,7 +25,7 @@ func withDeliveryFixture(
     }()
     let sink = try TestSink(seed: 7, logger: logger)
     let databaseURL = try backend.freshURL()
-    let store = try BadgeStoreFactory.make(url: databaseURL, logger: logger)
+    let store = try StoreFactory.make(url: databaseURL, logger: logger)
     try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await sink.run() }
         group.addTask { await store.run() }

@@ -132,7 +132,7 @@ struct PartitionDeliveryTests {
     /// Runs partition 0's delivery loop (held-back poll 60 s) until the sink has the alert, then `check` (given the
     /// outbox's row count), then stops the loop.
     private static func deliver(
-        _ store: any SQLBackedBadgeStore, _ sink: SinkState, _ rounds: DeliveryRounds, recordDelay: Duration,
+        _ store: any SQLBackedStore, _ sink: SinkState, _ rounds: DeliveryRounds, recordDelay: Duration,
         check: @Sendable (@Sendable () async throws -> Int) async throws -> Void
     ) async throws {
         let doorbell = Doorbell()

@@ -84,7 +84,7 @@ struct Pipeline: Sendable {
     let topology: Topology
     let publisher: AMQPChannel
     let connection: AMQPConnection
-    let store: any SQLBackedBadgeStore
+    let store: any SQLBackedStore
     /// The fresh database's URL (`sqlite:PATH` or `postgres://…`).
     let databaseURL: String
 
@@ -119,7 +119,7 @@ struct Pipeline: Sendable {
 
             let topology = Topology(namespace: "test-\(UInt32.random(in: 0...UInt32.max))", partitions: partitions)
             let databaseURL = try database ?? backend.freshURL()
-            let store = try BadgeStoreFactory.make(url: databaseURL, logger: logger)
+            let store = try StoreFactory.make(url: databaseURL, logger: logger)
             var configuration = WorkerConfiguration(
                 amqp: try AMQPConfiguration(url: amqpURL),
                 databaseURL: "unused",

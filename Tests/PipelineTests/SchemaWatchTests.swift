@@ -15,7 +15,7 @@ struct SchemaWatchTests {
         defer { backend.drop(url) }
         var logger = Logger(label: "schema-watch-test")
         logger.logLevel = .critical
-        let store = try BadgeStoreFactory.make(url: url, logger: logger)
+        let store = try StoreFactory.make(url: url, logger: logger)
         let running = Task { await store.run() }
         defer { running.cancel() }
         try await store.migrate()

@@ -17,9 +17,9 @@ extension DeliveryQueries {
         return try EventRules.UserRow(row: row).current(push, policy: policy)
     }
 
-    /// Plans a badge refresh for the device of `push` (see ``BadgeStore/refreshBadge(after:partition:policy:)``).
+    /// Plans a badge refresh for the device of `push` (see ``PipelineStore/refreshBadge(after:partition:policy:)``).
     /// The partition's delivery loop is another worker's by then: on PostgreSQL the transaction notifies it on
-    /// `channel` (see ``BadgeStore/listenForOutbox(listening:partition:)``).
+    /// `channel` (see ``PipelineStore/listenForOutbox(listening:partition:)``).
     static func refreshBadge(
         after push: PlannedPush, partition: Int?, policy: BadgePolicy, channel: String?,
         database: any SQLTransactor

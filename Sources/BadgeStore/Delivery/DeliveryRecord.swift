@@ -1,5 +1,5 @@
 /// What one delivery round did with its claimed pushes, recorded in one transaction
-/// (``BadgeStore/recordDeliveries(_:)``).
+/// (``PipelineStore/recordDeliveries(_:)``).
 public struct DeliveryRecord: Sendable, Equatable {
     /// A push to try again later.
     public struct Retry: Sendable, Equatable {

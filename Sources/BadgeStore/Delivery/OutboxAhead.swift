@@ -1,5 +1,5 @@
 /// What waits in one partition's outbox beyond what a claim took: what its delivery loop needs to know to sleep
-/// until then, rather than look again on a timer (see ``BadgeStore/outboxAhead(partition:)``).
+/// until then, rather than look again on a timer (see ``PipelineStore/outboxAhead(partition:)``).
 public struct OutboxAhead: Sendable, Equatable {
     /// How long until the partition's earliest retry is due, by the database's clock (zero when one is due
     /// already); nil when no push of the partition waits for a retry.
@@ -10,7 +10,7 @@ public struct OutboxAhead: Sendable, Equatable {
     public var heldBack: Bool
     /// The other partitions whose rows hold back some of these pushes (the first push of their device is there),
     /// when ``heldBack``: their loops are woken (on PostgreSQL the look-ahead has notified them, see
-    /// ``BadgeStore/listenForOutbox(listening:partition:)``), since nothing else may.
+    /// ``PipelineStore/listenForOutbox(listening:partition:)``), since nothing else may.
     public var heldBy: [Int]
 
     /// Creates a look-ahead.

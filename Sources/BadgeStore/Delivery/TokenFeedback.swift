@@ -28,7 +28,7 @@ public struct TokenFeedback: Sendable, Equatable {
 
 /// A ``TokenFeedback`` waiting in `token_feedback` to be published.
 public struct StoredTokenFeedback: Sendable, Equatable {
-    /// Its row id, for ``BadgeStore/deleteFeedback(_:)``.
+    /// Its row id, for ``PipelineStore/deleteFeedback(_:)``.
     public var id: Int64
     /// What is reported.
     public var feedback: TokenFeedback

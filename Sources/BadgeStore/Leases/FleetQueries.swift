@@ -28,7 +28,7 @@ enum FleetQueries {
     }
 
     /// One lease round for `worker` (see
-    /// ``BadgeStore/leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
+    /// ``PipelineStore/leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
     static func round(
         worker: String, partitions: Int, ttlMilliseconds: Int64, releasing: Set<Int>, takeExpired: Bool,
         database: any SQLTransactor
@@ -111,7 +111,7 @@ enum FleetQueries {
         }
     }
 
-    /// Renews `lease` alone (see ``BadgeStore/renewLease(_:ttlMilliseconds:)``).
+    /// Renews `lease` alone (see ``PipelineStore/renewLease(_:ttlMilliseconds:)``).
     static func renew(
         _ lease: PartitionLease, ttlMilliseconds: Int64, database: any SQLTransactor
     ) async throws

@@ -8,7 +8,7 @@ struct PostgresTransactor: SQLTransactor {
     let logger: Logger
     /// Statements prepared per connection, or nil to run every statement plainly.
     var statements: PostgresStatementCache? = nil
-    /// Resolved once the client's `run()` has been called (see ``PostgresBadgeStore/run()``).
+    /// Resolved once the client's `run()` has been called (see ``PostgresStore/run()``).
     var started: CloseSignal<Void>? = nil
 
     var dialect: SQLDialect { .postgres }

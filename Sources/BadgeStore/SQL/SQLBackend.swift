@@ -6,6 +6,6 @@ public struct SQLBackend: Sendable {
     let leases: any SQLTransactor
     let hooks: StoreHooks
     /// The PostgreSQL channel on which writers wake the delivery loop of a partition (see
-    /// ``BadgeStore/listenForOutbox(listening:partition:)``); nil on SQLite, whose one worker wakes its own loops.
+    /// ``PipelineStore/listenForOutbox(listening:partition:)``); nil on SQLite, whose one worker wakes its own loops.
     var outboxChannel: String? = nil
 }

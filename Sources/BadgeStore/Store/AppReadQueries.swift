@@ -160,7 +160,7 @@ enum AppReadQueries {
     }
 }
 
-extension SQLBackedBadgeStore {
+extension SQLBackedStore {
     public func userCounts(_ users: [String], policy: BadgePolicy) async throws -> [String: UserCounts] {
         try await AppReadQueries.userCounts(users, policy: policy, database: sqlBackend.database)
     }
@@ -196,5 +196,5 @@ extension SQLBackedBadgeStore {
     }
 }
 
-extension SQLiteBadgeStore: AppReads {}
-extension PostgresBadgeStore: AppReads {}
+extension SQLiteStore: AppReads {}
+extension PostgresStore: AppReads {}

@@ -1,6 +1,6 @@
 import BadgeCore
 
-/// What ``BadgeStore/apply(_:policy:)`` did with one event of a batch.
+/// What ``PipelineStore/apply(_:policy:)`` did with one event of a batch.
 public struct AppliedEvent: Sendable, Equatable {
     /// The event.
     public var event: Event

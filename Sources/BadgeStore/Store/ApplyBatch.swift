@@ -1,6 +1,6 @@
 import BadgeCore
 
-/// One partition's events for ``BadgeStore/apply(_:policy:)``, which applies several such batches in one
+/// One partition's events for ``PipelineStore/apply(_:policy:)``, which applies several such batches in one
 /// transaction: the events in order, under their partition's context (its partition recorded on their outbox rows,
 /// its lease checked).
 public struct ApplyBatch: Sendable, Equatable {

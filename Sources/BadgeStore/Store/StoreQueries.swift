@@ -4,7 +4,7 @@ import BadgeWire
 /// The store's operations other than ``EventRules``, written once against ``SQLTransactor``.
 enum StoreQueries {
     /// Applies `batches` in one transaction: their events concatenated in order, each tagged with its batch's
-    /// partition, under all of their leases (see ``BadgeStore/apply(_:policy:)``).
+    /// partition, under all of their leases (see ``PipelineStore/apply(_:policy:)``).
     static func apply(
         _ batches: [ApplyBatch], policy: BadgePolicy, database: any SQLTransactor,
         beforeEvent: (@Sendable (Int, any SQLExecutor) async throws -> Void)?

@@ -1,7 +1,7 @@
 import BadgeCore
 import BadgeWire
 
-/// The stored state of one user, for tests (see ``SQLBackedBadgeStore/snapshot(user:)``).
+/// The stored state of one user, for tests (see ``SQLBackedStore/snapshot(user:)``).
 @_spi(Testing)
 public struct UserSnapshot: Sendable, Equatable {
     /// The user id.

@@ -10,7 +10,7 @@ import Metrics
 /// A push sent but not recorded when the worker dies is sent again by whoever claims it next, with the same
 /// `apns-id` (contract guarantee 2): the window is one round.
 struct DeliveryRounds: Sendable {
-    let store: any BadgeStore
+    let store: any PipelineStore
     let sender: PushSender
     let builder: PushPayloadBuilder
     /// Pushes in flight at once, per round.
@@ -37,7 +37,8 @@ struct DeliveryRounds: Sendable {
     static let providerNotConfigured = AppRegistry.Unserved.Code.providerNotConfigured.rawValue
 
     init(
-        store: any BadgeStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int, policy: BadgePolicy,
+        store: any PipelineStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int,
+        policy: BadgePolicy,
         schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
         maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil,
         notConfiguredLog: SharedRefusalThrottle = SharedRefusalThrottle(), feedback: FeedbackPublisher? = nil,
@@ -69,7 +70,7 @@ struct DeliveryRounds: Sendable {
     /// partition, and each round's outcomes would otherwise be recorded by a statement of their own, at about the
     /// same moment: a large share of the statements PostgreSQL runs, each with its round trip and its commit.
     private static func recordGroup(
-        store: any BadgeStore, gathering: Duration, health: WorkerHealth?, logger: Logger
+        store: any PipelineStore, gathering: Duration, health: WorkerHealth?, logger: Logger
     ) -> TransactionGroup<DeliveryRecord, Void>? {
         guard gathering > .zero else { return nil }
         return TransactionGroup("delivery record", maxWeight: maxRecordWeight, gathering: gathering, logger: logger) {
@@ -195,7 +196,7 @@ struct DeliveryRounds: Sendable {
             ids: claimed.map(\.id), moreDue: moreDue, claimedAt: claimedAt, nextRetryAt: nil, record: outcomes)
     }
 
-    /// What waits in `partition`'s outbox beyond what the last claim took (see `BadgeStore.outboxAhead`), read
+    /// What waits in `partition`'s outbox beyond what the last claim took (see `PipelineStore.outboxAhead`), read
     /// once its outcomes are recorded: what the delivery loop sleeps until.
     func ahead(partition: Int, term: LeaseTerm?) async throws -> OutboxAhead {
         try await Retry.transient("look ahead in the outbox", health: health, logger: logger) { [store] in
@@ -219,7 +220,7 @@ struct DeliveryRounds: Sendable {
 
     /// Writes `record` in a transaction of its own, retrying transient failures.
     private static func write(
-        _ record: DeliveryRecord, to store: any BadgeStore, health: WorkerHealth?, logger: Logger
+        _ record: DeliveryRecord, to store: any PipelineStore, health: WorkerHealth?, logger: Logger
     ) async throws {
         try await Retry.transient("record deliveries", health: health, logger: logger) {
             try await store.recordDeliveries(record)

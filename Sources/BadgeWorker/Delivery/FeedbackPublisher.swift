@@ -25,7 +25,7 @@ import Logging
 /// The delivery stage rings it after each record with dead tokens, and the worker's session whenever it acquires a
 /// partition (whose previous owner may have died with entries unpublished); it looks at once when it starts (entries
 /// left while the broker was away). After a pass that took everything free, it sleeps until the earliest entry
-/// another publisher holds is free again (``BadgeStore/feedbackAhead()``), or until rung: no timer runs while nothing
+/// another publisher holds is free again (``PipelineStore/feedbackAhead()``), or until rung: no timer runs while nothing
 /// waits. Each broker session runs it on a channel of its own (`WorkerSession`).
 final class FeedbackPublisher: Sendable {
     /// The most entries taken and published at once.
@@ -39,7 +39,7 @@ final class FeedbackPublisher: Sendable {
     /// progress elsewhere, which is about to commit).
     static let freeEntryRecheck = Duration.milliseconds(100)
 
-    private let store: any BadgeStore
+    private let store: any PipelineStore
     private let exchange: String
     let hold: Duration
     let retryCeiling: Duration
@@ -48,7 +48,7 @@ final class FeedbackPublisher: Sendable {
 
     /// A publisher of `store`'s feedback to `exchange` (``Topology/feedbackExchange``).
     init(
-        store: any BadgeStore, exchange: String, hold: Duration = FeedbackPublisher.defaultHold,
+        store: any PipelineStore, exchange: String, hold: Duration = FeedbackPublisher.defaultHold,
         retryCeiling: Duration = FeedbackPublisher.defaultRetryCeiling, logger: Logger
     ) {
         self.store = store

@@ -15,7 +15,7 @@ import Metrics
 /// order.
 struct PartitionIngestion: Sendable {
     let channel: AMQPChannel
-    let deadLetters: AMQPChannel
+    let parkChannel: AMQPChannel
     let buffer: MessageBuffer
     /// The worker's ingestion transactions, shared by its partitions.
     let ingestion: TransactionGroup<ApplyBatch, [AppliedEvent]>
@@ -350,7 +350,7 @@ struct PartitionIngestion: Sendable {
             message.properties, routingKey: message.routingKey, reason: reasonClass, error: reason, at: .now())
         // A body too long to keep in memory is read back from its file here, one message at a time per partition:
         // parked with its original body, as every invalid event is.
-        try await deadLetters.publish(
+        try await parkChannel.publish(
             try message.wholeBody(), exchange: "", routingKey: configuration.topology.deadQueueName, mandatory: true,
             properties: properties)
         WorkerMetrics.eventsParked(reason: reasonClass).increment()

@@ -10,7 +10,7 @@ import Logging
 /// does not deliver the push after the partition moved on.
 struct LeaseFence: SendFence {
     let term: LeaseTerm
-    let store: any BadgeStore
+    let store: any PipelineStore
     let health: WorkerHealth?
     let logger: Logger
 

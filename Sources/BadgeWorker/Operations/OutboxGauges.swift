@@ -11,13 +11,13 @@ import ServiceLifecycle
 /// the outbox's planner statistics record also has them taken again (`ANALYZE`; see the store's
 /// `keepOutboxStatistics`), so the worker runs it whether or not it serves metrics.
 public struct OutboxGauges: Service {
-    private let store: any BadgeStore
+    private let store: any PipelineStore
     private let health: WorkerHealth
     private let interval: Duration
     private let logger: Logger
 
     /// Samples `store` for the partitions `health` reports held.
-    public init(store: any BadgeStore, health: WorkerHealth, interval: Duration = .seconds(5), logger: Logger) {
+    public init(store: any PipelineStore, health: WorkerHealth, interval: Duration = .seconds(5), logger: Logger) {
         self.store = store
         self.health = health
         self.interval = interval

@@ -47,12 +47,12 @@ public struct Retention: Service {
         }
     }
 
-    private let store: any BadgeStore
+    private let store: any PipelineStore
     private let configuration: Configuration
     private let logger: Logger
 
     /// Retention over `store`.
-    public init(store: any BadgeStore, configuration: Configuration, logger: Logger) {
+    public init(store: any PipelineStore, configuration: Configuration, logger: Logger) {
         self.store = store
         self.configuration = configuration
         self.logger = logger

@@ -11,11 +11,11 @@ public struct SchemaWatch: Service {
     /// How often it looks, by default.
     public static let defaultInterval: Duration = .seconds(30)
 
-    let store: any BadgeStore
+    let store: any PipelineStore
     let interval: Duration
     let logger: Logger
 
-    public init(store: any BadgeStore, interval: Duration = SchemaWatch.defaultInterval, logger: Logger) {
+    public init(store: any PipelineStore, interval: Duration = SchemaWatch.defaultInterval, logger: Logger) {
         self.store = store
         self.interval = interval
         self.logger = logger

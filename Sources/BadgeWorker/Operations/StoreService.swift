@@ -6,9 +6,9 @@ import ServiceLifecycle
 /// Put it before the worker in the group: services shut down in reverse order, so the worker finishes its batch
 /// before the store closes.
 public struct StoreService: Service {
-    private let store: any BadgeStore
+    private let store: any PipelineStore
 
-    public init(store: any BadgeStore) {
+    public init(store: any PipelineStore) {
         self.store = store
     }
 

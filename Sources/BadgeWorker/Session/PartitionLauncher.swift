@@ -17,7 +17,7 @@ struct PartitionLauncher {
     let watchdog: Watchdog?
     let health: WorkerHealth?
     /// The session's channel for parking invalid messages (publisher confirms on).
-    let deadLetters: AMQPChannel
+    let parkChannel: AMQPChannel
     let registry: PartitionRegistry
     /// Wakes the manager loop early: a partition stopped (to be released), or shutdown.
     let wake: Doorbell
@@ -42,7 +42,7 @@ struct PartitionLauncher {
         let doorbell = Doorbell()
         let partitionLogger = logger.with(metadataKey: "worker.partition", value: "\(partition)")
         let ingestionStage = PartitionIngestion(
-            channel: channel, deadLetters: deadLetters, buffer: buffer, ingestion: ingestion, doorbell: doorbell,
+            channel: channel, parkChannel: parkChannel, buffer: buffer, ingestion: ingestion, doorbell: doorbell,
             configuration: configuration,
             context: ApplyContext(
                 partition: partition, lease: lease,

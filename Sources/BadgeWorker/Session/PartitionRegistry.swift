@@ -2,7 +2,7 @@ import Synchronization
 
 /// What the partitions of a session report back to its manager loop (which ones stopped, and the first failure),
 /// and the doorbells of their delivery loops, by partition, for wake-ups from elsewhere (another partition's
-/// look-ahead, or another worker through the database, see `BadgeStore.listenForOutbox`).
+/// look-ahead, or another worker through the database, see `PipelineStore.listenForOutbox`).
 final class PartitionRegistry: Sendable {
     private struct State {
         var stopped: [Int] = []

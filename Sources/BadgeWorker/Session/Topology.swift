@@ -18,7 +18,7 @@ import Logging
 public struct Topology: Sendable, Hashable {
     /// The contract's exchange name.
     public static let eventsExchange = "badgepipe.events"
-    /// The contract's dead-letter queue name.
+    /// The contract's dead queue, where parked messages go.
     public static let deadQueue = "badgepipe.dead"
     /// The header that carries why a message was parked.
     public static let errorHeader = "x-badgepipe-error"

@@ -14,7 +14,7 @@ import ServiceLifecycle
 struct WorkerSession {
     let connection: AMQPConnection
     let configuration: WorkerConfiguration
-    let store: any BadgeStore
+    let store: any PipelineStore
     let rounds: DeliveryRounds
     let logger: Logger
     let onReady: (@Sendable () async -> Void)?
@@ -41,8 +41,8 @@ struct WorkerSession {
 
     /// Consumes the partitions this worker should hold until shutdown or until the connection is lost.
     private func consume() async throws {
-        let deadLetters = try await connection.openChannel()
-        try await deadLetters.confirmSelect()
+        let parkChannel = try await connection.openChannel()
+        try await parkChannel.confirmSelect()
         let registry = PartitionRegistry()
         // Wake-ups of this worker's delivery loops sent by other workers through the database.
         let listening = Task { [store] in
@@ -57,7 +57,7 @@ struct WorkerSession {
             interval: configuration.ingestionInterval, health: health, logger: logger)
         let launcher = PartitionLauncher(
             connection: connection, configuration: configuration, rounds: rounds,
-            ingestion: ingestion, logger: logger, watchdog: watchdog, health: health, deadLetters: deadLetters,
+            ingestion: ingestion, logger: logger, watchdog: watchdog, health: health, parkChannel: parkChannel,
             registry: registry,
             wake: wake)
 

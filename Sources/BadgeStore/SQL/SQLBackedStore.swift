@@ -3,12 +3,12 @@ import BadgeCore
 /// A store whose operations are the shared SQL rules (``EventRules``, ``StoreQueries``, ``FleetQueries``,
 /// ``DeliveryQueries``) run on the transactors of its ``sqlBackend``: both built-in stores. Only `run()`,
 /// `migrate()` and `close()` differ between backends; everything else is written once, here.
-public protocol SQLBackedBadgeStore: BadgeStore {
+public protocol SQLBackedStore: PipelineStore {
     /// Where the shared rules run.
     var sqlBackend: SQLBackend { get }
 }
 
-extension SQLBackedBadgeStore {
+extension SQLBackedStore {
     public func checkSchema() async throws {
         try await Schema.checkCompatibility(sqlBackend.database)
     }

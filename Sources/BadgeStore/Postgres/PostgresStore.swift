@@ -14,7 +14,7 @@ import PostgresNIO
 ///
 /// Lifecycle: the store owns a `PostgresClient` (a connection pool) that only works while ``run()`` runs.
 /// ```swift
-/// let store = try PostgresBadgeStore(url: "postgres://user:pass@127.0.0.1:5432/db", logger: logger)
+/// let store = try PostgresStore(url: "postgres://user:pass@127.0.0.1:5432/db", logger: logger)
 /// try await withThrowingTaskGroup(of: Void.self) { group in
 ///     group.addTask { await store.run() }
 ///     try await store.migrate()
@@ -22,7 +22,7 @@ import PostgresNIO
 ///     try await store.close()  // makes run() return
 /// }
 /// ```
-public final class PostgresBadgeStore: SQLBackedBadgeStore {
+public final class PostgresStore: SQLBackedStore {
     let client: PostgresClient
     let database: PostgresTransactor
     /// Lease rounds run on a pool of their own, on an event loop of their own (``leaseEventLoopGroup``): renewing

@@ -10,7 +10,7 @@ import SQLiteNIO
 /// (write transactions start with `BEGIN IMMEDIATE` and wait up to the busy timeout for each other; a
 /// timeout comes out as a transient ``StoreError``). The connection opens on first use; ``run()`` is not
 /// needed and only waits for ``close()``.
-public final class SQLiteBadgeStore: SQLBackedBadgeStore {
+public final class SQLiteStore: SQLBackedStore {
     /// The database file, or `nil` for a private in-memory database.
     public let path: String?
     let database: SQLiteTransactor

@@ -1,22 +1,22 @@
 import Logging
 
 /// Makes a store from a database URL (`--database-url`).
-public enum BadgeStoreFactory {
+public enum StoreFactory {
     /// A store for `url`:
-    /// - `postgres://user:password@host:port/database` or `postgresql://…` → ``PostgresBadgeStore``;
-    /// - `sqlite:PATH` (also `sqlite://PATH`) → ``SQLiteBadgeStore`` on that file;
-    /// - `sqlite::memory:` → ``SQLiteBadgeStore`` on a private in-memory database (for tests).
+    /// - `postgres://user:password@host:port/database` or `postgresql://…` → ``PostgresStore``;
+    /// - `sqlite:PATH` (also `sqlite://PATH`) → ``SQLiteStore`` on that file;
+    /// - `sqlite::memory:` → ``SQLiteStore`` on a private in-memory database (for tests).
     ///
-    /// Start the store's ``BadgeStore/run()`` in a task you own, then call ``BadgeStore/migrate()``.
-    public static func make(url: String, logger: Logger) throws -> any SQLBackedBadgeStore {
+    /// Start the store's ``PipelineStore/run()`` in a task you own, then call ``PipelineStore/migrate()``.
+    public static func make(url: String, logger: Logger) throws -> any SQLBackedStore {
         let lowered = url.lowercased()
         if lowered.hasPrefix("postgres://") || lowered.hasPrefix("postgresql://") {
-            return try PostgresBadgeStore(url: url, logger: logger)
+            return try PostgresStore(url: url, logger: logger)
         }
         if let path = try sqlitePath(from: url) {
-            return SQLiteBadgeStore(path: path, logger: logger)
+            return SQLiteStore(path: path, logger: logger)
         }
-        return SQLiteBadgeStore(path: nil, logger: logger)
+        return SQLiteStore(path: nil, logger: logger)
     }
 
     /// The file path of an SQLite URL: `sqlite:PATH` or `sqlite://PATH` → `PATH`; `sqlite::memory:` → `nil`

@@ -1,7 +1,7 @@
 import AMQPClient
 import Synchronization
 
-/// One pass over the dead queue, for ``DeadLetterQueue``: a channel of its own with an exclusive consumer whose
+/// One pass over the dead queue, for ``DeadQueue``: a channel of its own with an exclusive consumer whose
 /// prefetch covers what the queue holds when the pass begins. Nothing is acknowledged but what the caller removes;
 /// closing the channel hands every other message back, in order, ahead of those parked since.
 ///
@@ -38,7 +38,7 @@ struct DeadQueuePass {
     private(set) var read = 0
     private(set) var removed = 0
 
-    /// Opens a pass over `queue` on a new channel of `connection`. Throws ``DeadLetterError`` `notDeclared` when
+    /// Opens a pass over `queue` on a new channel of `connection`. Throws ``DeadQueueError`` `notDeclared` when
     /// the queue does not exist, `busy` when it has a consumer already.
     static func open(_ queue: String, on connection: AMQPConnection) async throws -> DeadQueuePass {
         let channel = try await connection.openChannel()
@@ -46,20 +46,20 @@ struct DeadQueuePass {
             do {
                 try await channel.declareQueue(lockName(queue), durable: false, exclusive: true, autoDelete: true)
             } catch let error as AMQPError where error.replyCode == 405 {
-                throw DeadLetterError(
+                throw DeadQueueError(
                     code: .busy, message: "another badgepipe dead is reading \(queue): run one at a time")
             }
             let info: AMQPQueueInfo
             do {
                 info = try await channel.declareQueue(queue, passive: true)
             } catch let error as AMQPError where error.replyCode == 404 {
-                throw DeadLetterError(
+                throw DeadQueueError(
                     code: .notDeclared,
                     message:
                         "there is no queue \(queue): check --namespace (BADGEPIPE_NAMESPACE), or run badgepipe setup")
             }
             guard info.consumerCount == 0 else {
-                throw DeadLetterError(
+                throw DeadQueueError(
                     code: .busy,
                     message:
                         "\(queue) has \(info.consumerCount) consumer(s): a pass beside them would see part of the queue "
@@ -103,7 +103,7 @@ struct DeadQueuePass {
     /// queue shows them again, so that what runs next sees the whole queue, and lets the next pass in.
     func close() async throws {
         // Acknowledgements the broker's channel holds back are forgotten when it closes (see
-        // `DeadLetterQueue.sweep`): give it a moment to pass them on.
+        // `DeadQueue.sweep`): give it a moment to pass them on.
         if removed > 0 { try await Task.sleep(for: .milliseconds(250)) }
         try await channel.close()
         let probe = try await connection.openChannel()

@@ -18,7 +18,7 @@ import BadgeWire
 /// find it; a replay that dies between a confirm and its acknowledgement leaves that message parked, and replaying
 /// it again publishes the event a second time, which the worker applies once (it keeps the ids of the events it
 /// has applied).
-public struct DeadLetterQueue: Sendable {
+public struct DeadQueue: Sendable {
     /// The broker connection to read and publish on.
     public let connection: AMQPConnection
     /// Names the dead queue and the events exchange.
@@ -38,7 +38,7 @@ public struct DeadLetterQueue: Sendable {
             try await channel.close()
             return Int(info.messageCount)
         } catch let error as AMQPError where error.replyCode == 404 {
-            throw DeadLetterError(code: .notDeclared, message: "there is no queue \(topology.deadQueueName)")
+            throw DeadQueueError(code: .notDeclared, message: "there is no queue \(topology.deadQueueName)")
         }
     }
 
@@ -114,7 +114,7 @@ public struct DeadLetterQueue: Sendable {
     /// republishes wait for their confirms at once. Only the messages the queue holds when the replay starts are
     /// read, so one that a worker parks again meanwhile is not replayed twice in one run.
     ///
-    /// Throws ``DeadLetterError`` `replayFailed` when the broker does not confirm a republish (the events exchange
+    /// Throws ``DeadQueueError`` `replayFailed` when the broker does not confirm a republish (the events exchange
     /// routes it nowhere, or refuses it): that message and every later one stay parked; those confirmed before are
     /// removed.
     @discardableResult
@@ -201,8 +201,8 @@ public struct DeadLetterQueue: Sendable {
         try? await publisher.close()
         if !removed.isEmpty { try? await sweep(removed, expected: summary.held - summary.replayed) }
         if let failure {
-            if failure is DeadLetterError { throw failure }
-            throw DeadLetterError(
+            if failure is DeadQueueError { throw failure }
+            throw DeadQueueError(
                 code: .replayFailed,
                 message:
                     "\(failure); \(summary.replayed) replayed before it, the rest stay in \(topology.deadQueueName)")
@@ -247,7 +247,7 @@ public struct DeadLetterQueue: Sendable {
         do {
             try await channel.declareExchange(topology.exchange, type: .modulusHash, passive: true)
         } catch let error as AMQPError where error.replyCode == 404 {
-            throw DeadLetterError(
+            throw DeadQueueError(
                 code: .notDeclared,
                 message: "there is no exchange \(topology.exchange) to replay to: run badgepipe setup")
         }

@@ -7,10 +7,10 @@ import Testing
 
 @testable import BadgeWorker
 
-/// The dead queue end to end: what a worker parks, and `badgepipe dead`'s listing and replay (``DeadLetterQueue``)
+/// The dead queue end to end: what a worker parks, and `badgepipe dead`'s listing and replay (``DeadQueue``)
 /// against the real broker, with a worker consuming what is replayed.
-@Suite("Dead letters", .serialized, .timeLimit(.minutes(5)))
-struct DeadLetterTests {
+@Suite("The dead queue", .serialized, .timeLimit(.minutes(5)))
+struct DeadQueueTests {
     static let token = "eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444eeee4444"
 
     /// A day ago, to the second. The parked and occurred times count from it: recent, so that replay takes the
@@ -46,7 +46,7 @@ struct DeadLetterTests {
 
     /// Every parked message, in queue order (left in the queue).
     static func listed(
-        _ queue: DeadLetterQueue, _ filter: ParkedFilter = ParkedFilter()
+        _ queue: DeadQueue, _ filter: ParkedFilter = ParkedFilter()
     ) async throws
         -> [ParkedMessage]
     {
@@ -72,7 +72,7 @@ struct DeadLetterTests {
                 id: "future-1")
             try await pipeline.waitUntilQuiet()
             let after = Timestamp.now()
-            let queue = DeadLetterQueue(connection: pipeline.connection, topology: pipeline.topology)
+            let queue = DeadQueue(connection: pipeline.connection, topology: pipeline.topology)
             let parked = try await Self.listed(queue)
             #expect(parked.count == 1)
             let message = try #require(parked.first)
@@ -103,7 +103,7 @@ struct DeadLetterTests {
             try await Self.park(
                 Array("junk".utf8), id: "junk-2", reason: "invalid_json", at: Self.time(hour: 10, second: 2),
                 in: pipeline)
-            let queue = DeadLetterQueue(connection: pipeline.connection, topology: pipeline.topology)
+            let queue = DeadQueue(connection: pipeline.connection, topology: pipeline.topology)
             let filter = ParkedFilter(reasons: ["unknown_type"])
             #expect(try await Self.listed(queue, filter).map(\.displayID) == ["replay-1"])
             #expect(try await queue.depth() == 3)
@@ -112,7 +112,7 @@ struct DeadLetterTests {
             let first = try await queue.replay(filter) { message, outcome in
                 outcomes.append("\(message.displayID) \(outcome)")
             }
-            #expect(first == DeadLetterQueue.ReplaySummary(held: 3, read: 3, matched: 1, replayed: 1))
+            #expect(first == DeadQueue.ReplaySummary(held: 3, read: 3, matched: 1, replayed: 1))
             #expect(outcomes == ["replay-1 replayed"])
             try await pipeline.waitUntilQuiet()
             #expect(Self.alerts(pipeline) == ["replay-1"])
@@ -120,7 +120,7 @@ struct DeadLetterTests {
             #expect(try await Self.listed(queue).map(\.displayID) == ["junk-1", "junk-2"], "the others, in order")
 
             let second = try await queue.replay(filter)
-            #expect(second == DeadLetterQueue.ReplaySummary(held: 2, read: 2))
+            #expect(second == DeadQueue.ReplaySummary(held: 2, read: 2))
             try await pipeline.waitUntilQuiet()
             #expect(Self.alerts(pipeline) == ["replay-1"])
 
@@ -154,7 +154,7 @@ struct DeadLetterTests {
                 try await Self.park(
                     message.body, id: message.id, reason: message.reason, at: message.time, in: pipeline)
             }
-            let queue = DeadLetterQueue(connection: pipeline.connection, topology: pipeline.topology)
+            let queue = DeadQueue(connection: pipeline.connection, topology: pipeline.topology)
             func ids(_ filter: ParkedFilter = ParkedFilter()) async throws -> [String] {
                 try await Self.listed(queue, filter).map(\.displayID)
             }
@@ -196,7 +196,7 @@ struct DeadLetterTests {
             let dry = try await queue.replay(ParkedFilter(reasons: ["unknown_type"]), dryRun: true) { message, _ in
                 wouldReplay.append(message.displayID)
             }
-            #expect(dry == DeadLetterQueue.ReplaySummary(held: 7, read: 7, matched: 4, replayed: 4))
+            #expect(dry == DeadQueue.ReplaySummary(held: 7, read: 7, matched: 4, replayed: 4))
             #expect(wouldReplay == ["p1", "p3", "p6", "p7"])
             #expect(try await ids() == ["p1", "p2", "p3", "p4", "p5", "p6", "p7"])
 
@@ -204,7 +204,7 @@ struct DeadLetterTests {
             // them again, behind everything; the others keep their order.
             let started = Timestamp.now().adding(microseconds: -1000)
             let replay = try await queue.replay(ParkedFilter(types: ["like"]), limit: 2)
-            #expect(replay == DeadLetterQueue.ReplaySummary(held: 7, read: 7, matched: 2, replayed: 2))
+            #expect(replay == DeadQueue.ReplaySummary(held: 7, read: 7, matched: 2, replayed: 2))
             try await pipeline.waitUntilQuiet()
             let after = try await Self.listed(queue)
             #expect(after.map(\.displayID) == ["p2", "p4", "p5", "p6", "p7", "p1", "p3"])
@@ -218,24 +218,24 @@ struct DeadLetterTests {
             // A pass runs alone: beside another one (another connection), or any other consumer of the dead
             // queue, it is refused rather than shown part of the queue.
             let elsewhere = try await AMQPConnection.connect(try AMQPConfiguration(url: Pipeline.amqpURL))
-            let second = DeadLetterQueue(connection: elsewhere, topology: pipeline.topology)
+            let second = DeadQueue(connection: elsewhere, topology: pipeline.topology)
             try await queue.scan { _ in
-                await #expect(throws: DeadLetterError.self) { try await second.scan { _ in true } }
-                await #expect(throws: DeadLetterError.self) { try await second.replay(ParkedFilter()) }
+                await #expect(throws: DeadQueueError.self) { try await second.scan { _ in true } }
+                await #expect(throws: DeadQueueError.self) { try await second.replay(ParkedFilter()) }
                 return false
             }
             #expect(try await Self.listed(second).count == 7, "and runs once the first is done")
             let other = try await pipeline.connection.openChannel()
             try await other.qos(prefetchCount: 1)
             _ = try await other.consume(queue: pipeline.topology.deadQueueName)
-            await #expect(throws: DeadLetterError.self) { try await queue.scan { _ in true } }
+            await #expect(throws: DeadQueueError.self) { try await queue.scan { _ in true } }
             try await other.close()
             await elsewhere.close()
         }
     }
 }
 
-extension DeadLetterTests {
+extension DeadQueueTests {
     /// A dead queue of many messages and no worker: a listing keeps all of them in order, and a replay of every
     /// other one republishes exactly those, in order, and leaves the rest in order.
     @Test func aLargeDeadQueueIsListedAndHalfReplayedInOrder() async throws {
@@ -264,7 +264,7 @@ extension DeadLetterTests {
         }
         for confirmation in confirmations { try await confirmation.wait() }
         let parking = clock.now - started
-        let queue = DeadLetterQueue(connection: connection, topology: topology)
+        let queue = DeadQueue(connection: connection, topology: topology)
         let all = (0..<count).map { "m\($0)" }
 
         started = clock.now
@@ -276,7 +276,7 @@ extension DeadLetterTests {
         let summary = try await queue.replay(ParkedFilter(reasons: ["unknown_type"]))
         let replaying = clock.now - started
         #expect(
-            summary == DeadLetterQueue.ReplaySummary(held: count, read: count, matched: count / 2, replayed: count / 2))
+            summary == DeadQueue.ReplaySummary(held: count, read: count, matched: count / 2, replayed: count / 2))
         let remaining = try await Self.listed(queue).map(\.displayID)
         let odd = all.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
         let firstDifference = zip(remaining, odd).enumerated().first { $0.element.0 != $0.element.1 }?.offset
@@ -314,7 +314,7 @@ extension DeadLetterTests {
                 Self.event("like", id: "m\(index)"), exchange: "", routingKey: topology.deadQueueName,
                 mandatory: true, properties: properties)
         }
-        let queue = DeadLetterQueue(connection: connection, topology: topology)
+        let queue = DeadQueue(connection: connection, topology: topology)
         // As if m2, m5 and m7 had been replayed and acked, and the broker had handed them back all the same.
         var removed: [ParkedIdentity: Int] = [:]
         try await queue.scan { message in
@@ -371,12 +371,12 @@ extension DeadLetterTests {
                 event.serialized(), exchange: "", routingKey: topology.deadQueueName, mandatory: true,
                 properties: properties)
         }
-        let queue = DeadLetterQueue(connection: connection, topology: topology)
+        let queue = DeadQueue(connection: connection, topology: topology)
         func republished() async throws -> Int {
             Int(try await channel.declareQueue(topology.queueName(0), passive: true).messageCount)
         }
 
-        var outcomes: [String: DeadLetterQueue.ReplayOutcome] = [:]
+        var outcomes: [String: DeadQueue.ReplayOutcome] = [:]
         let summary = try await queue.replay(ParkedFilter()) { message, outcome in
             outcomes[message.displayID] = outcome
         }

@@ -1,7 +1,7 @@
 import BadgeCore
 import BadgeWire
 
-// What only tests call. The `BadgeStore` protocol holds what the worker calls; the operations here are
+// What only tests call. The `PipelineStore` protocol holds what the worker calls; the operations here are
 // conveniences over it and readers of a store's rows that tests check their results with. They are SPI
 // (`@_spi(Testing)`): a test target imports them with `@_spi(Testing) import BadgeStore`, and no file under
 // `Sources/` does (`.ci/run` checks it). They stay in this module rather than a test support target
@@ -9,7 +9,7 @@ import BadgeWire
 // rows), which a target outside the module cannot see.
 
 @_spi(Testing)
-extension BadgeStore {
+extension PipelineStore {
     /// Applies `events` in order in one database transaction (all or nothing) as one batch under `context`, and
     /// returns what each event did: ``apply(_:policy:)`` with one ``ApplyBatch``.
     public func apply(
@@ -20,7 +20,7 @@ extension BadgeStore {
 }
 
 @_spi(Testing)
-extension SQLBackedBadgeStore {
+extension SQLBackedStore {
     /// The outbox's pushes, due or not, claimed or not, oldest (lowest id, planning order) first; only those of
     /// `partition` when it is given. Reads only: nothing is claimed.
     public func pendingPushes(limit: Int, partition: Int? = nil) async throws -> [OutboxPush] {

@@ -8,10 +8,10 @@ import BadgeWire
 /// same pushes (in the same order), counts, badges and badge versions. Counters are maintained incrementally; the
 /// cost of an event does not grow with the number of stored or unread notifications.
 ///
-/// Lifecycle: create a store (``BadgeStoreFactory/make(url:logger:)``), start ``run()`` in a task you own (for
+/// Lifecycle: create a store (``StoreFactory/make(url:logger:)``), start ``run()`` in a task you own (for
 /// example a child of a task group), call ``migrate()`` once, use it, then call ``close()``; `run()` returns
 /// after `close()` or when its task is cancelled.
-public protocol BadgeStore: Sendable {
+public protocol PipelineStore: Sendable {
     /// Runs the store's background work (the PostgreSQL connection pool) until ``close()`` is called or the
     /// calling task is cancelled. Start it in a task of its own before using a PostgreSQL store; an SQLite
     /// store works without it (its `run()` only waits).
@@ -132,7 +132,7 @@ public protocol BadgeStore: Sendable {
     func close() async throws
 }
 
-extension BadgeStore {
+extension PipelineStore {
     /// A lease round that may take expired leases (see
     /// ``leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
     public func leaseRound(

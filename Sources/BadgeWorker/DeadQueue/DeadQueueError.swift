@@ -1,9 +1,9 @@
 import BadgeSupport
 
 /// Why `badgepipe dead` could not read or replay the dead queue.
-public struct DeadLetterError: Error, Sendable, CustomStringConvertible {
+public struct DeadQueueError: Error, Sendable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is the name `badgepipe dead` prints.
-    public typealias Code = ErrorCode<DeadLetterError>
+    public typealias Code = ErrorCode<DeadQueueError>
 
     /// The error's code.
     public var code: Code
@@ -20,7 +20,7 @@ public struct DeadLetterError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(code): \(message)" }
 }
 
-extension ErrorCode<DeadLetterError> {
+extension ErrorCode<DeadQueueError> {
     /// The dead queue or the events exchange does not exist (a wrong `--namespace`, or nothing set up yet).
     public static var notDeclared: Self { Self("not_declared") }
     /// The dead queue has a consumer already (another `badgepipe dead`): a pass would see only part of it.
