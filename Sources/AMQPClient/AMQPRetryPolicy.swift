@@ -19,8 +19,8 @@ public struct AMQPRetryPolicy: Sendable, Hashable {
     /// Creates a policy; the defaults wait up to 100 ms after the first failure, doubling up to 5 s, with full
     /// jitter, and retry until cancelled.
     public init(
-        initialDelay: Duration = .milliseconds(100),
-        maxDelay: Duration = .seconds(5),
+        initialDelay: Duration = Backoff.brokerReconnect.initial,
+        maxDelay: Duration = Backoff.brokerReconnect.maximum,
         multiplier: Double = 2,
         jitter: Double = 1,
         maxAttempts: Int? = nil

@@ -58,3 +58,34 @@ public struct Backoff: Sendable, Hashable {
         delay(attempt: attempt, unit: Double.random(in: 0...1))
     }
 }
+
+/// Every retry wait of the product, written once: each place that retries takes its ``Backoff`` from here (the push
+/// retry's is the default of settings that `--initial-backoff` and `--max-backoff` change).
+extension Backoff {
+    /// A store call retried in place after a connection failure (a dropped connection, a deadlock, a timeout):
+    /// below 50 ms, doubling up to 2 s.
+    public static let storeConnectionFailure = Backoff(initial: .milliseconds(50), maximum: .seconds(2))
+
+    /// A store call while the database cannot write (read-only, disk full, shutting down): below 250 ms, doubling up
+    /// to 5 s, so that a recovery is noticed within seconds without hammering a database that is failing over.
+    public static let storeUnavailable = Backoff(initial: .milliseconds(250), maximum: .seconds(5))
+
+    /// A store connection opened again after it failed (PostgreSQL's `LISTEN` for outbox wake-ups): below 100 ms,
+    /// doubling up to 5 s.
+    public static let storeReconnect = Backoff(initial: .milliseconds(100), maximum: .seconds(5))
+
+    /// Connecting to the broker again (`AMQPRetryPolicy`'s defaults): below 100 ms, doubling up to 5 s.
+    public static let brokerReconnect = Backoff(initial: .milliseconds(100), maximum: .seconds(5))
+
+    /// A push a provider answered "try again later" without a `Retry-After`: below 250 ms, doubling up to 30 s.
+    public static let pushRetry = Backoff(initial: .milliseconds(250), maximum: .seconds(30))
+
+    /// Dead-token reports published again after a failed pass: below 1 s, doubling up to `ceiling` (1 s at least).
+    public static func feedbackRetry(upTo ceiling: Duration) -> Backoff {
+        Backoff(initial: .seconds(1), maximum: max(ceiling, .seconds(1)))
+    }
+
+    /// Events the broker refused, sent again by `badgepipe publish`: 100 ms after the first refusal in a row,
+    /// doubling to 2 s, without jitter (one publisher, nobody to fall out of step with).
+    public static let publishRefused = Backoff(initial: .milliseconds(100), maximum: .seconds(2), jitter: 0)
+}

@@ -7,10 +7,10 @@ import Logging
 /// return of an unacked message counts toward the queue's delivery limit).
 ///
 /// - ``DatabaseFailure/connection`` (a lost connection, a deadlock, a timeout): again at once, with a short
-///   backoff (``backoff``); each retry is logged.
+///   backoff (`Backoff.storeConnectionFailure`); each retry is logged.
 /// - ``DatabaseFailure/unavailable`` (read-only, disk full, out of resources, shutting down): the database cannot
-///   write now, and may not for minutes. The work waits with a capped backoff (``unavailableBackoff``, at most
-///   ``unavailableBackoff``'s maximum between tries); the worker reports unready (`/readyz` says why), its watchdog
+///   write now, and may not for minutes. The work waits with a capped backoff (`Backoff.storeUnavailable`, at most its
+///   maximum between tries); the worker reports unready (`/readyz` says why), its watchdog
 ///   does not count the wait as a wedge, and the state is logged once when it begins and once when it ends
 ///   (``DatabaseOutage``, kept by ``WorkerHealth``), not per attempt.
 /// - ``DatabaseFailure/connection`` failures that go on for ``unreachableAfter`` (PostgreSQL stopped, so every
@@ -18,14 +18,6 @@ import Logging
 ///   ``DatabaseFailure/unavailable``: the database cannot write now. From then on the work waits as above, however
 ///   long the outage lasts, instead of exhausting the watchdog's patience with quick retries.
 enum Retry {
-    /// The waits between attempts after a connection failure: full jitter below a ceiling of 50 ms doubling up to
-    /// 2 s.
-    static let backoff = Backoff(initial: .milliseconds(50), maximum: .seconds(2))
-
-    /// The waits between attempts while the database cannot write: a ceiling of 250 ms doubling up to 5 s, so that
-    /// a worker notices a recovery within seconds without hammering a database that is out of disk or failing over.
-    static let unavailableBackoff = Backoff(initial: .milliseconds(250), maximum: .seconds(5))
-
     /// How long one attempt may take before it is cancelled and retried. It helps only a call that honours
     /// cancellation; one that does not (see `PostgresExecutor.queryIfOpen` for such a case) is left to the
     /// watchdog.
@@ -100,7 +92,7 @@ enum Retry {
                             "the database cannot write now; holding the work in hand and trying again until it can",
                             metadata: ["worker.operation": "\(what)", "worker.error": "\(error)"])
                     }
-                    try await Task.sleep(for: unavailableBackoff.delay(attempt: attempt))
+                    try await Task.sleep(for: Backoff.storeUnavailable.delay(attempt: attempt))
                 } else {
                     health?.databaseFailed("\(what): \(error.message)")
                     logger.warning(
@@ -109,7 +101,7 @@ enum Retry {
                             "worker.operation": "\(what)", "worker.attempt": "\(attempt)",
                             "worker.error": "\(error.message)",
                         ])
-                    try await Task.sleep(for: backoff.delay(attempt: attempt))
+                    try await Task.sleep(for: Backoff.storeConnectionFailure.delay(attempt: attempt))
                 }
             }
         }

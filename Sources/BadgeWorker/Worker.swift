@@ -2,6 +2,7 @@ import AMQPClient
 import BadgeCore
 import BadgeDelivery
 import BadgeStore
+import BadgeSupport
 import BadgeWire
 import Logging
 import ServiceLifecycle
@@ -70,7 +71,7 @@ public struct Worker: Service {
             builder: PushPayloadBuilder(
                 defaultAPNsTopic: configuration.apnsTopic, fcmProject: configuration.fcmProject),
             concurrency: configuration.sendConcurrency, policy: configuration.badgePolicy,
-            schedule: RetrySchedule(
+            backoff: Backoff(
                 initial: configuration.delivery.initialBackoff, maximum: configuration.delivery.maxBackoff),
             maxAge: configuration.delivery.maxPushAge, roundSize: configuration.deliveryRoundSize, health: health,
             feedback: FeedbackPublisher(

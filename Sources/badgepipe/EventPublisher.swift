@@ -49,8 +49,8 @@ struct EventPublisher {
     static let stall: Duration = .seconds(10)
     /// How long publishing goes on without any confirm before it gives up.
     static let patience: Duration = .seconds(60)
-    /// The wait before sending refused events again: 100 ms after the first refusal in a row, doubling to 2 s.
-    static let refusalBackoff = Backoff(initial: .milliseconds(100), maximum: .seconds(2), multiplier: 2, jitter: 0)
+    /// The wait before sending refused events again.
+    static let refusalBackoff = Backoff.publishRefused
 
     /// What becomes of an event whose confirm did not come.
     enum Outcome: Equatable {

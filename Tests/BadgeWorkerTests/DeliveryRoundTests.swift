@@ -1,5 +1,6 @@
 import BadgeCore
 import BadgeStore
+import BadgeSupport
 import Testing
 
 @testable import BadgeWorker
@@ -7,7 +8,7 @@ import Testing
 /// The delivery round's state machine, driven directly.
 @Suite("Delivery round")
 struct DeliveryRoundTests {
-    private static let schedule = RetrySchedule(initial: .seconds(1), maximum: .seconds(8))
+    private static let backoff = Backoff(initial: .seconds(1), maximum: .seconds(8))
     /// When the rounds' pushes were claimed, on the monotonic clock (the round never reads a wall clock).
     private static let claimedAt = ContinuousClock.now
     private static let now = claimedAt
@@ -32,7 +33,7 @@ struct DeliveryRoundTests {
         -> DeliveryRound
     {
         DeliveryRound(
-            pushes, concurrency: concurrency, schedule: Self.schedule, maxAge: maxAge, claimedAt: Self.claimedAt)
+            pushes, concurrency: concurrency, backoff: Self.backoff, maxAge: maxAge, claimedAt: Self.claimedAt)
     }
 
     @Test func oneDevicesPushesGoOneAfterAnotherAndDevicesGoSideBySide() {
@@ -168,15 +169,5 @@ struct DeliveryRoundTests {
         #expect(round.isFinished)
         #expect(round.record.sent == [1])
         #expect(round.late.map(\.id) == [1])
-    }
-
-    @Test func backoffIsExponentialWithFullJitterAndCapped() {
-        let schedule = Self.schedule
-        #expect(schedule.delay(attempts: 1, retryAfter: nil, unit: 1) == .seconds(1))
-        #expect(schedule.delay(attempts: 3, retryAfter: nil, unit: 1) == .seconds(4))
-        #expect(schedule.delay(attempts: 30, retryAfter: nil, unit: 1) == .seconds(8))
-        #expect(schedule.delay(attempts: 30, retryAfter: nil, unit: 0) == .zero)
-        #expect(schedule.delay(attempts: 2, retryAfter: nil, unit: 0.25) == .milliseconds(500))
-        #expect(schedule.delay(attempts: 9, retryAfter: .seconds(42), unit: 0.1) == .seconds(42))
     }
 }

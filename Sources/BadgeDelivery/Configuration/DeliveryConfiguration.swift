@@ -65,8 +65,8 @@ public struct DeliveryConfiguration: Sendable {
         providers: Set<PushProvider> = Set(PushProvider.allCases),
         trustedRootsFile: String? = nil,
         clientsPerProvider: Int = 1,
-        initialBackoff: Duration = .milliseconds(250),
-        maxBackoff: Duration = .seconds(30),
+        initialBackoff: Duration = Backoff.pushRetry.initial,
+        maxBackoff: Duration = Backoff.pushRetry.maximum,
         maxPushAge: Duration = .seconds(24 * 3600),
         maxRetryAfter: Duration = .seconds(60),
         requestTimeout: Duration = .seconds(10)

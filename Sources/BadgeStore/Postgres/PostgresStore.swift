@@ -137,7 +137,7 @@ public final class PostgresStore: SQLBackedStore {
     public func listenForOutbox(
         listening: @escaping @Sendable () -> Void, partition: @escaping @Sendable (Int) -> Void
     ) async {
-        let backoff = Backoff(initial: .milliseconds(100), maximum: .seconds(5))
+        let backoff = Backoff.storeReconnect
         var attempt = 0
         while !Task.isCancelled {
             do {

@@ -13,7 +13,7 @@ import BadgeSupport
 /// - A dead token: recorded for deactivation, which removes its other pushes too, with what the provider said
 ///   (``DeliveryRecord/feedback``), reported back to the producers once recorded.
 /// - Try again later (429, 5xx, timeout, network, or a configuration error such as 401/403): the push gets the
-///   delay of its next attempt (``RetrySchedule``; the store makes it due that long after it writes the record, by
+///   delay of its next attempt (``backoff``, or the provider's `Retry-After`; the store makes it due that long after it writes the record, by
 ///   the database's clock) and the token's later pushes of the round wait (they stay in the outbox, behind it);
 ///   once a push is older than `maxAge` it is given up instead (recorded as failed). Its age is the one the claim
 ///   read by the database's clock (``OutboxPush/age``) plus the time since the claim on this worker's monotonic
@@ -52,7 +52,8 @@ struct DeliveryRound {
     }
 
     let concurrency: Int
-    let schedule: RetrySchedule
+    /// When a push that got "try again later" without a `Retry-After` is tried next.
+    let backoff: Backoff
     /// The age after which a failing push is given up.
     let maxAge: Duration
     /// When the round's pushes were claimed, on the monotonic clock.
@@ -70,11 +71,11 @@ struct DeliveryRound {
 
     /// A round of `claimed`, claimed at `claimedAt`.
     init(
-        _ claimed: [ClaimedPush], concurrency: Int, schedule: RetrySchedule, maxAge: Duration,
+        _ claimed: [ClaimedPush], concurrency: Int, backoff: Backoff, maxAge: Duration,
         claimedAt: ContinuousClock.Instant
     ) {
         self.concurrency = max(1, concurrency)
-        self.schedule = schedule
+        self.backoff = backoff
         self.maxAge = maxAge
         self.claimedAt = claimedAt
         for push in claimed {
@@ -159,7 +160,9 @@ struct DeliveryRound {
             tally.givenUp += 1
             return true
         }
-        let delay = schedule.delay(attempts: push.outbox.attempts + 1, retryAfter: retryAfter, unit: unit)
+        // A provider's `Retry-After` is honoured as given (capped where it is parsed); otherwise full jitter below
+        // the backoff's ceiling for this attempt.
+        let delay = retryAfter ?? backoff.delay(attempt: push.outbox.attempts + 1, unit: unit)
         record.retries.append(
             DeliveryRecord.Retry(id: push.id, delay: max(delay, .microseconds(1))))
         tally.retries += 1

@@ -1,6 +1,7 @@
 import BadgeCore
 import BadgeDelivery
 import BadgeStore
+import BadgeSupport
 import Logging
 import Metrics
 
@@ -17,7 +18,8 @@ struct DeliveryRounds: Sendable {
     let concurrency: Int
     /// The deployment's badge policy, for alerts the push guard rebuilds.
     let policy: BadgePolicy
-    let schedule: RetrySchedule
+    /// When a push that got "try again later" is tried next (see ``DeliveryRound``).
+    let backoff: Backoff
     let maxAge: Duration
     /// Most pushes claimed by one round.
     let roundSize: Int
@@ -39,7 +41,7 @@ struct DeliveryRounds: Sendable {
     init(
         store: any PipelineStore, sender: PushSender, builder: PushPayloadBuilder, concurrency: Int,
         policy: BadgePolicy,
-        schedule: RetrySchedule = RetrySchedule(initial: .milliseconds(250), maximum: .seconds(30)),
+        backoff: Backoff = .pushRetry,
         maxAge: Duration = .seconds(24 * 3600), roundSize: Int = 256, health: WorkerHealth? = nil,
         notConfiguredLog: SharedRefusalThrottle = SharedRefusalThrottle(), feedback: FeedbackPublisher? = nil,
         recordGathering: Duration = .zero, logger: Logger
@@ -49,7 +51,7 @@ struct DeliveryRounds: Sendable {
         self.builder = builder
         self.concurrency = concurrency
         self.policy = policy
-        self.schedule = schedule
+        self.backoff = backoff
         self.maxAge = maxAge
         self.roundSize = roundSize
         self.health = health
@@ -159,7 +161,7 @@ struct DeliveryRounds: Sendable {
         moreDue: Bool
     ) async throws -> RoundResult {
         var round = DeliveryRound(
-            claimed, concurrency: concurrency, schedule: schedule, maxAge: maxAge, claimedAt: claimedAt)
+            claimed, concurrency: concurrency, backoff: backoff, maxAge: maxAge, claimedAt: claimedAt)
         var failure: (any Error)?
         await withTaskGroup(of: (ClaimedPush, DeliveryRound.Result, (any Error)?).self) { group in
             func startReady() {

@@ -70,9 +70,8 @@ final class FeedbackPublisher: Sendable {
     func run(on connection: AMQPConnection) async {
         var channel: AMQPChannel?
         var failing = false
-        // The waits between failed passes: full jitter below a ceiling of 1 s doubling up to ``retryCeiling`` (1 s at
-        // least).
-        let backoff = Backoff(initial: .seconds(1), maximum: max(retryCeiling, .seconds(1)))
+        // The waits between failed passes.
+        let backoff = Backoff.feedbackRetry(upTo: retryCeiling)
         var failures = 0
         while !Task.isCancelled, !connection.isClosed {
             do {
