@@ -1,4 +1,5 @@
 import BadgeSupport
+import Hummingbird
 
 /// An error of the sink's inspection API: a bad fault body or a bad query.
 ///
@@ -65,4 +66,15 @@ extension ErrorCode<SinkError> {
     public static var forbiddenOrigin: Self { Self("forbidden_origin") }
     /// A state-changing request whose body is not JSON (415).
     public static var unsupportedMediaType: Self { Self("unsupported_media_type") }
+}
+
+extension SinkError: HTTPResponseError {
+    /// The HTTP status of the answer, ``httpStatus``.
+    public var status: HTTPResponse.Status { HTTPResponse.Status(code: self.httpStatus) }
+
+    /// The answer: ``httpStatus`` with `{"error": {"code": …, "message": …}}`.
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        let body = SinkAnswers.Failure(error: .init(code: self.code.rawValue, message: self.message))
+        return try EditedResponse(status: self.status, response: body).response(from: request, context: context)
+    }
 }
