@@ -96,6 +96,15 @@ struct DoorbellTests {
             return clock.now - start
         }
         #expect(await waited.value >= limit)
+        // Cancelled while it waits (or just before): the wait still lasts its limit.
+        let cancelledLater = Task {
+            let clock = ContinuousClock()
+            let start = clock.now
+            await doorbell.wait(upTo: limit)
+            return clock.now - start
+        }
+        cancelledLater.cancel()
+        #expect(await cancelledLater.value >= limit)
         let rung = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             let clock = ContinuousClock()

@@ -65,15 +65,45 @@ final class Doorbell: Sendable {
             state.lastWait += 1
             return state.lastWait
         }
-        // The limit is timed outside the waiting task, so that its cancellation does not end the wait.
-        let timer = limit.map { limit in
-            Task { [self] in
-                do { try await Task.sleep(for: limit) } catch { return }
-                abandon(id)
-            }
+        guard let limit else {
+            await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
+            return
         }
-        await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
-        timer?.cancel()
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        await withTaskGroup(of: WaitEnd.self) { group in
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    self.register(continuation, id: id, ringsSeen: ringsSeen)
+                }
+                return .ended
+            }
+            group.addTask {
+                try? await Task.sleep(until: deadline, clock: clock)
+                return .limit
+            }
+            let first = await group.next()
+            if first == .limit, Task.isCancelled, clock.now < deadline {
+                // The sleep ended on the task's cancellation, not at the limit: the rest of the limit is timed by a
+                // task of its own, which the cancellation does not reach. Only a cancelled task pays for one.
+                let timer = Task { [self] in
+                    do { try await Task.sleep(until: deadline, clock: clock) } catch { return }
+                    abandon(id)
+                }
+                _ = await group.next()
+                timer.cancel()
+                return
+            }
+            // Whichever ended first, make sure the other ends too.
+            abandon(id)
+            group.cancelAll()
+        }
+    }
+
+    /// Which of a limited wait's two children ended it.
+    private enum WaitEnd: Sendable {
+        case ended
+        case limit
     }
 
     /// As ``wait(upTo:ringsSeen:)``, and if the task is cancelled (before or during the wait), rings: for a loop
