@@ -2,6 +2,7 @@ import BadgeCore
 import BadgeWire
 import Foundation
 import NIOPosix
+import TestServices
 import Testing
 
 @_spi(Testing) @testable import BadgeStore
@@ -301,10 +302,21 @@ struct FleetStoreTests {
     @Test(arguments: Backend.allCases)
     func aWorkerHoldingOffTakesFreePartitionsButNotExpiredOnes(backend: Backend) async throws {
         try await withStore(backend) { store in
-            let first = try await store.leaseRound(worker: "w1", partitions: 2, ttlMilliseconds: 1, releasing: [])
+            // A TTL of 200 ms: a round forgets workers unseen for 20 TTLs, so a shorter one (1 ms) let w1's own round
+            // forget w1 when its statements were more than 20 ms apart, on a loaded machine.
+            let first = try await store.leaseRound(worker: "w1", partitions: 2, ttlMilliseconds: 200, releasing: [])
             #expect(first.leases.map(\.partition) == [0, 1])
-            // Both of w1's leases expire (as during a database outage). A third partition appears, never leased.
-            try await Task.sleep(for: .milliseconds(20))
+            // Both of w1's leases expire (as during a database outage), by the database's clock. A third partition
+            // appears, never leased.
+            let database = store.sqlBackend.database
+            try await eventually("w1's leases expired", every: .milliseconds(50)) {
+                try await database.transaction { sql in
+                    try await sql.query(
+                        "SELECT COUNT(*) AS n FROM partition_leases WHERE owner = 'w1' AND expires_at <= "
+                            + FleetQueries.now(sql.dialect), []
+                    ).first?["n"].int64 == 2
+                }
+            }
             let holdingOff = try await store.leaseRound(
                 worker: "w2", partitions: 3, ttlMilliseconds: 60_000, releasing: [], takeExpired: false)
             #expect(holdingOff.target == 2)

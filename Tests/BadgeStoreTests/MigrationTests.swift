@@ -245,7 +245,11 @@ struct MigrationTests {
                     let blocked = clock.now - writeStart
                     #expect(blocked < Schema.lockTimeout + .seconds(1), "the write waited \(blocked)")
                 }
-                let error = await #expect(throws: StoreError.self) { try await store.migrate() }
+                // Under an advisory lock of its own: another test's migration in this database would otherwise
+                // hold the lock while its concurrent index build waits for the holder's transaction above.
+                let error = await #expect(throws: StoreError.self) {
+                    try await Schema.migrate(store.database, prelude: prelude, advisoryLockKey: 0x4261_6467_6554_6573)
+                }
                 let waited = clock.now - start
                 #expect(error?.code == .sqlState("55P03"))
                 #expect(error?.transient == true)

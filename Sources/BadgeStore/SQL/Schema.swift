@@ -316,14 +316,17 @@ enum Schema {
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas
     /// with it), as the type's comment describes; fails with `schema_too_new` when the database has a version
     /// above ``latestVersion``. `prelude` runs first, after the advisory lock on PostgreSQL (e.g. creating the
-    /// configured schema).
+    /// configured schema). The advisory lock is one for the whole database (``advisoryLockKey``); a test that times
+    /// a migration passes a key of its own, so that the other tests' migrations in the same database do not hold
+    /// it up.
     static func migrate(
         _ database: any SQLTransactor, prelude: [String] = [], through: Int64 = .max,
-        lockTimeout: Duration = Schema.lockTimeout
+        lockTimeout: Duration = Schema.lockTimeout, advisoryLockKey: Int64 = Schema.advisoryLockKey
     ) async throws {
         if let postgres = database as? PostgresTransactor {
             try await postgres.session { sql in
-                try await migratePostgres(sql, prelude: prelude, through: through, lockTimeout: lockTimeout)
+                try await migratePostgres(
+                    sql, prelude: prelude, through: through, lockTimeout: lockTimeout, advisoryLockKey: advisoryLockKey)
             }
             return
         }
@@ -349,7 +352,7 @@ enum Schema {
 
     /// The PostgreSQL run, on one session outside any transaction (see the type's comment).
     private static func migratePostgres(
-        _ sql: any SQLExecutor, prelude: [String], through: Int64, lockTimeout: Duration
+        _ sql: any SQLExecutor, prelude: [String], through: Int64, lockTimeout: Duration, advisoryLockKey: Int64
     ) async throws {
         // Index builds over large tables take as long as they take; waiting for another migrator too.
         try await sql.execute("SET statement_timeout = 0")
