@@ -343,6 +343,7 @@ let package = Package(
             name: "BadgeSinkTests",
             dependencies: [
                 "SinkTestSupport",
+                "TestServices",
                 "BadgeSink",
                 "BadgePipeTesting",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import SinkTestSupport
+import TestServices
 import Testing
 
 @testable import BadgeSink
@@ -102,8 +103,8 @@ struct EventStreamTests {
                 #expect(response.status.code == 200)
                 streams.append(response)
             }
-            // Each stream parks between pushes: let them all be parked.
-            try await Task.sleep(for: .milliseconds(300))
+            // Each stream parks between pushes, in the streams' pool: all four are parked.
+            try await eventually("four streams parked") { sink.state.streamsWaiting == 4 }
             let fifth = try await sink.client.execute(
                 HTTPClientRequest(url: sink.baseURL + "/events"), timeout: .seconds(10))
             #expect(fifth.status.code == 503)
@@ -114,7 +115,7 @@ struct EventStreamTests {
                 try await sink.client.execute(
                     HTTPClientRequest(url: sink.baseURL + "/devices/phone?wait=5&badge=1"), timeout: .seconds(10))
             }
-            try await Task.sleep(for: .milliseconds(200))
+            try await eventually("the request waits") { sink.state.waiting == 1 }
             _ = try await sink.alert("phone", badge: 1, version: 1, title: "Hello")
             let answer = try await waiting.value
             #expect(answer.status.code == 200)
@@ -138,14 +139,12 @@ struct EventStreamTests {
             #expect(full.status.code == 503)
             try await views.shutdown()
             // A stream sees its client gone when a write fails: at a push (or a keep-alive) after the close.
-            let deadline = ContinuousClock.now + .seconds(10)
             var version = 0
-            while sink.state.eventStreamsOpen > 0, ContinuousClock.now < deadline {
+            try await eventually("both streams closed", timeout: .seconds(10)) {
                 version += 1
                 _ = try await sink.alert("phone", badge: 1, version: version, title: "Hello")
-                try await Task.sleep(for: .milliseconds(100))
+                return sink.state.eventStreamsOpen == 0
             }
-            #expect(sink.state.eventStreamsOpen == 0)
             let again = try await sink.client.execute(
                 HTTPClientRequest(url: sink.baseURL + "/events"), timeout: .seconds(10))
             #expect(again.status.code == 200)

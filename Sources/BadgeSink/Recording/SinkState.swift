@@ -425,6 +425,11 @@ public final class SinkState: Sendable {
         self.state.withLock { $0.waiters.active }
     }
 
+    /// How many `GET /events` streams are parked between pushes (counted apart from ``waiting``).
+    var streamsWaiting: Int {
+        self.state.withLock { $0.waiters.activeStreams }
+    }
+
     private func expire(_ id: UInt64) {
         self.state.withLock { $0.waiters.expire(id) }?.resume(returning: false)
     }
