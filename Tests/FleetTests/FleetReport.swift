@@ -14,6 +14,8 @@ struct FleetReport: CustomStringConvertible {
     var orderViolations: [String] = []
     var duplicateAlerts = 0
     var duplicatesWithNewID: [String] = []
+    /// The alerts that arrived more than once (`event|token`), so that a failed run names them.
+    var duplicatedKeys: [String] = []
     var deadLettered = 0
     var longestGap: Duration = .zero
     /// The push that ended the longest gap: its token, its `apns-id` or event, and when it arrived, counted from
@@ -47,7 +49,9 @@ struct FleetReport: CustomStringConvertible {
         "events published \(eventsPublished) (\(republished) re-published), effects checked \(effectsChecked), "
             + "lost \(lostEffects.count), wrong last badge \(badgeMismatches.count), "
             + "order violations \(orderViolations.count), duplicate alerts \(duplicateAlerts) "
-            + "(with a new apns-id: \(duplicatesWithNewID.count)), dead-lettered \(deadLettered), faults \(faults), "
+            + "(with a new apns-id: \(duplicatesWithNewID.count))"
+            + (duplicatedKeys.isEmpty ? "" : " \(duplicatedKeys.prefix(10))")
+            + ", dead-lettered \(deadLettered), faults \(faults), "
             + "longest gap between pushes \(longestGap) (ended by \(afterLongestGap)), "
             + "refused attempts \(refusedAttempts), longest wait for a retry \(longestRetryWait) "
             + "(\(longestRetryWaitToken.prefix(8))), worker self-restarts \(workerRestarts), "
@@ -122,6 +126,7 @@ struct FleetReport: CustomStringConvertible {
         }
 
         var gotAlerts: [String: [String?]] = [:]
+        var alertTimes: [String: [Date]] = [:]
         for (token, pushes) in perToken {
             var seenKeys: Set<String> = []
             var highest: Int64 = -1
@@ -129,6 +134,7 @@ struct FleetReport: CustomStringConvertible {
                 let version = push.payload["badge_version"]?.int64Value ?? -1
                 if let event = push.payload["event_id"]?.stringValue {
                     gotAlerts["\(event)|\(token)", default: []].append(push.apnsID)
+                    alertTimes["\(event)|\(token)", default: []].append(push.at)
                 }
                 if !seenKeys.insert(push.key).inserted { continue }  // a re-send: same apns-id
                 if version <= highest {
@@ -143,6 +149,11 @@ struct FleetReport: CustomStringConvertible {
             if got.count < count { report.lostEffects.append(key) }
             if got.count > count {
                 report.duplicateAlerts += got.count - count
+                // When each copy arrived, by the wall clock the workers' logs use.
+                let format = ISO8601DateFormatter()
+                format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                let times = (alertTimes[key] ?? []).map { format.string(from: $0) }
+                report.duplicatedKeys.append("\(key) at \(times)")
                 if Set(got.map { $0 ?? "" }).count > 1 { report.duplicatesWithNewID.append(key) }
             }
         }

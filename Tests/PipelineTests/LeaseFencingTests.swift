@@ -55,13 +55,22 @@ struct LeaseFencingTests {
                 try await store.leaseRound(worker: "w2", partitions: 1, ttlMilliseconds: 60_000, releasing: [])
                     .leases.first)
             #expect(new.epoch > old.epoch)
-            let afterOutage = LeaseTerm(lease: new, ttl: .seconds(60), confirmed: .now, waitsForEarlierClaims: true)
+            let afterOutage = LeaseTerm(lease: new, ttl: .seconds(60), confirmed: .now, earlierClaimsWaitFrom: .now)
             #expect(afterOutage.isInDoubt(left[0]))
             #expect(afterOutage.skipClaimedBefore == new.epoch)
             #expect(!afterOutage.isInDoubt(OutboxPush(id: left[0].id, push: left[0].push)))
+            // The wait counts from when w2 learnt it holds the lease, not from the start of a round that waited
+            // through the outage.
             #expect(
-                !LeaseTerm(lease: new, ttl: .seconds(60), confirmed: .now - .seconds(241), waitsForEarlierClaims: true)
-                    .isInDoubt(left[0]))
+                LeaseTerm(
+                    lease: new, ttl: .seconds(60), confirmed: .now - .seconds(300), earlierClaimsWaitFrom: .now
+                ).isInDoubt(left[0]))
+            #expect(LeaseTerm.earlierClaimsWait(ttl: .seconds(60)) == .seconds(245))
+            #expect(
+                !LeaseTerm(
+                    lease: new, ttl: .seconds(60), confirmed: .now - .seconds(246),
+                    earlierClaimsWaitFrom: .now - .seconds(246)
+                ).isInDoubt(left[0]))
 
             // A takeover from a frozen or dead owner sends it at once, before anything newer (w1 never sent it).
             try await rounds(store).drainOutbox(

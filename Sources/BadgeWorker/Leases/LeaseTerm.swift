@@ -1,5 +1,6 @@
 import BadgeDelivery
 import BadgeStore
+import BadgeSupport
 import Logging
 import Synchronization
 
@@ -27,20 +28,33 @@ final class LeaseTerm: Sendable {
     private let inDoubtUntil: ContinuousClock.Instant?
 
     /// A term for a lease that a database operation started at `confirmed` found held (or acquired).
-    /// `waitsForEarlierClaims` when it was acquired just after a database outage (see ``isInDoubt(_:)``).
+    /// `earlierClaimsWaitFrom`: when the lease was acquired just after a database outage, the instant this worker
+    /// learnt it held it (the operation's answer), from which pushes an earlier owner claimed wait for
+    /// ``earlierClaimsWait(ttl:)`` (see ``isInDoubt(_:)``).
     init(
-        lease: PartitionLease, ttl: Duration, confirmed: ContinuousClock.Instant, waitsForEarlierClaims: Bool = false
+        lease: PartitionLease, ttl: Duration, confirmed: ContinuousClock.Instant,
+        earlierClaimsWaitFrom acquired: ContinuousClock.Instant? = nil
     ) {
         self.lease = lease
         self.ttl = ttl
         self.margin = ttl / 10
         self.validUntil = Mutex(confirmed + ttl - ttl / 10)
-        self.inDoubtUntil = waitsForEarlierClaims ? confirmed + ttl * 4 : nil
+        self.inDoubtUntil = acquired.map { $0 + Self.earlierClaimsWait(ttl: ttl) }
+    }
+
+    /// How long pushes an earlier owner claimed are left to it after a takeover just after a database outage: four
+    /// TTLs, plus the longest pause between a waiting worker's tries (`Backoff.storeUnavailable`): the earlier
+    /// owner records what it sent with its first store call that gets through, and that call may come that long
+    /// after the database is back. Counted from when the new owner learnt it holds the lease, never from the start
+    /// of a round that waited through the outage (that start may be as old as the outage: the window would have
+    /// closed before the earlier owner could reach the database).
+    static func earlierClaimsWait(ttl: Duration) -> Duration {
+        ttl * 4 + Backoff.storeUnavailable.maximum
     }
 
     /// Whether `push` should wait: the lease was acquired just after a database outage, an earlier owner of the
-    /// partition claimed the push (under an older epoch) and may have sent it without recording it yet, and this
-    /// term is younger than four TTLs. After an outage the previous owner is most likely alive: it records what it
+    /// partition claimed the push (under an older epoch) and may have sent it without recording it yet, and
+    /// ``earlierClaimsWait(ttl:)`` has not passed since the lease was acquired. After an outage the previous owner is most likely alive: it records what it
     /// sent as soon as it reaches the database again, and re-sending at once would duplicate it. Otherwise (the
     /// owner died or froze) such pushes go out again at once, keeping their `apns-id`, before anything newer: a
     /// frozen owner's push that still lands late then lands as a duplicate, not as an older badge after a newer

@@ -138,7 +138,7 @@ struct WorkerSession {
 
 extension WorkerSession {
     /// One lease round in the database (fleet mode), retried while it fails transiently and watched by the
-    /// watchdog; then its decisions are carried out (``rebalance(_:round:confirmed:ttl:running:launcher:group:)``).
+    /// watchdog; then its decisions are carried out (``rebalance(_:round:confirmed:finished:ttl:running:launcher:group:)``).
     func leaseRound(
         _ fleet: WorkerConfiguration.Fleet, leases: inout LeaseStateMachine, running: inout [Int: RunningPartition],
         launcher: PartitionLauncher, group: inout ThrowingTaskGroup<Void, any Error>
@@ -158,19 +158,22 @@ extension WorkerSession {
                 return (round, confirmed)
             }
         }
-        for action in leases.roundSucceeded(round, confirmed: confirmed, finished: .now) {
+        let finished = ContinuousClock.now
+        for action in leases.roundSucceeded(round, confirmed: confirmed, finished: finished) {
             try await rebalance(
-                action, round: round, confirmed: confirmed, ttl: ttl, running: &running, launcher: launcher,
-                group: &group)
+                action, round: round, confirmed: confirmed, finished: finished, ttl: ttl, running: &running,
+                launcher: launcher, group: &group)
         }
     }
 }
 
 extension WorkerSession {
     /// Carries out one decision of a lease round (see ``LeaseStateMachine``): renew a held partition's term, stop a
-    /// partition that was lost or is above the fair share, start an acquired one.
+    /// partition that was lost or is above the fair share, start an acquired one. The round started at `confirmed`
+    /// and its answer came at `finished`.
     func rebalance(
-        _ action: LeaseStateMachine.Action, round: LeaseRound, confirmed: ContinuousClock.Instant, ttl: Duration,
+        _ action: LeaseStateMachine.Action, round: LeaseRound, confirmed: ContinuousClock.Instant,
+        finished: ContinuousClock.Instant, ttl: Duration,
         running: inout [Int: RunningPartition], launcher: PartitionLauncher,
         group: inout ThrowingTaskGroup<Void, any Error>
     ) async throws {
@@ -197,7 +200,7 @@ extension WorkerSession {
                 lease.partition,
                 term: LeaseTerm(
                     lease: lease, ttl: ttl, confirmed: confirmed,
-                    waitsForEarlierClaims: waitsForEarlierClaims),
+                    earlierClaimsWaitFrom: waitsForEarlierClaims ? finished : nil),
                 in: &group)
             // The partition may be one a worker that died held: dead tokens it recorded may wait unpublished.
             rounds.feedback?.ring()
