@@ -55,13 +55,13 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// A bounded name for the kind of failure, for metrics: `connection`, `timeout`, `conflict` (serialization
     /// failure, deadlock, SQLite busy or locked), `refused_input` (``refusesInput``), `unavailable` (the database
-    /// cannot write now), `lease` (lost or ended), `closed`, `configuration` or `other`.
+    /// cannot write now), `lease` (lost), `closed`, `configuration` or `other`.
     public var errorClass: String {
         switch code {
         case .connection, .connectionClosed, .connectionClosedBeforeBegin: "connection"
         case .timeout, .sqlState("57014"): "timeout"
         case .serializationFailure, .deadlock, .sqliteBusy, .sqliteLocked: "conflict"
-        case .leaseLost, .leaseTermEnded: "lease"
+        case .leaseLost: "lease"
         case .closed: "closed"
         case .badDatabaseURL: "configuration"
         default:
@@ -97,8 +97,6 @@ extension ErrorCode<StoreError> {
     public static var batchTooLong: Self { Self("batch_too_long") }
     /// The batch's or claim's lease is no longer this worker's.
     public static var leaseLost: Self { Self("lease_lost") }
-    /// This worker's own record of its lease ran out (see `LeaseTerm`).
-    public static var leaseTermEnded: Self { Self("lease_term_ended") }
     /// The store was closed.
     public static var closed: Self { Self("closed") }
     /// A stored row could not be read back.

@@ -1,4 +1,5 @@
 import BadgeSink
+import BadgeSupport
 import Foundation
 import NIOCore
 import SinkTestSupport
@@ -14,13 +15,13 @@ struct HTTP1PushClientTests {
     }
 
     private static func push(
-        _ client: HTTP1PushClient, token: String, headers: [(String, String)] = [], fence: (any SendFence)? = nil,
+        _ client: HTTP1PushClient, token: String, headers: [(String, String)] = [], window: SendWindow? = nil,
         timeout: TimeAmount = .seconds(10)
     ) async throws -> HTTP1PushResponse {
         let request = try client.request(
             path: "/3/device/\(token)",
             headers: [("apns-topic", "com.example.test"), ("apns-push-type", "alert")] + headers,
-            body: Array(#"{"aps":{"badge":1}}"#.utf8), fence: fence)
+            body: Array(#"{"aps":{"badge":1}}"#.utf8), window: window)
         return try await client.execute(request, timeout: timeout)
     }
 
@@ -54,14 +55,15 @@ struct HTTP1PushClientTests {
             defer { client.shutdown() }
             #expect(throws: HTTP1PushError.self) {
                 _ = try client.request(
-                    path: "/3/device/a", headers: [("apns-topic", "com.example\r\nx-injected: 1")], body: [], fence: nil
+                    path: "/3/device/a", headers: [("apns-topic", "com.example\r\nx-injected: 1")], body: [],
+                    window: nil
                 )
             }
             #expect(throws: HTTP1PushError.self) {
-                _ = try client.request(path: "/3/device/a b", headers: [], body: [], fence: nil)
+                _ = try client.request(path: "/3/device/a b", headers: [], body: [], window: nil)
             }
             #expect(throws: HTTP1PushError.self) {
-                _ = try client.request(path: "/3/device/a", headers: [("bad name", "x")], body: [], fence: nil)
+                _ = try client.request(path: "/3/device/a", headers: [("bad name", "x")], body: [], window: nil)
             }
             #expect(sink.state.receivedPushes().isEmpty)
             #expect(client.load.connections == 0)
@@ -69,17 +71,13 @@ struct HTTP1PushClientTests {
     }
 
     @Test func aVetoedAttemptWritesNothingAndTheConnectionCarriesTheNextPush() async throws {
-        struct Vetoing: SendFence {
-            struct Veto: Error {}
-            func prepare() async throws {}
-            func check() throws { throw Veto() }
-        }
         try await TestSink.withSink { sink in
             let client = HTTP1PushClient(
                 endpoint: try #require(HTTP1PushClient.Endpoint(baseURL: sink.baseURL)), maxConnections: 1)
             defer { client.shutdown() }
-            await #expect(throws: HTTP1PushError(code: .vetoed, message: "Veto()")) {
-                _ = try await Self.push(client, token: Self.token(1), fence: Vetoing())
+            // A window that closed as it was made: the connection reads it right before the write.
+            await #expect(throws: HTTP1PushError(code: .vetoed, message: "the send window closed before the write")) {
+                _ = try await Self.push(client, token: Self.token(1), window: SendWindow(until: .now))
             }
             let response = try await Self.push(client, token: Self.token(2))
             #expect(response.status == 200)

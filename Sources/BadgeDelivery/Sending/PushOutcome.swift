@@ -19,4 +19,7 @@ public enum PushOutcome: Sendable, Equatable {
     /// was sent. The push is refused (reason `provider_not_configured`); the device is kept, so that configuring
     /// the provider later serves it.
     case notConfigured(reason: String)
+    /// Nothing reached the provider: the send window (``PushSender/send(_:window:)``) was closed before the
+    /// attempt, or when the connection was ready for the body. Only with a window.
+    case windowClosed
 }

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import BadgeCore
+import BadgeSupport
 import BadgeWire
 import Foundation
 import Logging
@@ -78,14 +79,15 @@ public struct PushSender: Sendable {
         return registry.resolve(app: push.app, provider: push.provider, topic: push.topic)
     }
 
-    /// Makes one attempt to send `push`; throws only `CancellationError`, or what `fence.prepare()` throws.
+    /// Makes one attempt to send `push`; throws only `CancellationError`.
     ///
-    /// With a `fence`, the attempt is prepared by it and checked at the last moment before the body is written
-    /// (see ``SendFence``); an attempt it vetoes is tried again at once, starting with `prepare()`. A credential
+    /// With a `window`, the push goes out only while it is open: it is read before the attempt and again at the
+    /// last moment, when a connection is ready for the body; closed at either point, nothing reaches the provider
+    /// and the answer is ``PushOutcome/windowClosed`` (the caller may open it again and send again). A credential
     /// the provider calls expired (APNs `ExpiredProviderToken`, FCM 401) is renewed once and the push sent again
     /// at once; refused again, it is a configuration error. A push to a provider the configuration does not deliver
     /// to is not sent: ``PushOutcome/notConfigured(reason:)``.
-    public func send(_ push: PushRequest, fence: (any SendFence)? = nil) async throws -> PushOutcome {
+    public func send(_ push: PushRequest, window: SendWindow? = nil) async throws -> PushOutcome {
         let appName = push.app ?? registry.defaultApp ?? AppConfiguration.defaultName
         guard configuration.providers.contains(push.provider),
             let account = clients.accounts[appName]?[push.provider], let pool = clients.pools[account], !pool.isEmpty
@@ -100,7 +102,7 @@ public struct PushSender: Sendable {
         var renewed = false
         while true {
             try Task.checkCancellation()
-            try await fence?.prepare()
+            if let window, !window.isOpen { return .windowClosed }
             let credential: String?
             do {
                 credential = try await self.credential(for: account)
@@ -114,11 +116,11 @@ public struct PushSender: Sendable {
                     ? .retry(reason: error.message, retryAfter: nil)
                     : .configurationError(status: 0, reason: error.message)
             }
-            let body = plain == nil ? fence.map { FencedBody(bytes: push.body, fence: $0) } : nil
+            let body = plain == nil ? window.map { WindowedBody(bytes: push.body, window: $0) } : nil
             let response: ProviderResponse
             do {
                 if let plain {
-                    response = try await sendOnce(push, plain: plain, fence: fence, credential: credential)
+                    response = try await sendOnce(push, plain: plain, window: window, credential: credential)
                 } else {
                     response = try await sendOnce(push, body: body, credential: credential, pool: pool)
                 }
@@ -128,8 +130,9 @@ public struct PushSender: Sendable {
                 if body?.wasVetoed == true || (error as? HTTP1PushError)?.code == .vetoed {
                     vetoed.increment()
                     logger.debug(
-                        "push attempt vetoed by its fence", metadata: ["push.token": "\(push.token.prefix(8))"])
-                    continue
+                        "push attempt vetoed: its send window closed",
+                        metadata: ["push.token": "\(push.token.prefix(8))"])
+                    return .windowClosed
                 }
                 failedAttempts.increment()
                 DeliveryMetrics.attempts(push.provider, status: nil).increment()
@@ -270,21 +273,21 @@ public struct PushSender: Sendable {
         return headers
     }
 
-    /// One attempt over plain HTTP/1.1 (``HTTP1PushClient``); the fence is checked right before the write.
+    /// One attempt over plain HTTP/1.1 (``HTTP1PushClient``); the window is read right before the write.
     private func sendOnce(
-        _ push: PushRequest, plain: HTTP1PushClient, fence: (any SendFence)?, credential: String?
+        _ push: PushRequest, plain: HTTP1PushClient, window: SendWindow?, credential: String?
     ) async throws -> ProviderResponse {
         let request = try plain.request(
-            path: push.path, headers: headers(push, credential: credential), body: push.body, fence: fence)
+            path: push.path, headers: headers(push, credential: credential), body: push.body, window: window)
         let response = try await plain.execute(request, timeout: TimeAmount(configuration.requestTimeout))
         DeliveryMetrics.attempts(push.provider, status: response.status).increment()
         return ProviderResponse.classify(
             provider: push.provider, status: response.status, body: response.body, retryAfter: response.retryAfter)
     }
 
-    /// One attempt with async-http-client; a `body` with a fence asks it when the client pulls the body.
+    /// One attempt with async-http-client; a windowed `body` reads its window when the client pulls the body.
     private func sendOnce(
-        _ push: PushRequest, body: FencedBody?, credential: String?, pool: [HTTPClient]
+        _ push: PushRequest, body: WindowedBody?, credential: String?, pool: [HTTPClient]
     ) async throws
         -> ProviderResponse
     {

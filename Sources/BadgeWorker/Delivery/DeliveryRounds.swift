@@ -244,10 +244,9 @@ struct DeliveryRounds: Sendable {
                     "push.badge_version": "\(push.badgeVersion)",
                 ])
         }
-        // Claimed under the lease; sent only while this worker is sure it still holds it (see `LeaseTerm`,
-        // `LeaseFence`). If not, the push stays in the outbox, claimed but unsent, and the partition's new owner
-        // sends it.
-        let fence = term.map { LeaseFence(term: $0, store: store, health: health, logger: logger) }
+        // Claimed under the lease; sent only while this worker is sure it still holds it: inside its term's send
+        // window (see `LeaseTerm`). If not, the push stays in the outbox, claimed but unsent, and the partition's
+        // new owner sends it.
         let request: PushRequest
         switch sender.app(for: push) {
         case .failure(let unserved):
@@ -259,7 +258,14 @@ struct DeliveryRounds: Sendable {
             request = built
         }
         do {
-            switch try await sender.send(request, fence: fence) {
+            var outcome: PushOutcome
+            repeat {
+                // Before each attempt the term is made valid (the lease renewed if it ran out); an attempt whose
+                // window closed before its body was written is tried again the same way.
+                if let term { try await renewIfRunOut(term) }
+                outcome = try await sender.send(request, window: term?.window)
+            } while outcome == .windowClosed
+            switch outcome {
             case .accepted:
                 return (claimed, .accepted(late: term.map { !$0.isValid } ?? false), nil)
             case .deadToken(_, let reason, let timestamp):
@@ -293,6 +299,8 @@ struct DeliveryRounds: Sendable {
                 return (claimed, .configurationError(reason: reason), nil)
             case .notConfigured(let reason):
                 return (claimed, refusedUnsent(push, reason: reason), nil)
+            case .windowClosed:
+                preconditionFailure("a closed window is tried again above")
             }
         } catch {
             return (claimed, .stopped, error)
@@ -351,6 +359,19 @@ struct DeliveryRounds: Sendable {
         }
     }
 
+    /// Makes `term` valid for the next attempt: at once while it is, otherwise by renewing the lease in the
+    /// database (retried while the database fails transiently); throws `lease_lost` when the lease is gone. The
+    /// common case, before every push, is checked here, outside `Retry.transient`, whose time limit starts a task
+    /// group of two child tasks, one of them asleep on a 10 s timer, for every call.
+    private func renewIfRunOut(_ term: LeaseTerm) async throws {
+        if term.isValid { return }
+        try await Retry.transient("renew lease", health: health, logger: logger) { [term, store] in
+            try await term.ensureValid { lease in
+                try await store.renewLease(lease, ttlMilliseconds: term.ttlMilliseconds)
+            }
+        }
+    }
+
     /// Pushes went out but their requests finished only after this worker's term on the lease: it was frozen with
     /// them on their way, and they may have reached their devices after newer pushes from the partition's new
     /// owner. If the lease is still this worker's (renewed now), nobody else sent anything; if not, it asks the
@@ -358,7 +379,7 @@ struct DeliveryRounds: Sendable {
     /// partition (`lease_lost`).
     private func afterLateSends(_ late: [ClaimedPush], term: LeaseTerm) async throws {
         do {
-            try await LeaseFence(term: term, store: store, health: health, logger: logger).prepare()
+            try await renewIfRunOut(term)
         } catch let error as StoreError where error.code == .leaseLost {
             for claimed in late {
                 let planned = try await Retry.transient("refresh badge", health: health, logger: logger) {

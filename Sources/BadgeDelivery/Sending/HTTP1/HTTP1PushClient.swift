@@ -1,3 +1,4 @@
+import BadgeSupport
 import BadgeWire
 import NIOCore
 import NIOHTTP1
@@ -7,9 +8,9 @@ import Synchronization
 /// Sends pushes to one `http://` host over HTTP/1.1: a local sink or a stand-in for APNs or FCM.
 ///
 /// async-http-client, which carries every `https://` push (HTTP/2 to APNs), writes a request's head and its body in
-/// two writes (a fenced body is pulled by a task of its own once the head is out), and its request machinery costs
+/// two writes (a windowed body is pulled by a task of its own once the head is out), and its request machinery costs
 /// more than the push itself against a local sink. This client writes each request whole, head and body in one
-/// write, with the send fence checked on the connection's event loop right before it; it keeps up to
+/// write, with the send window read on the connection's event loop right before it; it keeps up to
 /// `maxConnections` connections, each carrying one request at a time, and up to `maxWaiting` requests waiting for
 /// one (``HTTP1PoolStateMachine`` decides; this class carries its actions out).
 final class HTTP1PushClient: Sendable {
@@ -99,7 +100,7 @@ final class HTTP1PushClient: Sendable {
     /// The request for `path` (appended to the endpoint's path) with `headers` and `body`; throws
     /// ``HTTP1PushError/Code/invalidRequest`` when the target or a header is not valid HTTP/1.1.
     func request(
-        path: String, headers: [(String, String)], body: [UInt8], fence: (any SendFence)?
+        path: String, headers: [(String, String)], body: [UInt8], window: SendWindow?
     ) throws -> HTTP1PushRequest {
         let target = endpoint.pathPrefix + path
         guard target.utf8.first == UInt8(ascii: "/"), target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
@@ -120,7 +121,7 @@ final class HTTP1PushClient: Sendable {
             fields.add(name: name, value: value)
         }
         fields.add(name: "content-length", value: String(body.count))
-        return HTTP1PushRequest(target: target, headers: fields, body: body, fence: fence)
+        return HTTP1PushRequest(target: target, headers: fields, body: body, window: window)
     }
 
     /// Whether `name` (lowercase, as a ``PushRequest``'s are) is one the client writes itself (`host`,

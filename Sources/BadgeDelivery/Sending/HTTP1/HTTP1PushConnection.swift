@@ -1,3 +1,4 @@
+import BadgeSupport
 import NIOCore
 import NIOHTTP1
 
@@ -9,8 +10,8 @@ struct HTTP1PushRequest: Sendable {
     var headers: HTTPHeaders
     /// The body.
     var body: [UInt8]
-    /// The last-moment check before the request is written, if any (``SendFence/check()``).
-    var fence: (any SendFence)?
+    /// Written only while this window is open, checked right before the write; nil: always.
+    var window: SendWindow?
 }
 
 /// The answer to an ``HTTP1PushRequest``.
@@ -32,7 +33,7 @@ struct HTTP1PushJob: Sendable {
 
 /// The last handler of an ``HTTP1PushClient`` connection (after NIO's HTTP/1.1 client codec): writes one job's
 /// request (the head and body flushed together, so they leave in one write), reads its answer, and reports the
-/// connection free (or not reusable) through `finished`. The fence is asked right before the write; a veto fails
+/// connection free (or not reusable) through `finished`. The send window is read right before the write; a closed one fails
 /// the job with ``HTTP1PushError/Code/vetoed`` and writes nothing. A job's timeout, a closed connection or a broken
 /// answer fails it and closes the connection.
 final class HTTP1PushConnectionHandler: ChannelDuplexHandler {
@@ -71,10 +72,9 @@ final class HTTP1PushConnectionHandler: ChannelDuplexHandler {
             finished(false)
             return
         }
-        do {
-            try job.request.fence?.check()
-        } catch {
-            job.continuation.resume(throwing: HTTP1PushError(code: .vetoed, message: "\(error)"))
+        if let window = job.request.window, !window.isOpen {
+            job.continuation.resume(
+                throwing: HTTP1PushError(code: .vetoed, message: "the send window closed before the write"))
             finished(true)
             return
         }

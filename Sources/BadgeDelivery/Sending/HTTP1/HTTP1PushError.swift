@@ -1,7 +1,7 @@
 import BadgeSupport
 
 /// A push over plain HTTP/1.1 (``HTTP1PushClient``) failed before an answer came: the request could not be built
-/// (``Code/invalidRequest``: the same push would fail every time), the fence vetoed it, or the exchange failed
+/// (``Code/invalidRequest``: the same push would fail every time), its send window was closed, or the exchange failed
 /// (connection, timeout, a malformed answer: a later attempt may not meet it).
 struct HTTP1PushError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A typed, machine-readable error code; its ``rawValue`` is the name logs show.
@@ -19,7 +19,7 @@ struct HTTP1PushError: Error, Sendable, Equatable, CustomStringConvertible {
 extension ErrorCode<HTTP1PushError> {
     /// The request target or a header is not valid HTTP/1.1 (a line break in a header value, a space in the path).
     static var invalidRequest: Self { Self("invalid_request") }
-    /// The send fence vetoed the attempt before its bytes were written.
+    /// The send window was closed right before the write: nothing was written.
     static var vetoed: Self { Self("vetoed") }
     /// No connection to the host could be opened.
     static var connectFailed: Self { Self("connect_failed") }

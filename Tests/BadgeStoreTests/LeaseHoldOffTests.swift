@@ -1,6 +1,6 @@
 import Testing
 
-@testable import BadgeWorker
+@testable import BadgeStore
 
 /// After its lease rounds missed the database for longer than a TTL, a worker leaves expired leases to their
 /// owners for two TTLs.

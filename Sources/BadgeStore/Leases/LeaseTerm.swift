@@ -1,8 +1,4 @@
-import BadgeDelivery
-import BadgeStore
 import BadgeSupport
-import Logging
-import Synchronization
 
 /// A partition lease together with this worker's own, conservative record of how long it is sure to hold it.
 ///
@@ -16,13 +12,18 @@ import Synchronization
 /// term is valid nobody else owns the partition: only the worker's own clock is used, no clocks have to agree.
 /// Once the term ran out, ``ensureValid(renew:)`` renews the lease in the database before anything more is sent,
 /// or reports it lost.
-final class LeaseTerm: Sendable {
+///
+/// The term's end is a ``SendWindow`` (``window``), which the push sender reads right before it writes a
+/// request's body: a worker frozen anywhere before that point (in the claim, in the connection pool's queue,
+/// between retries) does not deliver the push after the partition moved on.
+public final class LeaseTerm: Sendable {
     /// The lease this term is about.
-    let lease: PartitionLease
+    public let lease: PartitionLease
     /// How long a renewal holds the lease for (the fleet's lease TTL).
-    let ttl: Duration
+    public let ttl: Duration
+    /// Open while the term is valid: pushes of the partition are written only while it is.
+    public let window: SendWindow
     private let margin: Duration
-    private let validUntil: Mutex<ContinuousClock.Instant>
     /// Until when pushes that an earlier owner claimed (and may have sent) are left to it to record; nil when
     /// they go out at once.
     private let inDoubtUntil: ContinuousClock.Instant?
@@ -31,14 +32,14 @@ final class LeaseTerm: Sendable {
     /// `earlierClaimsWaitFrom`: when the lease was acquired just after a database outage, the instant this worker
     /// learnt it held it (the operation's answer), from which pushes an earlier owner claimed wait for
     /// ``earlierClaimsWait(ttl:)`` (see ``isInDoubt(_:)``).
-    init(
+    public init(
         lease: PartitionLease, ttl: Duration, confirmed: ContinuousClock.Instant,
         earlierClaimsWaitFrom acquired: ContinuousClock.Instant? = nil
     ) {
         self.lease = lease
         self.ttl = ttl
         self.margin = ttl / 10
-        self.validUntil = Mutex(confirmed + ttl - ttl / 10)
+        self.window = SendWindow(until: confirmed + ttl - ttl / 10)
         self.inDoubtUntil = acquired.map { $0 + Self.earlierClaimsWait(ttl: ttl) }
     }
 
@@ -48,7 +49,7 @@ final class LeaseTerm: Sendable {
     /// after the database is back. Counted from when the new owner learnt it holds the lease, never from the start
     /// of a round that waited through the outage (that start may be as old as the outage: the window would have
     /// closed before the earlier owner could reach the database).
-    static func earlierClaimsWait(ttl: Duration) -> Duration {
+    public static func earlierClaimsWait(ttl: Duration) -> Duration {
         ttl * 4 + Backoff.storeUnavailable.maximum
     }
 
@@ -59,49 +60,35 @@ final class LeaseTerm: Sendable {
     /// owner died or froze) such pushes go out again at once, keeping their `apns-id`, before anything newer: a
     /// frozen owner's push that still lands late then lands as a duplicate, not as an older badge after a newer
     /// one.
-    func isInDoubt(_ push: OutboxPush) -> Bool {
+    public func isInDoubt(_ push: OutboxPush) -> Bool {
         guard let inDoubtUntil, let claimed = push.claimedEpoch, claimed < lease.epoch else { return false }
         return ContinuousClock.now < inDoubtUntil
     }
 
     /// The epoch below which claimed rows are left to their claimer right now (this lease's epoch while rows an
     /// earlier owner claimed are in doubt, see ``isInDoubt(_:)``); nil when every row may go.
-    var skipClaimedBefore: Int64? {
+    public var skipClaimedBefore: Int64? {
         guard let inDoubtUntil, ContinuousClock.now < inDoubtUntil else { return nil }
         return lease.epoch
     }
 
     /// A lease round (or a renewal) started at `confirmed` found the lease still held and renewed it.
-    func renewed(confirmed: ContinuousClock.Instant) {
-        let until = confirmed + ttl - margin
-        validUntil.withLock { $0 = max($0, until) }
+    public func renewed(confirmed: ContinuousClock.Instant) {
+        window.extend(to: confirmed + ttl - margin)
     }
 
     /// ``ttl`` in milliseconds, as the store takes it.
-    var ttlMilliseconds: Int64 {
+    public var ttlMilliseconds: Int64 {
         ttl.components.seconds * 1000 + ttl.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// Whether, by this worker's clock, the lease is certainly still held now.
-    var isValid: Bool {
-        let now = ContinuousClock.now
-        return validUntil.withLock { now < $0 }
-    }
-
-    /// Throws unless the term is valid now (the last-moment check before a push's body is written).
-    func check() throws {
-        if !isValid {
-            throw StoreError(
-                code: .leaseTermEnded,
-                message: "partition \(lease.partition): this worker's term for epoch \(lease.epoch) ran out",
-                transient: true)
-        }
-    }
+    public var isValid: Bool { window.isOpen }
 
     /// Returns when the lease is certainly held for a while longer: at once while the term is valid, otherwise
     /// after renewing it through `renew` (which returns whether the lease was still held). Throws `lease_lost`
     /// when it was not.
-    func ensureValid(renew: (PartitionLease) async throws -> Bool) async throws {
+    public func ensureValid(renew: (PartitionLease) async throws -> Bool) async throws {
         if isValid { return }
         let start = ContinuousClock.now
         guard try await renew(lease) else {
@@ -118,34 +105,5 @@ final class LeaseTerm: Sendable {
                 message: "partition \(lease.partition) lease renewal took longer than the lease (epoch \(lease.epoch))",
                 transient: false)
         }
-    }
-}
-
-/// The send fence of a fleet worker: a push goes out only inside the worker's term on its partition's lease.
-///
-/// Before each attempt the term is made valid (renewing the lease in the database if the term ran out, failing
-/// with `lease_lost` if the lease is gone); when the connection is ready for the body the term is checked again,
-/// so a worker frozen anywhere before that point (in the claim, in the connection pool's queue, between retries)
-/// does not deliver the push after the partition moved on.
-struct LeaseFence: SendFence {
-    let term: LeaseTerm
-    let store: any PipelineStore
-    let health: WorkerHealth?
-    let logger: Logger
-
-    func prepare() async throws {
-        // The common case, before every push: the term is valid and nothing is to be done. Checked here, outside
-        // `Retry.transient`, whose time limit starts a task group of two child tasks, one of them asleep on a 10 s
-        // timer, for every call.
-        if term.isValid { return }
-        try await Retry.transient("renew lease", health: health, logger: logger) { [term, store] in
-            try await term.ensureValid { lease in
-                try await store.renewLease(lease, ttlMilliseconds: term.ttlMilliseconds)
-            }
-        }
-    }
-
-    func check() throws {
-        try term.check()
     }
 }

@@ -1,7 +1,5 @@
-import BadgeStore
-
 /// The fleet's lease manager as a state machine: it decides, from each lease round's answer, which partitions this
-/// worker starts, keeps and stops, and what the next round asks for. No I/O: `WorkerSession` runs the rounds and
+/// worker starts, keeps and stops, and what the next round asks for. No I/O: the worker's session runs the rounds and
 /// carries out the actions; the tests drive it directly.
 ///
 /// Rules:
@@ -18,9 +16,9 @@ import BadgeStore
 ///   TTLs, so that a fleet that starts together, or a worker that joins, spreads the partitions in a fraction of a
 ///   second instead of a few rounds. A partition that stopped is released at once (the session runs a round as
 ///   soon as one stops).
-struct LeaseStateMachine {
+public struct LeaseStateMachine: Sendable {
     /// What the session does after a round.
-    enum Action: Equatable {
+    public enum Action: Equatable, Sendable {
         /// Start consuming and delivering `lease`'s partition under a term confirmed at the round's start.
         case start(PartitionLease, waitsForEarlierClaims: Bool)
         /// The lease is still held: renew the partition's term from the round's start and ring its delivery loop.
@@ -32,12 +30,15 @@ struct LeaseStateMachine {
     }
 
     /// What the next round asks the database for.
-    struct Request: Equatable {
-        var releasing: Set<Int>
-        var takeExpired: Bool
+    public struct Request: Equatable, Sendable {
+        /// Partitions to release.
+        public var releasing: Set<Int>
+        /// Whether expired leases may be taken (see ``LeaseHoldOff``).
+        public var takeExpired: Bool
     }
 
-    let ttl: Duration
+    /// The fleet's lease TTL.
+    public let ttl: Duration
     /// Running partitions: their lease epoch, and whether they are stopping.
     private(set) var running: [Int: (epoch: Int64, stopping: Bool)] = [:]
     private var releasing: Set<Int> = []
@@ -49,26 +50,27 @@ struct LeaseStateMachine {
     private var lastLiveWorkers: Int?
 
     /// The interval between rounds while the fleet rebalances.
-    let fastInterval: Duration
+    public let fastInterval: Duration
 
-    init(ttl: Duration, fastInterval: Duration = .milliseconds(250)) {
+    /// A manager holding nothing yet, for leases of `ttl`.
+    public init(ttl: Duration, fastInterval: Duration = .milliseconds(250)) {
         self.ttl = ttl
         self.fastInterval = min(fastInterval, ttl / 3)
     }
 
     /// How long to wait after a round that ended at `now` before the next one (sooner if a partition stops).
-    func nextRoundDelay(now: ContinuousClock.Instant) -> Duration {
+    public func nextRoundDelay(now: ContinuousClock.Instant) -> Duration {
         if let fastUntil, now < fastUntil { return fastInterval }
         return ttl / 3
     }
 
     /// A partition's stages ended and its channel closed: released in the next round.
-    mutating func stopped(_ partition: Int) {
+    public mutating func stopped(_ partition: Int) {
         if running.removeValue(forKey: partition) != nil { releasing.insert(partition) }
     }
 
     /// The next round, started at `now`.
-    func request(now: ContinuousClock.Instant) -> Request {
+    public func request(now: ContinuousClock.Instant) -> Request {
         Request(
             releasing: releasing,
             takeExpired: LeaseHoldOff.mayTakeExpired(
@@ -76,7 +78,7 @@ struct LeaseStateMachine {
     }
 
     /// A round started at `confirmed` and answered at `finished` with `round`; returns what to do, in order.
-    mutating func roundSucceeded(
+    public mutating func roundSucceeded(
         _ round: LeaseRound, confirmed: ContinuousClock.Instant, finished: ContinuousClock.Instant
     ) -> [Action] {
         var actions: [Action] = []
@@ -123,7 +125,7 @@ struct LeaseStateMachine {
     }
 
     /// Graceful shutdown: every running partition stops.
-    mutating func stopAll() -> [Action] {
+    public mutating func stopAll() -> [Action] {
         var actions: [Action] = []
         for (partition, entry) in running.sorted(by: { $0.key < $1.key }) where !entry.stopping {
             running[partition]?.stopping = true
@@ -133,8 +135,8 @@ struct LeaseStateMachine {
     }
 
     /// Whether no partition is running any more.
-    var isIdle: Bool { running.isEmpty }
+    public var isIdle: Bool { running.isEmpty }
 
     /// Partitions to release in a last round (at shutdown).
-    var toRelease: Set<Int> { releasing }
+    public var toRelease: Set<Int> { releasing }
 }

@@ -1,7 +1,6 @@
-import BadgeStore
 import Testing
 
-@testable import BadgeWorker
+@testable import BadgeStore
 
 /// The fleet's lease state machine, driven directly with lease rounds.
 @Suite("Lease state machine")

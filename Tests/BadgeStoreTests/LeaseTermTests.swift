@@ -1,8 +1,7 @@
-import BadgeStore
 import Synchronization
 import Testing
 
-@testable import BadgeWorker
+@testable import BadgeStore
 
 /// The worker's own record of how long it surely holds a partition: pushes go out only inside it.
 @Suite("Lease term")
