@@ -6,6 +6,11 @@ import Synchronization
 ///
 /// Each ring also counts (``rings``): a loop that notes the count before it claims can wait for a ring that came
 /// after (``wait(upTo:ringsSeen:)``), so a ring for pushes its claim already took does not make it claim again.
+///
+/// Not an `AsyncStream`: a wait has a limit (the next retry's due time), and a limit means ending the wait from
+/// outside it. An `AsyncStream` ends for good when a task waiting in `next()` is cancelled, and
+/// swift-async-algorithms' `AsyncChannel` makes the ringer wait for the loop (`ring()` is called from lease rounds,
+/// other partitions and `LISTEN` notifications, none of which may wait). So: a lock, a count and one continuation.
 final class Doorbell: Sendable {
     private struct State {
         var rung = false

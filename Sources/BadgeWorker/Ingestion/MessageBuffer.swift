@@ -3,6 +3,11 @@ import Synchronization
 
 /// Collects one consumer's messages so that a batch can take everything that arrived until its partition's
 /// ingestion tick (see `TransactionGroupStateMachine`): natural batching, bounded by the channel's prefetch.
+///
+/// Not an `AsyncStream`: a batch takes everything that waits without waiting (``takeAvailable(limit:)``), which an
+/// `AsyncStream` cannot do (it hands out one element per `next()`, and every `next()` may suspend), and the
+/// consumer's callback runs on the broker connection's own thread, which must never wait. So: a lock, an array and
+/// one continuation for the ingestion loop's wait.
 final class MessageBuffer: Sendable {
     private struct State {
         var messages: [AMQPMessage] = []

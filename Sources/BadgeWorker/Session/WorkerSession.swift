@@ -113,7 +113,7 @@ struct WorkerSession {
                     await wake.wait(upTo: leases.nextRoundDelay(now: .now), ringOnCancel: true)
                 }
 
-                try await stopAll(registry, running: &running, leases: &leases)
+                try await stopAll(registry, running: &running, leases: &leases, wake: wake)
                 await connection.close()
                 try await group.waitForAll()
                 if let failure { throw failure }
@@ -225,15 +225,21 @@ extension WorkerSession {
     /// Graceful shutdown, or the connection (or a partition) failed: every partition finishes its batch
     /// in progress, including sending and recording its pushes, then its channel closes. Never cancelled
     /// half-way: a push sent but not recorded would be sent again by whoever drains the outbox next.
-    /// Waits (polling the registry) until every partition stopped, then releases their leases in one round.
+    /// Waits until every partition stopped (each rings `wake` when it has), then releases their leases in one
+    /// round. Cancelled meanwhile (the service group's shutdown bound ran out), it throws at once.
     func stopAll(
-        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseStateMachine
+        _ registry: PartitionRegistry, running: inout [Int: RunningPartition], leases: inout LeaseStateMachine,
+        wake: Doorbell
     ) async throws {
         _ = leases.stopAll()
         for entry in running.values { entry.buffer.finish(nil) }
-        while !running.isEmpty {
+        while true {
+            // Counted before the registry is read: a partition that stops after it rings past the count.
+            let rings = wake.rings
             forgetStopped(registry, running: &running, leases: &leases)
-            if !running.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+            if running.isEmpty { break }
+            await wake.wait(upTo: nil, ringsSeen: rings, ringOnCancel: true)
+            try Task.checkCancellation()
         }
         if let fleet = configuration.fleet, !leases.toRelease.isEmpty {
             _ = try? await store.leaseRound(
