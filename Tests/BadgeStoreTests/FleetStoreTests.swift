@@ -224,58 +224,6 @@ struct FleetStoreTests {
         }
     }
 
-    /// Claims of several partitions of one worker at once: each takes what its own claim would have, only rows of
-    /// its partition, marked with its lease's epoch; a lease gone fails them all and claims nothing.
-    @Test(arguments: Backend.allCases)
-    func claimsOfSeveralPartitionsShareOneStatementAsIfClaimedOneByOne(backend: Backend) async throws {
-        try await withStore(backend) { store in
-            let round = try await store.leaseRound(
-                worker: "w1", partitions: 2, ttlMilliseconds: 60_000, releasing: [])
-            #expect(round.leases.map(\.partition) == [0, 1])
-            let (first, second) = (round.leases[0], round.leases[1])
-            _ = try await store.apply(
-                [
-                    ApplyBatch(
-                        events: [register("d1", token: tokenA), follow("n1", at: 1), follow("n2", at: 2)],
-                        context: ApplyContext(partition: 0, lease: first)),
-                    ApplyBatch(
-                        events: [register("d2", token: tokenB, for: "u-carol"), follow("n3", at: 3, to: "u-carol")],
-                        context: ApplyContext(partition: 1, lease: second)),
-                ], policy: .unseen)
-            let requests = [
-                ClaimRequest(partition: 1, limit: 100, lease: second),
-                ClaimRequest(partition: 0, limit: 100, lease: first),
-            ]
-            let claims = try await store.claimPushes(requests, policy: .unseen)
-            #expect(claims.count == 2)
-            #expect(claims[0].pushes.map(\.push.eventID) == ["n3"])
-            #expect(claims[1].pushes.map(\.push.eventID) == ["n1", "n2"])
-            #expect(claims[0].pushes.allSatisfy { $0.push.token == tokenB && $0.outbox.claimedEpoch == second.epoch })
-            #expect(claims[1].pushes.allSatisfy { $0.push.token == tokenA && $0.outbox.claimedEpoch == first.epoch })
-            // Each registration's badge-only push is superseded by its alert, as in a claim of its own.
-            #expect(claims.map(\.dropped.count) == [1, 1])
-            #expect(claims.allSatisfy { !$0.reachedLimit && $0.ahead == OutboxAhead(retryIn: nil, heldBack: false) })
-            for (claim, lease) in zip(claims, [second, first]) {
-                try await store.recordDeliveries(.sentAll(claim))
-                #expect(try await store.pendingPushes(limit: 10, partition: lease.partition).isEmpty)
-            }
-
-            // One of the leases is gone: the shared claim fails as a whole and marks nothing.
-            _ = try await store.leaseRound(worker: "w1", partitions: 2, ttlMilliseconds: 60_000, releasing: [1])
-            _ = try await store.apply(
-                [follow("n4", at: 4)], policy: .unseen, context: ApplyContext(partition: 0, lease: first))
-            await #expect {
-                _ = try await store.claimPushes(requests, policy: .unseen)
-            } throws: { error in
-                (error as? StoreError)?.code == .leaseLost
-            }
-            #expect(try await store.pendingPushes(limit: 10, partition: 0).map(\.claimedEpoch) == [nil])
-            // The partition whose lease is still held claims on its own.
-            let alone = try await store.claimPushes([requests[1]], policy: .unseen)
-            #expect(alone.first?.pushes.map(\.push.eventID) == ["n4"])
-        }
-    }
-
     @Test(arguments: Backend.allCases)
     func thePushGuardNeverLetsADeviceGoBackAndNeverDropsAnAlert(backend: Backend) async throws {
         try await withStore(backend) { store in

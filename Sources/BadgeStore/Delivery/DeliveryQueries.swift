@@ -48,23 +48,20 @@ enum DeliveryQueries {
     /// The `SELECT` items of a look-ahead of partition `placeholder` (see ``OutboxAhead``), `retry_in` and `held`,
     /// over the outbox rows (alias `a`) for which `left` holds (all when nil): a claim's own statement leaves out
     /// the rows it takes and removes.
-    static func aheadItems(
-        partition placeholder: String, left: String?, dialect: SQLDialect, suffix: String = ""
-    ) -> String {
+    static func aheadItems(partition placeholder: String, left: String?, dialect: SQLDialect) -> String {
         let now = FleetQueries.statementNow(dialect)
         let extra = left.map { " AND " + $0 } ?? ""
         return "(SELECT min(a.next_attempt_at) FROM outbox a WHERE a.partition_id = \(placeholder) "
-            + "AND a.attempts > 0\(extra)) - \(now) AS retry_in\(suffix), "
+            + "AND a.attempts > 0\(extra)) - \(now) AS retry_in, "
             + "(SELECT count(*) FROM (SELECT 1 FROM outbox a WHERE a.partition_id = \(placeholder) "
-            + "AND a.attempts = 0\(extra) LIMIT 1) AS one) AS held\(suffix)"
+            + "AND a.attempts = 0\(extra) LIMIT 1) AS one) AS held"
     }
 
-    /// The look-ahead of a row with ``aheadItems(partition:left:dialect:suffix:)`` (its columns named with
-    /// `suffix`), without ``OutboxAhead/heldBy``.
-    static func decodeAhead(_ row: SQLRow, suffix: String = "") throws -> OutboxAhead {
+    /// The look-ahead of a row with ``aheadItems(partition:left:dialect:)``, without ``OutboxAhead/heldBy``.
+    static func decodeAhead(_ row: SQLRow) throws -> OutboxAhead {
         OutboxAhead(
-            retryIn: try row["retry_in" + suffix].int64.map { Duration.microseconds(max(0, $0)) },
-            heldBack: try (row["held" + suffix].int64 ?? 0) > 0)
+            retryIn: try row["retry_in"].int64.map { Duration.microseconds(max(0, $0)) },
+            heldBack: try (row["held"].int64 ?? 0) > 0)
     }
 
     /// The most tokens of a partition's pushes held back whose holders a look-ahead looks for
@@ -262,54 +259,12 @@ extension DeliveryQueries {
             recording = DeliveryRecord()
             guard limit > 0 else { return .none }
         }
-        let request = ClaimRequest(
-            partition: partition, limit: limit, lease: lease, skipClaimedBefore: skipClaimedBefore)
-        let claim = ClaimStatements(requests: [request], recording: recording)
-        let read = try await claim.run(database)[0]
-        return try await settle(read, limit: limit, recording: recording, policy: policy, database: database)
-    }
-
-    /// Claims for several partitions of one worker (see ``ClaimRequest``), each as
-    /// ``claimDue(partition:limit:policy:lease:skipClaimedBefore:recording:database:)`` without a record: on
-    /// PostgreSQL one statement, whose parts are each partition's claim and which checks all the leases at once
-    /// (it claims nothing and throws `lease_lost` when one of them is no longer held); on SQLite one transaction.
-    /// Requests that cannot share a statement (a claim of every partition, one partition twice, leases of several
-    /// workers or some without a lease) are claimed one after another.
-    static func claimDue(
-        _ requests: [ClaimRequest], policy: BadgePolicy, database: any SQLTransactor
-    ) async throws -> [ClaimedPushes] {
-        let partitions = requests.compactMap(\.partition)
-        let leases = requests.compactMap(\.lease)
-        let shareable =
-            requests.count > 1 && partitions.count == requests.count && Set(partitions).count == partitions.count
-            && requests.allSatisfy { $0.limit > 0 }
-            && (leases.isEmpty || (leases.count == requests.count && Set(leases.map(\.worker)).count == 1))
-        guard shareable else {
-            var claims: [ClaimedPushes] = []
-            for request in requests {
-                claims.append(
-                    try await claimDue(
-                        partition: request.partition, limit: request.limit, policy: policy, lease: request.lease,
-                        skipClaimedBefore: request.skipClaimedBefore, database: database))
-            }
-            return claims
-        }
-        let reads = try await ClaimStatements(requests: requests, recording: DeliveryRecord()).run(database)
-        var claims: [ClaimedPushes] = []
-        for (request, read) in zip(requests, reads) {
-            claims.append(
-                try await settle(
-                    read, limit: request.limit, recording: DeliveryRecord(), policy: policy, database: database))
-        }
-        return claims
-    }
-
-    /// What one partition's claim took, from what its statement read (`read`): unreadable rows refused, the push
-    /// guard's decisions, rebuilt alerts. `recording` is the record the statement carried.
-    private static func settle(
-        _ read: ClaimRead, limit: Int, recording: DeliveryRecord, policy: BadgePolicy, database: any SQLTransactor
-    ) async throws -> ClaimedPushes {
-        var read = read
+        let claim = ClaimStatements(
+            partition: partition, limit: limit, lease: lease, skipClaimedBefore: skipClaimedBefore,
+            recording: recording)
+        var read =
+            database.dialect == .postgres
+            ? try await claim.runAsOneStatement(database) : try await claim.runInTransaction(database)
         // What the record this claim carries moved up, which the statement's own read of `devices` predates.
         for pushed in recording.highestPushed {
             guard var device = read.devices[pushed.token], device.user == pushed.user else { continue }
@@ -352,8 +307,8 @@ extension DeliveryQueries {
             pushes: claimed, reachedLimit: reachedLimit, refused: refused, dropped: dropped, ahead: read.ahead)
     }
 
-    /// What one partition's claim read: the claimed rows (in no particular order), their devices, their alerts'
-    /// events, and what the partition holds beyond them.
+    /// What a claim read: the claimed rows (in no particular order), their devices, their alerts' events, and what
+    /// the partition holds beyond them.
     private struct ClaimRead {
         var rows: [SQLRow]
         var devices: [String: PushGuard.Device]
@@ -361,161 +316,121 @@ extension DeliveryQueries {
         var ahead: OutboxAhead?
     }
 
-    /// The statements of one claim (see ``claimDue(partition:limit:policy:lease:skipClaimedBefore:recording:database:)``)
-    /// or of several partitions' claims at once (``claimDue(_:policy:database:)``: distinct partitions, all with
-    /// leases of one worker or none).
+    /// The statements of one claim (see ``claimDue(partition:limit:policy:lease:skipClaimedBefore:recording:database:)``).
     private struct ClaimStatements {
-        let requests: [ClaimRequest]
+        let partition: Int?
+        let limit: Int
+        let lease: PartitionLease?
+        let skipClaimedBefore: Int64?
         let recording: DeliveryRecord
 
-        /// What each request read, in order.
-        func run(_ database: any SQLTransactor) async throws -> [ClaimRead] {
-            database.dialect == .postgres ? try await runAsOneStatement(database) : try await runInTransaction(database)
-        }
-
-        /// The due rows marked with the lease's epoch (selected, without a lease); on PostgreSQL only while
-        /// `leaseHeld` holds.
-        private static func claimed(
-            due: String, lease: PartitionLease?, leaseHeld: String, binds: inout SQLBinds, dialect: SQLDialect
-        ) -> String {
+        /// The due rows marked with the lease's epoch (selected, without a lease), with `item` added.
+        private func claimed(due: String, binds: inout SQLBinds, dialect: SQLDialect) -> String {
             guard let lease else {
                 return "SELECT \(OutboxRow.claimedColumns(dialect)) FROM outbox WHERE \(dialect.among("id", due))"
             }
-            let held = dialect == .postgres ? " AND \(leaseHeld)" : ""
+            let leaseHeld = dialect == .postgres ? " AND EXISTS (SELECT 1 FROM lease)" : ""
             return "UPDATE outbox SET claimed_epoch = \(binds.add(.int(lease.epoch))) "
-                + "WHERE \(dialect.among("id", due))\(held) RETURNING \(OutboxRow.claimedColumns(dialect))"
+                + "WHERE \(dialect.among("id", due))\(leaseHeld) RETURNING \(OutboxRow.claimedColumns(dialect))"
         }
 
-        /// PostgreSQL: the record, the lease check, the claims and the read of the claimed rows' devices and events
-        /// as one statement (no `BEGIN`, no `COMMIT`). Each part reads the one before: the claims run only while
-        /// every lease is held and leave out the rows the record removes. The record's parts run even when a lease
-        /// is gone: what they record went out. Throws `lease_lost` when a lease was not held. Several requests'
-        /// claimed rows are told apart by their partition.
-        func runAsOneStatement(_ database: any SQLTransactor) async throws -> [ClaimRead] {
+        /// PostgreSQL: the record, the lease check, the claim and the read of the claimed rows' devices and events
+        /// as one statement (no `BEGIN`, no `COMMIT`). Each part reads the one before: the claim runs only while the
+        /// lease is held and leaves out the rows the record removes. The record's parts run even when the lease is
+        /// gone: what they record went out. Throws `lease_lost` when the lease was not held.
+        func runAsOneStatement(_ database: any SQLTransactor) async throws -> ClaimRead {
             var binds = SQLBinds()
             var (parts, removed) = DeliveryQueries.plainRecordParts(recording, binds: &binds)
-            let leases = requests.compactMap(\.lease)
-            if !leases.isEmpty { parts.append(FleetQueries.leaseQuery(leases, binds: &binds)) }
-            let leaseHeld = FleetQueries.leaseCondition(count: leases.count)
-            let alone = requests.count == 1
-            var aheads: [String] = []
-            for (index, request) in requests.enumerated() {
-                let due = DeliveryQueries.dueIDs(
-                    partition: request.partition, limit: request.limit, skipClaimedBefore: request.skipClaimedBefore,
-                    binds: &binds, dialect: .postgres, excluding: removed)
-                let name = alone ? "c" : "c\(index)"
-                let claim = Self.claimed(
-                    due: due, lease: request.lease, leaseHeld: leaseHeld, binds: &binds, dialect: .postgres)
-                parts.append("\(name) AS (\(claim))")
-                if let partition = request.partition {
-                    let left = removed.map { " AND a.id NOT IN (SELECT id FROM \($0))" } ?? ""
-                    aheads.append(
-                        DeliveryQueries.aheadItems(
-                            partition: binds.add(.int(Int64(partition))),
-                            left: "a.id NOT IN (SELECT id FROM \(name))\(left)", dialect: .postgres,
-                            suffix: Self.aheadSuffix(index)) + ", ")
-                }
-            }
-            if !alone {
-                let union = requests.indices.map { "SELECT * FROM c\($0)" }.joined(separator: " UNION ALL ")
-                parts.append("c AS (\(union))")
-            }
+            if let lease { parts.append(FleetQueries.leaseQuery(lease, binds: &binds)) }
+            let due = DeliveryQueries.dueIDs(
+                partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, binds: &binds,
+                dialect: .postgres, excluding: removed)
+            parts.append("c AS (\(claimed(due: due, binds: &binds, dialect: .postgres)))")
             parts.append(
                 "d AS MATERIALIZED (SELECT token AS d_token, user_id AS d_user_id, pushed_version AS d_pushed_version "
                     + "FROM devices WHERE \(SQLDialect.postgres.among("token", "SELECT token FROM c")))")
-            let held = leases.isEmpty ? "1" : "CASE WHEN \(leaseHeld) THEN 1 ELSE 0 END"
+            let held = lease == nil ? "1" : "(SELECT count(*) FROM lease)"
+            var ahead = ""
+            if let partition {
+                let left = removed.map { " AND a.id NOT IN (SELECT id FROM \($0))" } ?? ""
+                ahead =
+                    DeliveryQueries.aheadItems(
+                        partition: binds.add(.int(Int64(partition))), left: "a.id NOT IN (SELECT id FROM c)\(left)",
+                        dialect: .postgres) + ", "
+            }
             let sql = """
                 WITH \(parts.joined(separator: ",\n"))
-                SELECT \(held) AS lease_held, \(aheads.joined())c.*, d.d_user_id, d.d_pushed_version,
+                SELECT \(held) AS lease_held, \(ahead)c.*, d.d_user_id, d.d_pushed_version,
                     \(OutboxEvents.sharedItem(rows: "c"))
                 FROM (SELECT 1) AS one LEFT JOIN c ON true LEFT JOIN d ON d.d_token = c.token
                 """
             let rows = try await database.statement(sql, binds.values)
-            guard let first = rows.first, let leaseHeldValue = try first["lease_held"].int64 else {
+            guard let first = rows.first, let leaseHeld = try first["lease_held"].int64 else {
                 throw StoreError.corrupt("the claim returned no lease row")
             }
-            if !leases.isEmpty, leaseHeldValue == 0 { throw FleetQueries.leaseLost(leases) }
-            var claimedRows: [Int?: [SQLRow]] = [:]
+            if let lease, leaseHeld == 0 { throw FleetQueries.leaseLost(lease) }
+            var claimedRows: [SQLRow] = []
             var devices: [String: PushGuard.Device] = [:]
             for row in rows {
                 // Without a due row the statement returns one row of NULLs.
                 guard try row["id"].int64 != nil else { continue }
-                // One request: all its rows (a claim of every partition takes rows of any).
-                let partition = alone ? requests[0].partition : try row["partition_id"].int64.map { Int($0) }
-                claimedRows[partition, default: []].append(row)
+                claimedRows.append(row)
                 if let token = try row["token"].string, let user = try row["d_user_id"].string,
                     let version = try row["d_pushed_version"].int64
                 {
                     devices[token] = PushGuard.Device(user: user, pushedVersion: version)
                 }
             }
-            let events = try OutboxEvents.shared(in: rows)
-            return try requests.enumerated().map { index, request in
-                ClaimRead(
-                    rows: claimedRows[request.partition] ?? [], devices: devices, events: events,
-                    ahead: request.partition == nil
-                        ? nil : try DeliveryQueries.decodeAhead(first, suffix: Self.aheadSuffix(index)))
-            }
+            return ClaimRead(
+                rows: claimedRows, devices: devices, events: try OutboxEvents.shared(in: rows),
+                ahead: partition == nil ? nil : try DeliveryQueries.decodeAhead(first))
         }
-
-        /// The suffix of the look-ahead columns of the request at `index`.
-        private static func aheadSuffix(_ index: Int) -> String { "_\(index)" }
 
         /// SQLite: the same parts as statements of one transaction.
-        func runInTransaction(_ database: any SQLTransactor) async throws -> [ClaimRead] {
+        func runInTransaction(_ database: any SQLTransactor) async throws -> ClaimRead {
             try await database.transaction { sql in
                 try await DeliveryQueries.write(recording, sql: sql)
-                var reads: [ClaimRead] = []
-                for request in requests {
-                    reads.append(try await Self.read(request, sql: sql))
+                if let lease { try await FleetQueries.checkLease(lease, sql: sql) }
+                var binds = SQLBinds()
+                let due = DeliveryQueries.dueIDs(
+                    partition: partition, limit: limit, skipClaimedBefore: skipClaimedBefore, binds: &binds,
+                    dialect: sql.dialect)
+                let rows = try await sql.query(claimed(due: due, binds: &binds, dialect: sql.dialect), binds.values)
+                var tokens = SQLRowSet([("token", .text)])
+                for token in Set(try rows.compactMap { try $0["token"].string }).sorted() {
+                    tokens.append([.text(token)])
                 }
-                return reads
-            }
-        }
-
-        /// SQLite: one request's claim inside the caller's transaction.
-        private static func read(_ request: ClaimRequest, sql: any SQLExecutor) async throws -> ClaimRead {
-            if let lease = request.lease { try await FleetQueries.checkLease(lease, sql: sql) }
-            var binds = SQLBinds()
-            let due = DeliveryQueries.dueIDs(
-                partition: request.partition, limit: request.limit, skipClaimedBefore: request.skipClaimedBefore,
-                binds: &binds, dialect: sql.dialect)
-            let rows = try await sql.query(
-                claimed(due: due, lease: request.lease, leaseHeld: "true", binds: &binds, dialect: sql.dialect),
-                binds.values)
-            var tokens = SQLRowSet([("token", .text)])
-            for token in Set(try rows.compactMap { try $0["token"].string }).sorted() {
-                tokens.append([.text(token)])
-            }
-            var devices: [String: PushGuard.Device] = [:]
-            if !tokens.isEmpty {
-                var deviceBinds = SQLBinds()
-                let source = tokens.table("s", binds: &deviceBinds, dialect: sql.dialect)
-                for row in try await sql.query(
-                    "SELECT token, user_id, pushed_version FROM devices WHERE "
-                        + sql.dialect.among("token", "SELECT token FROM \(source)"),
-                    deviceBinds.values)
-                {
-                    guard let token = try row["token"].string, let user = try row["user_id"].string,
-                        let version = try row["pushed_version"].int64
-                    else { throw StoreError.corrupt("bad devices row") }
-                    devices[token] = PushGuard.Device(user: user, pushedVersion: version)
+                var devices: [String: PushGuard.Device] = [:]
+                if !tokens.isEmpty {
+                    var deviceBinds = SQLBinds()
+                    let source = tokens.table("s", binds: &deviceBinds, dialect: sql.dialect)
+                    for row in try await sql.query(
+                        "SELECT token, user_id, pushed_version FROM devices WHERE "
+                            + sql.dialect.among("token", "SELECT token FROM \(source)"),
+                        deviceBinds.values)
+                    {
+                        guard let token = try row["token"].string, let user = try row["user_id"].string,
+                            let version = try row["pushed_version"].int64
+                        else { throw StoreError.corrupt("bad devices row") }
+                        devices[token] = PushGuard.Device(user: user, pushedVersion: version)
+                    }
                 }
+                var ahead: OutboxAhead?
+                if let partition {
+                    var aheadBinds = SQLBinds()
+                    var claimedIDs = SQLRowSet([("id", .int)])
+                    for id in try rows.compactMap({ try $0["id"].int64 }).sorted() { claimedIDs.append([.int(id)]) }
+                    let taken = claimedIDs.table("t", binds: &aheadBinds, dialect: sql.dialect)
+                    let items = DeliveryQueries.aheadItems(
+                        partition: aheadBinds.add(.int(Int64(partition))),
+                        left: "a.id NOT IN (SELECT id FROM \(taken))", dialect: sql.dialect)
+                    let read = try await sql.query("SELECT \(items)", aheadBinds.values)
+                    ahead = try read.first.map(DeliveryQueries.decodeAhead)
+                }
+                return ClaimRead(
+                    rows: rows, devices: devices, events: try await OutboxEvents.read(for: rows, sql: sql),
+                    ahead: ahead)
             }
-            var ahead: OutboxAhead?
-            if let partition = request.partition {
-                var aheadBinds = SQLBinds()
-                var claimedIDs = SQLRowSet([("id", .int)])
-                for id in try rows.compactMap({ try $0["id"].int64 }).sorted() { claimedIDs.append([.int(id)]) }
-                let taken = claimedIDs.table("t", binds: &aheadBinds, dialect: sql.dialect)
-                let items = DeliveryQueries.aheadItems(
-                    partition: aheadBinds.add(.int(Int64(partition))),
-                    left: "a.id NOT IN (SELECT id FROM \(taken))", dialect: sql.dialect)
-                let read = try await sql.query("SELECT \(items)", aheadBinds.values)
-                ahead = try read.first.map { try DeliveryQueries.decodeAhead($0) }
-            }
-            return ClaimRead(
-                rows: rows, devices: devices, events: try await OutboxEvents.read(for: rows, sql: sql), ahead: ahead)
         }
     }
 

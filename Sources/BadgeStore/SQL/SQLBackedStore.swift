@@ -52,10 +52,6 @@ extension SQLBackedStore {
             skipClaimedBefore: skipClaimedBefore, recording: recording, database: sqlBackend.database)
     }
 
-    public func claimPushes(_ requests: [ClaimRequest], policy: BadgePolicy) async throws -> [ClaimedPushes] {
-        try await DeliveryQueries.claimDue(requests, policy: policy, database: sqlBackend.database)
-    }
-
     public func outboxAhead(partition: Int) async throws -> OutboxAhead {
         try await DeliveryQueries.ahead(
             partition: partition, channel: sqlBackend.outboxChannel, database: sqlBackend.database)

@@ -77,13 +77,6 @@ public protocol PipelineStore: Sendable {
         skipClaimedBefore: Int64?, recording: DeliveryRecord
     ) async throws -> ClaimedPushes
 
-    /// Several partitions' claims at once (one worker's, gathered: see ``ClaimRequest``), each exactly what
-    /// ``claimPushes(partition:limit:policy:lease:skipClaimedBefore:recording:)`` with an empty record gives, in
-    /// the order of `requests`. PostgreSQL runs them as one statement, which fails as a whole (`lease_lost` when
-    /// one of the leases is no longer held): the caller then claims each partition on its own. A store without a
-    /// way of its own claims them one after another.
-    func claimPushes(_ requests: [ClaimRequest], policy: BadgePolicy) async throws -> [ClaimedPushes]
-
     /// What waits in `partition`'s outbox beyond what its claims took (``OutboxAhead``): when its earliest retry is
     /// due, and whether it holds a push never attempted. A delivery loop asks after a claim that took everything it could, to sleep until
     /// then. One statement.
@@ -140,18 +133,6 @@ public protocol PipelineStore: Sendable {
 }
 
 extension PipelineStore {
-    /// One claim after another (see ``claimPushes(_:policy:)``).
-    public func claimPushes(_ requests: [ClaimRequest], policy: BadgePolicy) async throws -> [ClaimedPushes] {
-        var claims: [ClaimedPushes] = []
-        for request in requests {
-            claims.append(
-                try await claimPushes(
-                    partition: request.partition, limit: request.limit, policy: policy, lease: request.lease,
-                    skipClaimedBefore: request.skipClaimedBefore, recording: DeliveryRecord()))
-        }
-        return claims
-    }
-
     /// A lease round that may take expired leases (see
     /// ``leaseRound(worker:partitions:ttlMilliseconds:releasing:takeExpired:)``).
     public func leaseRound(

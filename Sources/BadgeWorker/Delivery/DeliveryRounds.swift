@@ -32,9 +32,6 @@ struct DeliveryRounds: Sendable {
     let feedback: FeedbackPublisher?
     /// The worker's records of outcomes (see ``record(_:)``), shared by its partitions; nil: each on its own.
     let records: TransactionGroup<DeliveryRecord, Void>?
-    /// The worker's claims (see ``claim(_:recording:)``), shared by its partitions; nil: each on its own, carrying
-    /// the previous round's record.
-    let claims: TransactionGroup<ClaimRequest, ClaimedPushes>?
     let logger: Logger
 
     /// The reason of a push refused unsent because the deployment does not deliver to its provider: a label of
@@ -62,8 +59,6 @@ struct DeliveryRounds: Sendable {
         self.feedback = feedback
         self.records = DeliveryRounds.recordGroup(
             store: store, gathering: recordGathering, health: health, logger: logger)
-        self.claims = DeliveryRounds.claimGroup(
-            store: store, policy: policy, gathering: recordGathering, health: health, logger: logger)
         self.logger = logger
     }
 
@@ -85,30 +80,6 @@ struct DeliveryRounds: Sendable {
             try await write(
                 records.reduce(into: DeliveryRecord()) { $0.add($1) }, to: store, health: health, logger: logger)
             return records.map { _ in () }
-        }
-    }
-
-    /// Most claims of partitions in one shared statement: 64 (a worker holds its fair share of the partitions, 8 by
-    /// default).
-    static let maxClaimsShared = 64
-
-    /// The group in which the worker's partitions claim (``claim(_:recording:)``), or nil when `gathering` is zero.
-    ///
-    /// Why: an ingestion transaction commits pushes for several of the worker's partitions and rings them all at
-    /// once; each partition's claim on its own is a statement of its own, whose fixed cost (its round trip, its
-    /// commit, its lease check, its executor's start) PostgreSQL pays per partition: at a live load, about two
-    /// claims per ingestion transaction, most of PostgreSQL's work beyond ingestion (see `docs/performance.md`).
-    /// Gathered, the partitions rung together claim in one statement.
-    private static func claimGroup(
-        store: any PipelineStore, policy: BadgePolicy, gathering: Duration, health: WorkerHealth?, logger: Logger
-    ) -> TransactionGroup<ClaimRequest, ClaimedPushes>? {
-        guard gathering > .zero else { return nil }
-        return TransactionGroup(
-            "delivery claim", maxWeight: maxClaimsShared, gathering: gathering, logger: logger
-        ) { requests in
-            try await Retry.transient("claim pushes", health: health, logger: logger) {
-                try await store.claimPushes(requests, policy: policy)
-            }
         }
     }
 
@@ -154,9 +125,20 @@ struct DeliveryRounds: Sendable {
     /// its outcomes itself before it goes on.
     func deliverRound(partition: Int?, term: LeaseTerm?, recording pending: DeliveryRecord) async throws -> RoundResult
     {
-        let request = ClaimRequest(
-            partition: partition, limit: roundSize, lease: term?.lease, skipClaimedBefore: term?.skipClaimedBefore)
-        let claim = try await self.claim(request, recording: pending)
+        let (limit, policy) = (roundSize, policy)
+        let claim: ClaimedPushes
+        do {
+            claim = try await Retry.transient("claim pushes", health: health, logger: logger) { [store] in
+                try await store.claimPushes(
+                    partition: partition, limit: limit, policy: policy, lease: term?.lease,
+                    skipClaimedBefore: term?.skipClaimedBefore, recording: pending)
+            }
+        } catch {
+            // What went out did go out: record it even though the partition is someone else's now.
+            try await record(pending)
+            throw error
+        }
+        if !pending.feedback.isEmpty { feedback?.ring() }
         report(claim.refused)
         let claimed = claim.pushes
         let claimedAt = ContinuousClock.now
@@ -170,32 +152,6 @@ struct DeliveryRounds: Sendable {
             claimed, dropped: claim.dropped, claimedAt: claimedAt, term: term, moreDue: claim.reachedLimit)
         round.ahead = claim.ahead
         return round
-    }
-
-    /// Claims `request`'s pushes, once `recording` (the previous round's outcomes) is written: in the worker's
-    /// shared claim when it gathers them (``claims``), after recording them with the other partitions' records;
-    /// otherwise in a claim of its own that carries them. When the claim fails, they are recorded anyway (what went
-    /// out did go out, even though the partition may be someone else's now) and the error is thrown.
-    private func claim(_ request: ClaimRequest, recording: DeliveryRecord) async throws -> ClaimedPushes {
-        if let claims {
-            try await record(recording)
-            await claims.awaitTick(urgent: false)
-            return try await claims.run(request, armed: true)
-        }
-        let (store, policy) = (store, policy)
-        let claim: ClaimedPushes
-        do {
-            claim = try await Retry.transient("claim pushes", health: health, logger: logger) {
-                try await store.claimPushes(
-                    partition: request.partition, limit: request.limit, policy: policy, lease: request.lease,
-                    skipClaimedBefore: request.skipClaimedBefore, recording: recording)
-            }
-        } catch {
-            try await record(recording)
-            throw error
-        }
-        if !recording.feedback.isEmpty { feedback?.ring() }
-        return claim
     }
 
     /// Sends one round's claimed pushes (one device's in order, see ``DeliveryRound``), claimed at `claimedAt`, and
