@@ -15,9 +15,9 @@ struct ConnectionFaultTests {
             let slow = try await sink.pushAPNs("slow")
             #expect(slow.status == 200)
             #expect(ContinuousClock.now - started >= .milliseconds(300))
-            let fast = ContinuousClock.now
             #expect(try await sink.pushAPNs("slow").status == 200)
-            #expect(ContinuousClock.now - fast < .milliseconds(300))
+            // The fault held back one answer only: the second delivery records no delay (its own time on a loaded
+            // machine says nothing).
             let deliveries = try await sink.deliveries()
             #expect(deliveries.map { $0["delay_ms"] as? Int } == [300, nil])
             // A delay with a status: late and refused.
