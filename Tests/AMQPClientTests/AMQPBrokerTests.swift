@@ -80,6 +80,33 @@ struct AMQPBrokerTests {
         await connection.close()
     }
 
+    /// `basic.qos` goes out without the connection's thread waiting for its answer (while it waited, rabbitmq-c
+    /// kept every frame that arrived in memory): a prefetch changed again and again while a consumer's messages
+    /// stream in is answered, each `qos-ok` to its own request, and the messages keep coming in order.
+    @Test func prefetchChangedWhileMessagesStreamInIsAnsweredAndTheMessagesFlowInOrder() async throws {
+        let queue = TestBroker.uniqueName("qos")
+        let connection = try await TestBroker.connect()
+        let count = 300
+        let setup = try await TestBroker.quorumQueue(queue, messages: count, on: connection)
+        let channel = try await connection.openChannel()
+        try await channel.qos(prefetchCount: 1)
+        var received: [String] = []
+        for try await message in try await channel.consume(queue: queue) {
+            received.append(String(decoding: message.body, as: UTF8.self))
+            // Without waiting, as a worker's partition does; every tenth time also waited for.
+            channel.queueQoS(prefetchCount: UInt16(received.count % 16 + 1))
+            if received.count % 10 == 0 { try await channel.qos(prefetchCount: UInt16(received.count % 32 + 1)) }
+            try await message.ack()
+            if received.count == count { break }
+        }
+        #expect(received == (0..<count).map { "m\($0)" })
+        try await channel.qos(prefetchCount: 7)
+        try await channel.close()
+        await #expect(throws: AMQPError.self) { try await channel.qos(prefetchCount: 5) }
+        try await setup.deleteQueue(queue)
+        await connection.close()
+    }
+
     @Test func unackedDeliveriesComeBackRedeliveredAfterTheConnectionCloses() async throws {
         let queue = TestBroker.uniqueName("redeliver")
         let setup = try await TestBroker.connect()

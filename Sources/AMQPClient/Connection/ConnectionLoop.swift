@@ -26,6 +26,9 @@ final class ConnectionLoop: @unchecked Sendable {
         var closed: AMQPError?
         /// Set while the application closes the channel: messages that still arrive are not handed out.
         var closing = false
+        /// `basic.qos` requests sent and not yet answered, oldest first: each `qos-ok` answers the first. At most
+        /// one a `basic.qos` command, which the application sends once a batch at most.
+        var qosWaiters: [Command.Promise?] = []
     }
 
     /// Header that carries the delivery tag of a mandatory publish, so that a `basic.return` (which carries no
@@ -180,6 +183,8 @@ final class ConnectionLoop: @unchecked Sendable {
             for entry in pending { entry.waiter.resume(throwing: unconfirmedError) }
             state.confirms = confirms
         }
+        for waiter in state.qosWaiters { waiter?.resume(throwing: error) }
+        state.qosWaiters = []
         for (_, handler) in state.consumers {
             handler.end(error.code == .closedByClient ? nil : error)
         }
@@ -422,6 +427,9 @@ extension ConnectionLoop {
         case BADGEPIPE_BASIC_RETURN_METHOD:
             let returned = decoded.assumingMemoryBound(to: amqp_basic_return_t.self).pointee
             handleReturn(channel: channel, replyCode: returned.reply_code, replyText: returned.reply_text.string)
+        case BADGEPIPE_BASIC_QOS_OK_METHOD:
+            guard channels[channel]?.qosWaiters.isEmpty == false else { return }
+            channels[channel]?.qosWaiters.removeFirst()?.resume(returning: .done)
         case BADGEPIPE_CHANNEL_CLOSE_METHOD:
             let close = decoded.assumingMemoryBound(to: amqp_channel_close_t.self).pointee
             acknowledgeChannelClose(
@@ -558,8 +566,16 @@ extension ConnectionLoop {
             if let error = rpcError("queue.purge \(name)", channel: channel) { return answer(error) }
             answer(nil, .messageCount(ok?.pointee.message_count ?? 0))
         case .qos(let prefetchCount, let global):
-            amqp_basic_qos(connection, channel, 0, prefetchCount, flag(global))
-            answer(rpcError("basic.qos", channel: channel))
+            // Sent without waiting for its answer: rabbitmq-c's synchronous call would read and keep every frame
+            // that arrives meanwhile, each channel's frames in that channel's memory pool, which is reused only
+            // once none of its frames waits. A consumer's prefetch changes while its messages stream in, so a
+            // wait of tens of milliseconds on a busy broker kept megabytes of other partitions' bodies (up to
+            // 200 MB with 1 MB messages); the pools keep their peak for the connection's life. `qos-ok` answers
+            // the command when `pumpIncoming` reads it (`handle`).
+            var request = amqp_basic_qos_t(prefetch_size: 0, prefetch_count: prefetchCount, global: flag(global))
+            let status = amqp_send_method(connection, channel, BADGEPIPE_BASIC_QOS_METHOD, &request)
+            if let error = statusError(status, what: "basic.qos") { return answer(error) }
+            channels[channel]?.qosWaiters.append(command.promise)
         case .confirmSelect:
             if channels[channel]?.confirms != nil { return answer(nil) }
             amqp_confirm_select(connection, channel)
