@@ -7,6 +7,7 @@ import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// Sends pushes to APNs and FCM v1 (or a sink standing in for them) over HTTP, one attempt per call.
 ///
@@ -307,5 +308,75 @@ public struct PushSender: Sendable {
         return ProviderResponse.classify(
             provider: push.provider, status: Int(response.status.code), body: Array(buffer: body),
             retryAfter: response.headers.first(name: "retry-after"))
+    }
+}
+
+/// A request body of one buffer that is handed over only while its ``SendWindow`` is open, checked when the HTTP
+/// client pulls it, which happens only once a connection has sent the request head: the latest point before the
+/// body reaches the socket. Remembers a veto so the sender can tell it from a network error.
+final class WindowedBody: AsyncSequence, Sendable {
+    typealias Element = ByteBuffer
+
+    /// The window closed before the body was handed over.
+    struct Closed: Error {}
+
+    private let bytes: [UInt8]
+    private let window: SendWindow
+    private let vetoed = Mutex(false)
+
+    init(bytes: [UInt8], window: SendWindow) {
+        self.bytes = bytes
+        self.window = window
+    }
+
+    /// Whether the window was closed when the body was pulled (the attempt was aborted before the body was written).
+    var wasVetoed: Bool { vetoed.withLock { $0 } }
+
+    func makeAsyncIterator() -> Iterator { Iterator(body: self) }
+
+    /// Yields the body once, if the window is open.
+    struct Iterator: AsyncIteratorProtocol {
+        let body: WindowedBody
+        var done = false
+
+        mutating func next() async throws -> ByteBuffer? {
+            if done { return nil }
+            done = true
+            guard body.window.isOpen else {
+                body.vetoed.withLock { $0 = true }
+                throw Closed()
+            }
+            return ByteBuffer(bytes: body.bytes)
+        }
+    }
+}
+
+/// The sender's metrics (see the worker's `WorkerMetrics` for the rest). Label values are bounded.
+enum DeliveryMetrics {
+    /// Requests that got an answer or failed without one, by provider and status class (`2xx`, `4xx`, `5xx`,
+    /// `other`; `none`: no answer, a network error or timeout).
+    static func attempts(_ provider: PushProvider, status: Int?) -> Counter {
+        let index = statusClasses.firstIndex(of: statusClass(status)) ?? 0
+        return provider == .apns ? apnsAttempts[index] : fcmAttempts[index]
+    }
+
+    private static let statusClasses = ["2xx", "4xx", "5xx", "other", "none"]
+    private static let apnsAttempts = statusClasses.map { counter(.apns, $0) }
+    private static let fcmAttempts = statusClasses.map { counter(.fcm, $0) }
+
+    private static func counter(_ provider: PushProvider, _ statusClass: String) -> Counter {
+        Counter(
+            label: "badgepipe_push_attempts_total",
+            dimensions: [("provider", provider.rawValue), ("status_class", statusClass)])
+    }
+
+    static func statusClass(_ status: Int?) -> String {
+        switch status {
+        case nil: "none"
+        case .some(200..<300): "2xx"
+        case .some(400..<500): "4xx"
+        case .some(500..<600): "5xx"
+        default: "other"
+        }
     }
 }
