@@ -3,6 +3,7 @@ import BadgeCore
 import BadgeSink
 import BadgeWire
 import Foundation
+import TestServices
 import Testing
 
 /// Messages far over the contract's 64 KiB (the broker takes up to 1 MiB): each is parked with its reason and its
@@ -62,12 +63,10 @@ struct OversizedMessagesTests {
                 }
                 return found
             }
-            let deadline = ContinuousClock.now + .seconds(120)
             var parked = 0
-            while ContinuousClock.now < deadline {
+            try await eventually("600 messages parked and 30 alerts delivered", timeout: .seconds(120)) {
                 parked = try await FleetHarness.deadLettered(namespace: run.namespace)
-                if parked == 600, alerts().count == 30 { break }
-                try await Task.sleep(for: .milliseconds(500))
+                return parked == 600 && alerts().count == 30
             }
             #expect(parked == 600)
             let delivered = alerts()
