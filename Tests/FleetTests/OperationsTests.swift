@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import SinkTestSupport
+import TestServices
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -15,11 +16,7 @@ import Testing
 struct OperationsTests {
     /// Polls `url` until it answers (the listener starts with the worker).
     private func waitFor(_ url: String) async throws -> (Int, String) {
-        for _ in 0..<300 {
-            if let answer = try? await http(url) { return answer }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw FleetError("\(url) never answered")
+        try await eventuallyValue("\(url) answers") { try? await http(url) }
     }
 
     /// A worker on its own namespace and SQLite file; its output goes to `log` when given, else nowhere.
@@ -87,12 +84,7 @@ struct OperationsTests {
             try? FileManager.default.removeItem(atPath: database)
         }
         _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
-        var ready = (0, "")
-        for _ in 0..<100 {
-            ready = try await http("http://127.0.0.1:\(port)/readyz")
-            if ready.0 == 200 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let ready = try await readiness(port: port, becomes: 200, within: 10)
         #expect(ready.0 == 200, "\(ready.1)")
         #expect(ready.1.contains(#""status":"ok""#))
         #expect(try health("http://127.0.0.1:\(port)").0 == 0)
@@ -118,13 +110,10 @@ struct OperationsTests {
             try? FileManager.default.removeItem(atPath: database)
             try? FileManager.default.removeItem(atPath: log)
         }
-        var readyLine: Substring?
-        for _ in 0..<200 where readyLine == nil {
+        let line = try await eventuallyValue("a \"worker ready\" line", timeout: .seconds(20)) {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            readyLine = text.split(separator: "\n").first { $0.contains("worker ready") }
-            if readyLine == nil { try await Task.sleep(for: .milliseconds(100)) }
+            return text.split(separator: "\n").first { $0.contains("worker ready") }
         }
-        let line = try #require(readyLine, "no \"worker ready\" line in 20 s")
         #expect(line.contains("amqp.heartbeat_seconds=\(agreed)"), "\(line)")
         try await FleetHarness.cleanUp(namespace: "ops-\(port)")
     }
@@ -155,11 +144,7 @@ struct OperationsTests {
             }
             let metricsURL = "http://127.0.0.1:\(port)/metrics"
             _ = try await waitFor("http://127.0.0.1:\(port)/healthz")
-            var ready = (0, "")
-            for _ in 0..<200 where ready.0 != 200 {
-                ready = try await http("http://127.0.0.1:\(port)/readyz")
-                if ready.0 != 200 { try await Task.sleep(for: .milliseconds(100)) }
-            }
+            let ready = try await readiness(port: port, becomes: 200, within: 20)
             #expect(ready.0 == 200, "\(ready.1)")
 
             // A scripted run (duplicates and dead tokens included), and one message that is not an event.
@@ -181,15 +166,11 @@ struct OperationsTests {
             }
             let deliveries = sink.state.receivedPushes()
             var metrics: [String: Double] = [:]
-            // The outbox gauges are sampled every 5 s.
-            for _ in 0..<30 {
+            // The outbox gauges are sampled every 5 s; the counters below are checked whether or not they reach 0.
+            try? await eventually("the outbox gauges at 0", timeout: .seconds(15), every: .milliseconds(500)) {
                 metrics = Self.samples(try await http(metricsURL).1)
-                if metrics[#"badgepipe_outbox_depth{partition="0"}"#] == 0,
-                    metrics[#"badgepipe_outbox_depth{partition="1"}"#] == 0
-                {
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(500))
+                return metrics[#"badgepipe_outbox_depth{partition="0"}"#] == 0
+                    && metrics[#"badgepipe_outbox_depth{partition="1"}"#] == 0
             }
             #expect(metrics["badgepipe_events_consumed_total"] == Double(script.steps.count + 1))
             #expect(metrics["badgepipe_events_applied_total"] == Double(script.steps.count))
@@ -220,13 +201,13 @@ struct OperationsTests {
         try await FleetHarness.cleanUp(namespace: namespace)
     }
 
-    /// Polls `/readyz` until it answers `status` (up to `seconds`); returns the last answer.
+    /// Asks `/readyz` until it answers `status` (up to `seconds`); returns the last answer, for the caller to
+    /// check and show.
     private func readiness(port: Int, becomes status: Int, within seconds: Int) async throws -> (Int, String) {
         var answer = (0, "")
-        for _ in 0..<(seconds * 10) {
+        try? await eventually("/readyz answers \(status)", timeout: .seconds(seconds)) {
             answer = try await http("http://127.0.0.1:\(port)/readyz")
-            if answer.0 == status { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return answer.0 == status
         }
         return answer
     }
