@@ -425,7 +425,7 @@ struct AMQPBrokerTests {
             }
         }
         // Let some publishes through, then stop the broker under the publisher's feet.
-        while tally.confirmedCount < 2000 { try await Task.sleep(for: .milliseconds(20)) }
+        try await eventually("2,000 publishes confirmed", every: .milliseconds(20)) { tally.confirmedCount >= 2000 }
         // When the connection saw the broker go, by a task of its own: `stop_app` returns only once the node has
         // stopped every queue, which takes longer with more of them (22 s seen on a loaded machine).
         let closing = Task {
@@ -453,9 +453,9 @@ struct AMQPBrokerTests {
         try await consumerChannel.qos(prefetchCount: 500)
         var info = try await consumerChannel.declareQueue(queue, passive: true)
         // The quorum queue may still be electing its leader right after start_app.
-        for _ in 0..<50 where info.messageCount < successes.count {
-            try await Task.sleep(for: .milliseconds(200))
+        try? await eventually("the queue holds every confirmed message", timeout: .seconds(10)) {
             info = try await consumerChannel.declareQueue(queue, passive: true)
+            return info.messageCount >= successes.count
         }
         #expect(Int(info.messageCount) >= successes.count)
         var received = Set<Int>()

@@ -127,14 +127,12 @@ struct FleetStoreTests {
             // w1's last renewal is about to run out and it freezes; w2 takes the partition over.
             let last = try await store.leaseRound(worker: "w1", partitions: 1, ttlMilliseconds: 1, releasing: [])
             #expect(last.leases == [stale])
-            var taken: PartitionLease?
-            for _ in 0..<200 where taken == nil {
-                try await Task.sleep(for: .milliseconds(5))
-                taken = try await store.leaseRound(
-                    worker: "w2", partitions: 1, ttlMilliseconds: 60_000, releasing: []
-                ).leases.first
+            let current = try await eventuallyValue(
+                "w2 takes the partition over", timeout: .seconds(5), every: .milliseconds(5)
+            ) {
+                try await store.leaseRound(worker: "w2", partitions: 1, ttlMilliseconds: 60_000, releasing: []).leases
+                    .first
             }
-            let current = try #require(taken)
             #expect(current.epoch > stale.epoch)
 
             // The zombie wakes up: its batch fails as a whole and changes nothing.

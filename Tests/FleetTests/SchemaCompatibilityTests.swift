@@ -60,12 +60,12 @@ struct SchemaCompatibilityTests {
             return process
         }
         func waitUntilReady(_ process: Process, metricsPort: Int) async throws {
-            for _ in 0..<300 {
-                if await httpStatus("http://127.0.0.1:\(metricsPort)/readyz") == 200 { return }
-                if FleetHarness.hasExited(process.processIdentifier) { break }
-                try await Task.sleep(for: .milliseconds(100))
+            // Ready, or exited: nothing to wait for any more.
+            let ready = try? await eventuallyValue("the worker ready or exited") {
+                if await httpStatus("http://127.0.0.1:\(metricsPort)/readyz") == 200 { return true }
+                return FleetHarness.hasExited(process.processIdentifier) ? false : nil
             }
-            throw FleetError("the worker did not become ready: \(logText())")
+            guard ready == true else { throw FleetError("the worker did not become ready: \(logText())") }
         }
         /// Waits up to `timeout` for `process` to exit; its exit status, or nil while it still runs.
         func exitStatus(_ process: Process, within timeout: Duration) async throws -> Int32? {
@@ -137,10 +137,9 @@ struct SchemaCompatibilityTests {
         ])
         #expect(published.status == 0, "\(published.errors)")
         var devices = ""
-        for _ in 0..<100 {
+        try? await eventually("the device registered", timeout: .seconds(10)) {
             devices = try sqlite(database, "SELECT count(*) FROM devices WHERE user_id = 'u-schema'")
-            if devices == "1" { break }
-            try await Task.sleep(for: .milliseconds(100))
+            return devices == "1"
         }
         #expect(devices == "1")
         try await stop(third)

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 import SinkTestSupport
+import TestServices
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -64,12 +65,15 @@ struct ShutdownBoundTests {
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        for _ in 0..<300 {
-            if await httpStatus("http://127.0.0.1:\(metricsPort)/readyz") == 200 { return process }
-            try await Task.sleep(for: .milliseconds(100))
+        do {
+            try await eventually("the worker ready") {
+                await httpStatus("http://127.0.0.1:\(metricsPort)/readyz") == 200
+            }
+            return process
+        } catch {
+            process.terminate()
+            throw error
         }
-        process.terminate()
-        throw FleetError("the worker did not become ready")
     }
 
     @Test func sigtermWhileTheProviderHangsStopsWithinTheBoundAndLosesNothing() async throws {
@@ -88,9 +92,8 @@ struct ShutdownBoundTests {
             extra: ["--shutdown-timeout", "\(bound)", "--provider-timeout", "30000"])
         _ = try await FleetPublisher(url: FleetHarness.amqpURL, exchange: "\(namespace).events", rate: 4000)
             .publish(script.steps)
-        for _ in 0..<600 {
-            if try await FleetHarness.messagesInQueues(namespace: namespace) == 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
+        try? await eventually("every event taken from the queues", timeout: .seconds(60)) {
+            try await FleetHarness.messagesInQueues(namespace: namespace) == 0
         }
         #expect(try await FleetHarness.messagesInQueues(namespace: namespace) == 0)
         try await Task.sleep(for: .seconds(1))

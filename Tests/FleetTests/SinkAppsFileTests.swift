@@ -3,6 +3,7 @@ import BadgePipeTesting
 import Foundation
 import ProviderAuth
 import TestCredentials
+import TestServices
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -51,11 +52,14 @@ struct SinkAppsFileTests {
         process.standardError = handle
         try process.run()
         let sink = Sink(process: process, url: "http://127.0.0.1:\(port)", log: log)
-        for _ in 0..<200 {
-            if (try? await sink.send("GET", "/stats"))?.status == 200 { return sink }
-            guard process.isRunning else { break }
-            try await Task.sleep(for: .milliseconds(50))
+        // Answering, or exited: nothing to wait for any more.
+        let started = try? await eventuallyValue(
+            "the sink answering or exited", timeout: .seconds(10), every: .milliseconds(50)
+        ) {
+            if (try? await sink.send("GET", "/stats"))?.status == 200 { return true }
+            return process.isRunning ? nil : false
         }
+        if started == true { return sink }
         sink.stop()
         throw FleetError("the sink did not start: \(String(decoding: try Data(contentsOf: log), as: UTF8.self))")
     }
