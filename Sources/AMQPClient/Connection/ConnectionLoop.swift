@@ -26,8 +26,8 @@ final class ConnectionLoop: @unchecked Sendable {
         var closed: AMQPError?
         /// Set while the application closes the channel: messages that still arrive are not handed out.
         var closing = false
-        /// `basic.qos` requests sent and not yet answered, oldest first: each `qos-ok` answers the first. At most
-        /// one a `basic.qos` command, which the application sends once a batch at most.
+        /// `basic.qos` requests sent and not yet answered, oldest first: each `qos-ok` answers the first. One entry
+        /// a request; a worker's partition sends one at most a batch, when its prefetch changes.
         var qosWaiters: [Command.Promise?] = []
     }
 
@@ -568,10 +568,10 @@ extension ConnectionLoop {
         case .qos(let prefetchCount, let global):
             // Sent without waiting for its answer: rabbitmq-c's synchronous call would read and keep every frame
             // that arrives meanwhile, each channel's frames in that channel's memory pool, which is reused only
-            // once none of its frames waits. A consumer's prefetch changes while its messages stream in, so a
-            // wait of tens of milliseconds on a busy broker kept megabytes of other partitions' bodies (up to
-            // 200 MB with 1 MB messages); the pools keep their peak for the connection's life. `qos-ok` answers
-            // the command when `pumpIncoming` reads it (`handle`).
+            // once none of its frames waits and keeps its peak for the connection's life. A consumer's prefetch
+            // changes while its messages stream in, so on a busy broker every body that arrived during the wait
+            // would stay in memory (docs/performance.md). `qos-ok` answers the command when `pumpIncoming` reads
+            // it (`handle`).
             var request = amqp_basic_qos_t(prefetch_size: 0, prefetch_count: prefetchCount, global: flag(global))
             let status = amqp_send_method(connection, channel, BADGEPIPE_BASIC_QOS_METHOD, &request)
             if let error = statusError(status, what: "basic.qos") { return answer(error) }
