@@ -183,10 +183,13 @@ extension WorkerSession {
                 "lease rounds missed the database for over a TTL; careful takeovers for a while",
                 metadata: ["worker.gap": "\(gap)", "worker.round_took": "\(roundTook)"])
         case .renew(let partition):
+            // The renewal does not ring the partition's delivery loop: what another worker plans into this
+            // partition's outbox (a badge refresh from a worker that lost the partition with a push on its way,
+            // pushes held back behind another partition's) comes with a notification on the store's channel
+            // (`listenForOutbox`), which rings the partition; a partition claims once as it starts, and every
+            // partition is rung when the listener (re)connects. A ring at every renewal was a claim per partition
+            // every third of the lease TTL at rest.
             running[partition]?.term?.renewed(confirmed: confirmed)
-            // Send what others planned into this partition's outbox meanwhile (a badge refresh from
-            // a worker that lost the partition with a push on its way), even when no events come.
-            running[partition]?.doorbell.ring()
         case .stop(let partition):
             if !round.leases.contains(where: { $0.partition == partition }) {
                 WorkerMetrics.leasesLost.increment()
