@@ -241,7 +241,8 @@ let package = Package(
             ],
             path: "Tests/TestCredentials"
         ),
-        // Where the test broker and database are (the variables `scripts/services env` prints). Tests only.
+        // Where the test broker and database are (the variables `scripts/services env` prints), and how tests wait
+        // (`eventually`, a clock the test moves). Tests only.
         .target(name: "TestServices", path: "Tests/TestServices"),
         // The sink on an ephemeral port of 127.0.0.1, run in the test process, with an HTTP client for it. Tests only.
         .target(
@@ -293,7 +294,7 @@ let package = Package(
         // HTTP server.
         .testTarget(
             name: "BadgeWorkerTests",
-            dependencies: ["BadgeWorker", "BadgeCore", "BadgeStore", "BadgeWire"]
+            dependencies: ["BadgeWorker", "BadgeCore", "BadgeStore", "BadgeWire", "TestServices"]
         ),
         .testTarget(
             name: "PipelineTests",

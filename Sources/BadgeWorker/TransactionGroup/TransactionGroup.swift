@@ -33,32 +33,42 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
     private let what: String
     private let transaction: @Sendable ([Request]) async throws -> [Answer]
     private let logger: Logger
+    /// The clock the ticks are read from and timed on (a test's own, or the continuous clock).
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private let sleep: @Sendable (ContinuousClock.Instant) async throws -> Void
 
     /// A group of `what` requests: `transaction` runs one or several in one transaction (one answer per request,
     /// in order) and retries transient failures itself; rounds start at most once every `interval`, and a tick
-    /// waits `gathering` at least (nil: the default, see ``TransactionGroupStateMachine/gathering``).
-    init(
-        _ what: String, maxWeight: Int, interval: Duration = .zero, gathering: Duration? = nil, logger: Logger,
+    /// waits `gathering` at least (nil: the default, see ``TransactionGroupStateMachine/gathering``), both timed
+    /// on `clock`.
+    init<C: Clock & Sendable>(
+        _ what: String, maxWeight: Int, interval: Duration = .zero, gathering: Duration? = nil,
+        clock: C = ContinuousClock(), logger: Logger,
         transaction: @escaping @Sendable ([Request]) async throws -> [Answer]
-    ) {
+    ) where C.Instant == ContinuousClock.Instant {
         self.group = Mutex(
             TransactionGroupStateMachine(maxWeight: maxWeight, interval: interval, gathering: gathering))
         self.what = what
         self.transaction = transaction
         self.logger = logger
+        self.now = { clock.now }
+        self.sleep = { try await clock.sleep(until: $0, tolerance: nil) }
     }
+
+    /// Partitions waiting for a tick another partition times (see ``awaitTick(urgent:)``).
+    var joinedTick: Int { group.withLock { $0.joinedCount } }
 
     /// Returns when the calling partition may take its batch: at once when `urgent` (its buffer holds a full batch), at
     /// the next tick otherwise (`interval` after the last round began, and no sooner than the gathering moment from
     /// now, see ``TransactionGroupStateMachine/tickRequested(now:urgent:)``). The partition is then armed: its next
     /// ``run(_:weight:armed:)`` passes `armed: true`, or it calls ``disarm()``, before it waits for anything else.
     func awaitTick(urgent: Bool) async {
-        switch group.withLock({ $0.tickRequested(now: .now, urgent: urgent) }) {
+        switch group.withLock({ $0.tickRequested(now: now(), urgent: urgent) }) {
         case .go:
             return
         case .time(let until):
             // Cancelled (the partition stops): the tick comes early, which does no harm.
-            try? await Task.sleep(until: until, clock: .continuous)
+            try? await sleep(until)
             for waiter in group.withLock({ $0.tickElapsed() }) { waiter.resume() }
         case .join:
             await withCheckedContinuation { continuation in
@@ -101,7 +111,7 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
     /// Runs one round, whose first request is the caller's (its continuation already resumed), answers the others
     /// and hands the lead on.
     private func lead() async throws -> Answer {
-        let round = group.withLock { $0.takeRound(now: .now) }
+        let round = group.withLock { $0.takeRound(now: now()) }
         let requests = round.map(\.request)
         let outcome: Result<[Answer], any Error>
         do {

@@ -80,6 +80,9 @@ struct TransactionGroupStateMachine<Submission, TickWaiter> {
     /// Requests waiting for a round.
     var waitingCount: Int { waiting.count - head }
 
+    /// Partitions waiting for the tick another one times (``join(_:)``).
+    var joinedCount: Int { tickWaiters.count }
+
     /// A partition has messages and asks when to take its batch; `urgent` when it holds a full batch already.
     ///
     /// The tick comes `interval` after the last round began, and never sooner than ``gathering`` after it was
