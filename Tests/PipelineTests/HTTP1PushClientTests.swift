@@ -3,6 +3,7 @@ import BadgeSupport
 import Foundation
 import NIOCore
 import SinkTestSupport
+import TestServices
 import Testing
 
 @testable import BadgeDelivery
@@ -120,10 +121,11 @@ struct HTTP1PushClientTests {
             let clock = ContinuousClock()
             let started = clock.now
             let inFlight = Task { try await Self.push(client, token: Self.token(1), timeout: .seconds(30)) }
-            try await Task.sleep(for: .milliseconds(300))
+            try await eventually("the first push holds the one connection") {
+                client.load == (connections: 1, waiting: 0)
+            }
             let waiting = Task { try await Self.push(client, token: Self.token(2), timeout: .seconds(30)) }
-            try await Task.sleep(for: .milliseconds(100))
-            #expect(client.load == (connections: 1, waiting: 1))
+            try await eventually("the second push waits for it") { client.load == (connections: 1, waiting: 1) }
             waiting.cancel()
             await #expect(throws: CancellationError.self) { _ = try await waiting.value }
             inFlight.cancel()
