@@ -1,8 +1,7 @@
 import Synchronization
 
-/// Wakes a partition's delivery loop: rung when ingestion committed new pushes for it to claim (and on every lease
-/// round, and by wake-ups from other partitions and workers), closed when the partition stops. One waiter at a
-/// time.
+/// Wakes a partition's delivery loop: rung when ingestion committed new pushes for it to claim (and by wake-ups from
+/// other partitions and, through `LISTEN`, other workers), closed when the partition stops. One waiter at a time.
 ///
 /// Each ring also counts (``rings``): a loop that notes the count before it claims can wait for a ring that came
 /// after (``wait(upTo:ringsSeen:)``), so a ring for pushes its claim already took does not make it claim again.
