@@ -1,70 +1,83 @@
 import BadgeCore
 import BadgeStore
 import BadgeWire
+import TestServices
 import Testing
 
 @testable import BadgeWorker
 
 /// The wake-up of a partition's delivery loop (and of the lease loop): a ring wakes a waiter, so the partition
-/// drains its outbox as soon as something was committed, and on every lease round even when no events come.
-@Suite("Doorbell")
+/// drains its outbox as soon as something was committed, and a wait with a limit (the next retry) ends at it.
+///
+/// Limits are timed on a clock the test moves: a wait that must end at once ends with the clock standing still (one
+/// that did not would hang, and the suite's time limit fails it), and a wait that must last its limit is seen asleep
+/// on the clock and ends when, and only when, the clock reaches it.
+@Suite("Doorbell", .timeLimit(.minutes(1)))
 struct DoorbellTests {
     @Test func aRingWakesAWaiterLongBeforeItsLimit() async throws {
-        let doorbell = Doorbell()
-        let clock = ContinuousClock()
-        let start = clock.now
-        async let waited: Void = doorbell.wait(upTo: .seconds(60))
+        let clock = ManualClock()
         // Whether the waiter is already waiting or not, the ring is not lost.
+        let racing = Doorbell(clock: clock)
+        async let early: Void = racing.wait(upTo: .seconds(60))
+        racing.ring()
+        await early
+        // Waiting for certain.
+        let doorbell = Doorbell(clock: clock)
+        let waiting = Task { await doorbell.wait(upTo: .seconds(60)) }
+        try await Self.asleep(clock)
         doorbell.ring()
-        await waited
-        #expect(clock.now - start < .seconds(30))
+        await waiting.value
+        #expect(clock.sleepers == 0, "the limit's sleep ended with the wait")
     }
 
     @Test func aRingBeforeTheWaitIsKeptForOneWaitOnly() async throws {
-        let doorbell = Doorbell()
+        let clock = ManualClock()
+        let doorbell = Doorbell(clock: clock)
         doorbell.ring()
         doorbell.ring()
-        let clock = ContinuousClock()
-        var start = clock.now
+        let start = clock.now
         await doorbell.wait(upTo: .seconds(60))
-        #expect(clock.now - start < .seconds(30))
-        start = clock.now
-        await doorbell.wait(upTo: .milliseconds(200))
-        #expect(clock.now - start >= .milliseconds(200))
+        let second = Task {
+            await doorbell.wait(upTo: .milliseconds(200))
+            return clock.now
+        }
+        try await Self.asleep(clock)
+        clock.advance(by: .milliseconds(200))
+        #expect(await second.value == start + .milliseconds(200), "the second wait lasted its limit")
     }
 
     @Test func aClosedDoorbellNeverWaits() async throws {
-        let doorbell = Doorbell()
+        let doorbell = Doorbell(clock: ManualClock())
         doorbell.close()
         #expect(doorbell.isClosed)
-        let clock = ContinuousClock()
-        let start = clock.now
         await doorbell.wait(upTo: .seconds(60))
         await doorbell.wait(upTo: .seconds(60))
-        #expect(clock.now - start < .seconds(30))
     }
 
     @Test func ringsALoopHasSeenDoNotWakeItOnlyLaterOnesDo() async throws {
-        let doorbell = Doorbell()
+        let clock = ManualClock()
+        let doorbell = Doorbell(clock: clock)
         doorbell.ring()
         // Seen before the loop's claim: that claim took what the ring was for.
         let seen = doorbell.rings
         #expect(seen == 1)
-        let clock = ContinuousClock()
-        var start = clock.now
-        await doorbell.wait(upTo: .milliseconds(200), ringsSeen: seen)
-        #expect(clock.now - start >= .milliseconds(200))
+        let start = clock.now
+        let first = Task {
+            await doorbell.wait(upTo: .milliseconds(200), ringsSeen: seen)
+            return clock.now
+        }
+        try await Self.asleep(clock)
+        clock.advance(by: .milliseconds(200))
+        #expect(await first.value == start + .milliseconds(200), "the ring seen did not end the wait")
         // A ring after the count was taken (during the claim, say) wakes it at once, whether it came before the
         // wait or during it.
         doorbell.ring()
-        start = clock.now
         await doorbell.wait(upTo: .seconds(60), ringsSeen: seen)
-        #expect(clock.now - start < .seconds(30))
         let now = doorbell.rings
-        async let waited: Void = doorbell.wait(upTo: .seconds(60), ringsSeen: now)
+        let later = Task { await doorbell.wait(upTo: .seconds(60), ringsSeen: now) }
+        try await Self.asleep(clock)
         doorbell.ring()
-        await waited
-        #expect(clock.now - start < .seconds(30))
+        await later.value
     }
 
     /// A wait without a limit (a quiet partition with nothing scheduled) ends only with a ring after the rings seen,
@@ -86,39 +99,43 @@ struct DoorbellTests {
     /// A cancelled task's wait still ends only on a ring, the close or its limit (a cancelled delivery loop with a
     /// retry ahead waits for it instead of spinning); a wait that rings on cancellation ends at once.
     @Test func aCancelledTaskWaitsForItsLimitUnlessItRingsOnCancel() async throws {
-        let doorbell = Doorbell()
+        let clock = ManualClock()
+        let doorbell = Doorbell(clock: clock)
         let limit = Duration.milliseconds(300)
+        var start = clock.now
         let waited = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            let clock = ContinuousClock()
-            let start = clock.now
             await doorbell.wait(upTo: limit)
-            return clock.now - start
+            return clock.now
         }
-        #expect(await waited.value >= limit)
+        try await Self.asleep(clock)
+        clock.advance(by: limit)
+        #expect(await waited.value == start + limit, "cancelled before it began, the wait lasted its limit")
         // Cancelled while it waits (or just before): the wait still lasts its limit.
+        start = clock.now
         let cancelledLater = Task {
-            let clock = ContinuousClock()
-            let start = clock.now
             await doorbell.wait(upTo: limit)
-            return clock.now - start
+            return clock.now
         }
         cancelledLater.cancel()
-        #expect(await cancelledLater.value >= limit)
+        try await Self.asleep(clock)
+        clock.advance(by: limit)
+        #expect(await cancelledLater.value == start + limit, "cancelled as it waited, the wait lasted its limit")
+        // Ringing on cancellation, before the wait and during it: it ends with the clock standing still.
         let rung = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            let clock = ContinuousClock()
-            let start = clock.now
             await doorbell.wait(upTo: .seconds(60), ringOnCancel: true)
-            return clock.now - start
         }
-        #expect(await rung.value < .seconds(30))
-        // Cancelled during the wait, not before it.
-        let clock = ContinuousClock()
-        let start = clock.now
+        await rung.value
         let during = Task { await doorbell.wait(upTo: .seconds(60), ringOnCancel: true) }
         during.cancel()
         await during.value
-        #expect(clock.now - start < .seconds(30))
+    }
+
+    /// Returns once a wait sleeps on `clock`.
+    private static func asleep(_ clock: ManualClock) async throws {
+        try await eventually("a wait asleep on its limit", timeout: .seconds(10), every: .milliseconds(5)) {
+            clock.sleepers == 1
+        }
     }
 }

@@ -22,8 +22,14 @@ final class Doorbell: Sendable {
     }
 
     private let state = Mutex(State())
+    /// The clock a wait's limit is timed on (a test's own, or the continuous clock).
+    private let now: @Sendable () -> ContinuousClock.Instant
+    private let sleep: @Sendable (ContinuousClock.Instant) async throws -> Void
 
-    init() {}
+    init<C: Clock>(clock: C = ContinuousClock()) where C.Instant == ContinuousClock.Instant {
+        self.now = { clock.now }
+        self.sleep = { try await clock.sleep(until: $0, tolerance: nil) }
+    }
 
     /// There may be something to deliver.
     func ring() {
@@ -73,8 +79,7 @@ final class Doorbell: Sendable {
             await withCheckedContinuation { continuation in register(continuation, id: id, ringsSeen: ringsSeen) }
             return
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now + limit
+        let deadline = now() + limit
         await withTaskGroup(of: WaitEnd.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
@@ -83,15 +88,15 @@ final class Doorbell: Sendable {
                 return .ended
             }
             group.addTask {
-                try? await Task.sleep(until: deadline, clock: clock)
+                try? await self.sleep(deadline)
                 return .limit
             }
             let first = await group.next()
-            if first == .limit, Task.isCancelled, clock.now < deadline {
+            if first == .limit, Task.isCancelled, now() < deadline {
                 // The sleep ended on the task's cancellation, not at the limit: the rest of the limit is timed by a
                 // task of its own, which the cancellation does not reach. Only a cancelled task pays for one.
                 let timer = Task { [self] in
-                    do { try await Task.sleep(until: deadline, clock: clock) } catch { return }
+                    do { try await sleep(deadline) } catch { return }
                     abandon(id)
                 }
                 _ = await group.next()
