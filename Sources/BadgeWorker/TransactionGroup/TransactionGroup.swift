@@ -41,7 +41,7 @@ final class TransactionGroup<Request: Sendable, Answer: Sendable>: Sendable {
     /// in order) and retries transient failures itself; rounds start at most once every `interval`, and a tick
     /// waits `gathering` at least (nil: the default, see ``TransactionGroupStateMachine/gathering``), both timed
     /// on `clock`.
-    init<C: Clock & Sendable>(
+    init<C: Clock>(
         _ what: String, maxWeight: Int, interval: Duration = .zero, gathering: Duration? = nil,
         clock: C = ContinuousClock(), logger: Logger,
         transaction: @escaping @Sendable ([Request]) async throws -> [Answer]
