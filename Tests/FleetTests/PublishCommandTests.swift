@@ -25,11 +25,17 @@ struct PublishCommandTests {
                 try? await FleetHarness.cleanUp(namespace: namespace)
             }
         }
-        // A slow consumer: one message every 300 ms.
+        // The first event fills the queue, and nothing consumes it for 2 s after it lands (a fault held for a
+        // while): the events behind it, published at five a second, are refused and sent again. Then a slow
+        // consumer (one message every 300 ms) makes room one message at a time.
         let taken = Counter()
         let consumer = Task {
             let connection = try await AMQPConnection.connect(try AMQPConfiguration(url: TestServices.amqpURL))
             let channel = try await connection.openChannel()
+            try await eventually("the first event in \(queue)", timeout: .seconds(60), every: .milliseconds(20)) {
+                try await channel.declareQueue(queue, passive: true).messageCount >= 1
+            }
+            try await Task.sleep(for: .seconds(2))
             try await channel.qos(prefetchCount: 1)
             let messages = try await channel.consume(queue: queue)
             for try await message in messages {
@@ -44,7 +50,7 @@ struct PublishCommandTests {
             ["publish", "--count", "5", "--rate", "5", "--users", "3"], environment: environment)
         #expect(published.status == 0, "\(published.output) \(published.errors)")
         #expect(published.output.contains("published 5 events: 5 confirmed, 0 not confirmed"), "\(published.output)")
-        // Five events at five a second into a queue drained every 300 ms: some had to be refused and sent again.
+        // The queue was full when the second event came: it, at least, was refused and sent again.
         #expect(published.output.contains("sent again after a lost connection or a refusal"), "\(published.output)")
         #expect(published.errors.contains("refused"), "\(published.errors)")
         // Every confirmed event reached the queue.
