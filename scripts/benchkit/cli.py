@@ -13,8 +13,11 @@ kind differ by 2x in speed and drift by the hour:
       drain does); a live run at half the measured capacity C for 60 s with its latency (p50, p99); and the same
       rate published alone for 20 s into queues nothing consumes (the broker's and the publisher's share of the
       live run, and what is left of the machine for the pipeline). --live-fractions 0.1,0.25,0.5 runs the live
-      run at each of those fractions of C instead, and prints the latency by load. Last, the fleet at rest for 20 s:
-      each worker's CPU (ms a second), PostgreSQL's and the machine's, what timers cost whatever the load.
+      run at each of those fractions of C instead, prints the latency by load, and also publishes alone at the
+      lowest fraction: a live event there against a drained one, and the least that ratio can be, since a drained
+      event publishes nothing (its events were queued before the drain) and a live one pays for its publishing. The
+      fleet at rest for 20 s after the live runs: each worker's CPU (ms a second), PostgreSQL's and the machine's,
+      what timers cost whatever the load.
   scripts/bench --callgrind [--database postgres]
       Instruction counts, which do not drift with the machine: one worker and the sink run under valgrind's callgrind
       while 10,000 events over 1,000 users drain (published once both are ready); prints the worker's instructions
@@ -230,7 +233,6 @@ def run_pipeline(options, setup):
     capacity, report = runs.backlog(setup, options.count, options.users, options.seed, options.workers)
     if options.cpu:
         report.print(extra={"publisher": report.publisher_us * options.count / 1e6})
-        half = capacity / 2
         live_reports = []  # (fraction, CpuReport), in the order run
         for index, fraction in enumerate(options.live_fractions):
             rate = capacity * fraction
@@ -245,14 +247,22 @@ def run_pipeline(options, setup):
     setup.fleet.stop()
     if options.cpu:
         seconds = min(ALONE_SECONDS, options.live_seconds)
-        alone_count = int(half * seconds)
-        print(f"bench: publishing alone at C/2 = {half:,.0f} events/s for {seconds} s ({alone_count:,} events), into "
-              f"partition queues nothing consumes", flush=True)
-        runs.publishing_alone(setup, alone_count, options.users, options.seed + 1 + len(live_reports), half,
-                               next((report for fraction, report in reversed(live_reports) if fraction == 0.5), None),
-                               report)
+        for index, fraction in enumerate(alone_fractions(options.live_fractions)):
+            rate = capacity * fraction
+            alone_count = int(rate * seconds)
+            print(f"bench: publishing alone at {figures.fraction_label(fraction)} = {rate:,.0f} events/s for {seconds} "
+                  f"s ({alone_count:,} events), into partition queues nothing consumes", flush=True)
+            runs.publishing_alone(
+                setup, alone_count, options.users, options.seed + 1 + len(live_reports) + index, rate,
+                next((report for run, report in reversed(live_reports) if run == fraction), None), report)
     broker_baseline(options, setup, capacity, report if options.cpu else None)
     return 0
+
+
+def alone_fractions(live_fractions):
+    """The fractions of C at which `--cpu` publishes alone: C/2 (the live run's default) and the lowest live fraction,
+    where a live event's publishing weighs the most against a drained event."""
+    return sorted({0.5, min(live_fractions)})
 
 
 def broker_baseline(options, setup, events_per_s, report=None):

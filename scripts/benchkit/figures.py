@@ -163,6 +163,15 @@ def live_budget_us(rate, busy, publishing_us, cores):
     return busy * cores * 1e6 / rate - publishing_us if rate > 0 else float("nan")
 
 
+def live_ratio_floor(drained_us, publishing_us):
+    """The least a live event can cost the machine, as a multiple of a drained event's `drained_us` (the drain's
+    machine CPU an event, which publishes nothing: its events were queued before it started), when publishing costs
+    `publishing_us` an event at the live rate (RabbitMQ and the publisher, measured alone): a live event also pays
+    for its publishing, and its pipeline (the workers, the database, the sink, RabbitMQ's delivery and acks) works
+    in smaller batches than a drain's, so costs at least what a drained event does."""
+    return (drained_us + publishing_us) / drained_us if drained_us > 0 else float("nan")
+
+
 def namespace_queues(queue_names, namespace):
     """The queues of a deployment namespace (`NAMESPACE.…`), sorted: never another namespace's whose name merely
     starts alike."""

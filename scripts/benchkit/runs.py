@@ -287,6 +287,13 @@ def publishing_alone(setup, count, users, seed, rate, live_report=None, drain_re
             print(f"  with a live event as cheap as a drained one ({drained:.0f} µs: the drain's machine CPU less "
                   f"RabbitMQ's) and this publishing, the machine would be {floor:.0%} busy; {LATENCY_BUSY:.0%} busy "
                   f"leaves the pipeline {budget:.0f} µs a live event", flush=True)
+        if drain_report is not None and live_report is not None:
+            drained_machine = drain_report.per_event("machine")
+            live_machine = live_report.per_event("machine")
+            print(f"  a live event against a drained one: machine {live_machine:.0f} µs = "
+                  f"{live_machine / drained_machine:.1f}x the drain's {drained_machine:.0f} µs; with its pipeline at "
+                  f"a drained event's cost and this publishing ({machine:.0f} µs), it would still be "
+                  f"{figures.live_ratio_floor(drained_machine, machine):.1f}x", flush=True)
     finally:
         for queue in figures.namespace_queues(queue_counts(), namespace):
             subprocess.run([*services.CTL, "delete_queue", queue], cwd=ROOT, capture_output=True)

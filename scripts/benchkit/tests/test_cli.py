@@ -30,6 +30,11 @@ class Arguments(unittest.TestCase):
         options = cli.parse(["--cpu", "--live-fractions", "0.1,0.25,0.5"])
         self.assertEqual(options.live_fractions, [0.1, 0.25, 0.5])
 
+    def test_publishing_alone_at_c_2_and_at_the_lowest_live_fraction(self):
+        self.assertEqual(cli.alone_fractions([0.1, 0.25, 0.5]), [0.1, 0.5])
+        self.assertEqual(cli.alone_fractions([0.3, 0.2]), [0.2, 0.5])
+        self.assertEqual(cli.alone_fractions([0.5]), [0.5])
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -110,6 +110,13 @@ class LiveShares(unittest.TestCase):
         # At the budget the machine is exactly as busy as asked.
         self.assertAlmostEqual(figures.busy_at(3438, 195 + figures.live_budget_us(3438, 0.7, 195, 2), 2), 0.7)
 
+    def test_the_floor_of_a_live_event_against_a_drained_one(self):
+        # Publishing alone costing what a drained event does: a live event costs at least twice a drained one.
+        self.assertAlmostEqual(figures.live_ratio_floor(400, 400), 2.0)
+        self.assertAlmostEqual(figures.live_ratio_floor(380, 950), 3.5)
+        self.assertAlmostEqual(figures.live_ratio_floor(500, 0), 1.0)
+        self.assertTrue(math.isnan(figures.live_ratio_floor(0, 100)))
+
     def test_only_the_namespace_s_own_queues_are_picked(self):
         names = ["badgepipe.events.0", "bench-alone-7.events.1", "bench-alone-7.dead", "bench-alone-70.events.0",
                  "bench-alone-7.events.0"]
