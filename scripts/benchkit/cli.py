@@ -13,7 +13,8 @@ kind differ by 2x in speed and drift by the hour:
       drain does); a live run at half the measured capacity C for 60 s with its latency (p50, p99); and the same
       rate published alone for 20 s into queues nothing consumes (the broker's and the publisher's share of the
       live run, and what is left of the machine for the pipeline). --live-fractions 0.1,0.25,0.5 runs the live
-      run at each of those fractions of C instead, prints the latency by load, and also publishes alone at the
+      run at each of those fractions of C instead, prints the latency by load with the latency-bounded throughput
+      (the highest fraction whose p99 stays within 50 ms, every lower one's too), and also publishes alone at the
       lowest fraction: a live event there against a drained one, and the least that ratio can be, since a drained
       event publishes nothing (its events were queued before the drain) and a live one pays for its publishing. The
       fleet at rest for 20 s after the live runs: each worker's CPU (ms a second), PostgreSQL's and the machine's,
@@ -297,6 +298,10 @@ def print_latency_by_load(capacity, live_reports):
         p99 = f"p99 {report.p99:.0f} ms" if report.p99 is not None else "no alert measured"
         print(f"  {figures.fraction_label(fraction)} ({capacity * fraction:,.0f} events/s): {p99}, the machine "
               f"{report.busy:.0%} busy")
+    held = figures.latency_bounded_fraction({fraction: report.p99 for fraction, report in live_reports})
+    lowest = figures.fraction_label(min(fraction for fraction, _ in live_reports))
+    print(f"  latency-bounded throughput (p99 <= {figures.LATENCY_BOUND_MS} ms): "
+          + (f"{figures.fraction_label(held)}" if held is not None else f"under {lowest}"))
 
 
 def print_rss(fleet):

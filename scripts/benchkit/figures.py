@@ -186,6 +186,24 @@ def capacity_fraction(text):
     return value
 
 
+# The p99 (occurred to push received) a live run may have for its rate to count towards latency-bounded throughput.
+LATENCY_BOUND_MS = 50
+
+
+def latency_bounded_fraction(p99_by_fraction, bound_ms=LATENCY_BOUND_MS):
+    """Latency-bounded throughput, as a fraction of C: the highest measured fraction whose p99 stays within
+    `bound_ms`, every lower fraction's too (a rate that holds the bound above one that does not is the runs' noise,
+    not capacity). `p99_by_fraction`: {fraction: p99 in ms, or None when no alert was measured}. None when the lowest
+    fraction already misses it."""
+    held = None
+    for fraction in sorted(p99_by_fraction):
+        p99 = p99_by_fraction[fraction]
+        if p99 is None or p99 > bound_ms:
+            break
+        held = fraction
+    return held
+
+
 def fraction_label(fraction):
     """C/2, C/4, ... for 1/n; otherwise 0.3 C."""
     denominator = 1 / fraction

@@ -117,6 +117,15 @@ class LiveShares(unittest.TestCase):
         self.assertAlmostEqual(figures.live_ratio_floor(500, 0), 1.0)
         self.assertTrue(math.isnan(figures.live_ratio_floor(0, 100)))
 
+    def test_latency_bounded_throughput_is_the_highest_fraction_held_from_the_lowest_up(self):
+        self.assertEqual(figures.latency_bounded_fraction({0.1: 29, 0.2: 37, 0.3: 40, 0.4: 178, 0.5: 348}), 0.3)
+        # A higher fraction that holds the bound above one that does not is noise.
+        self.assertEqual(figures.latency_bounded_fraction({0.5: 48, 0.1: 33, 0.2: 79}), 0.1)
+        self.assertIsNone(figures.latency_bounded_fraction({0.1: 64, 0.2: 83, 0.5: 40}))
+        self.assertIsNone(figures.latency_bounded_fraction({0.1: None, 0.2: 30}))
+        self.assertEqual(figures.latency_bounded_fraction({0.1: 50}), 0.1)
+        self.assertEqual(figures.latency_bounded_fraction({0.1: 30, 0.2: 40}, bound_ms=35), 0.1)
+
     def test_only_the_namespace_s_own_queues_are_picked(self):
         names = ["badgepipe.events.0", "bench-alone-7.events.1", "bench-alone-7.dead", "bench-alone-70.events.0",
                  "bench-alone-7.events.0"]
