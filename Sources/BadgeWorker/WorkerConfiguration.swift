@@ -17,7 +17,7 @@ public struct WorkerConfiguration: Sendable {
     /// unacked messages then count as a delivery.
     public static let defaultHeartbeatSeconds = 5
     /// See ``ingestionInterval``, in milliseconds.
-    public static let defaultIngestionIntervalMilliseconds = 20
+    public static let defaultIngestionIntervalMilliseconds = 40
     /// See ``batchSize``.
     public static let defaultBatchSize = 128
     /// See ``sendConcurrency``.

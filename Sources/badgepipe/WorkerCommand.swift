@@ -71,7 +71,7 @@ struct WorkerCommand: AsyncParsableCommand {
     @Option(
         help: """
             Least milliseconds between two ingestion transactions of the worker while batches are not full \
-            (BADGEPIPE_INGESTION_INTERVAL_MS, default 20; 0: each as soon as a batch is there).
+            (BADGEPIPE_INGESTION_INTERVAL_MS, default 40; 0: each as soon as a batch is there).
             """)
     var ingestionInterval: Int?
     @Option(
