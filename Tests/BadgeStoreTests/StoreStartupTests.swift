@@ -32,6 +32,19 @@ struct StoreStartupTests {
     }
 }
 
+@Suite("The pools' log filter")
+struct PoolLogFilterTests {
+    @Test func onlyTheEarlyLeaseWarningIsDropped() {
+        let logs = CapturedLogs()
+        let logger = PoolLogFilter.logger(logs.logger)
+        logger.warning("\(PoolLogFilter.earlyLease)")
+        logger.warning("a connection failed")
+        logger.info("\(PoolLogFilter.earlyLease)")
+        logger.debug("pool state")
+        #expect(logs.messages(atLeast: .debug) == ["a connection failed", PoolLogFilter.earlyLease, "pool state"])
+    }
+}
+
 /// A logger whose messages (`.debug` and up) a test can read back.
 final class CapturedLogs: Sendable {
     private let entries = Mutex<[(level: Logger.Level, message: String)]>([])

@@ -71,14 +71,15 @@ public final class PostgresStore: SQLBackedStore {
         }
         let (clientStarted, leaseClientStarted) = (CloseSignal<Void>(), CloseSignal<Void>())
         (self.clientStarted, self.leaseClientStarted) = (clientStarted, leaseClientStarted)
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let poolLogger = PoolLogFilter.logger(logger)
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: poolLogger)
         self.database = PostgresTransactor(
             client: client, logger: logger, statements: preparedStatements ? PostgresStatementCache() : nil,
             started: clientStarted)
         leaseConfiguration.options.minimumConnections = 0
         leaseConfiguration.options.maximumConnections = 2
         self.leaseClient = PostgresClient(
-            configuration: leaseConfiguration, eventLoopGroup: Self.leaseEventLoopGroup, backgroundLogger: logger)
+            configuration: leaseConfiguration, eventLoopGroup: Self.leaseEventLoopGroup, backgroundLogger: poolLogger)
         self.leaseDatabase = PostgresTransactor(client: leaseClient, logger: logger, started: leaseClientStarted)
     }
 
@@ -184,4 +185,50 @@ public final class PostgresStore: SQLBackedStore {
 /// `"name"` with inner quotes doubled.
 func quoteIdentifier(_ name: String) -> String {
     "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+}
+
+/// The pools' background logger: the store's logger less the one warning of postgres-nio that only a race can raise
+/// here.
+///
+/// postgres-nio warns of a connection leased before its client's `run()` has been called, which it notes in the
+/// first step of `run()`. The store's transactors never ask before: they wait for ``PostgresStore/run()`` to resolve
+/// their `started` signal, just before it calls the pool's `run()`. A transaction woken by that signal can still
+/// reach the pool before `run()`'s first step has run, on a loaded machine, and the pool then warns of what is only
+/// that gap (the lease waits for `run()` either way). Every other message goes through as it was.
+struct PoolLogFilter: LogHandler {
+    /// The text of the warning dropped (postgres-nio 1.33's `PostgresClient.leaseConnection`).
+    static let earlyLease =
+        "Trying to lease connection from `PostgresClient`, but `PostgresClient.run()` hasn't been called yet."
+
+    var wrapped: any LogHandler
+
+    /// `logger` with the warning dropped.
+    static func logger(_ logger: Logger) -> Logger {
+        Logger(label: logger.label) { _ in PoolLogFilter(wrapped: logger.handler) }
+    }
+
+    var metadata: Logger.Metadata {
+        get { wrapped.metadata }
+        set { wrapped.metadata = newValue }
+    }
+
+    var logLevel: Logger.Level {
+        get { wrapped.logLevel }
+        set { wrapped.logLevel = newValue }
+    }
+
+    var metadataProvider: Logger.MetadataProvider? {
+        get { wrapped.metadataProvider }
+        set { wrapped.metadataProvider = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { wrapped[metadataKey: key] }
+        set { wrapped[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        if event.level == .warning && "\(event.message)" == Self.earlyLease { return }
+        wrapped.log(event: event)
+    }
 }
