@@ -20,6 +20,11 @@ public struct WorkerConfiguration: Sendable {
     public static let defaultIngestionIntervalMilliseconds = 40
     /// See ``batchSize``.
     public static let defaultBatchSize = 128
+    /// See ``apnsTopic``: an example, for a local sink only (with APNs credentials the deployment must name its
+    /// app's bundle id).
+    public static let exampleAPNsTopic = "com.example.app"
+    /// See ``fcmProject``, when the credentials do not name one.
+    public static let defaultFCMProject = "badgepipe"
     /// See ``sendConcurrency``.
     public static let defaultSendConcurrency = 32
     /// See ``deliveryRoundSize``.
@@ -120,8 +125,8 @@ public struct WorkerConfiguration: Sendable {
         databaseURL: String,
         delivery: DeliveryConfiguration = DeliveryConfiguration(),
         badgePolicy: BadgePolicy = .unseen,
-        apnsTopic: String = "com.example.app",
-        fcmProject: String = "badgepipe",
+        apnsTopic: String = WorkerConfiguration.exampleAPNsTopic,
+        fcmProject: String = WorkerConfiguration.defaultFCMProject,
         topology: Topology = Topology(),
         prefetch: UInt16 = 256,
         batchSize: Int = WorkerConfiguration.defaultBatchSize,

@@ -72,13 +72,20 @@ struct APICommand: AsyncParsableCommand {
         @OptionGroup var broker: BrokerOptions
         @OptionGroup var keys: KeyOptions
         @OptionGroup var log: LogOptions
-        @Option(help: "postgres://… or sqlite:PATH (BADGEPIPE_DATABASE_URL, default sqlite:badgepipe.sqlite).")
+        @Option(name: WorkerSettings.databaseURL.optionName, help: WorkerSettings.databaseURL.help)
         var databaseURL: String?
         @Option(help: "Address to listen on (BADGEPIPE_API_HOST, default 127.0.0.1).") var host: String?
         @Option(help: "Port (BADGEPIPE_API_PORT, default 8080).") var port: Int?
-        @Option(help: "unseen or unread, as the workers' (BADGEPIPE_BADGE_POLICY).") var badgePolicy: String?
-        @Option(help: "Open streams per instance (BADGEPIPE_API_MAX_STREAMS, default 10000).") var maxStreams: Int?
-        @Option(help: "Open streams per user (BADGEPIPE_API_MAX_STREAMS_PER_USER, default 10).")
+        @Option(name: WorkerSettings.badgePolicy.optionName, help: WorkerSettings.badgePolicy.help)
+        var badgePolicy: String?
+        @Option(
+            help:
+                "Open streams per instance (BADGEPIPE_API_MAX_STREAMS, default \(APIConfiguration.defaultMaxStreams)).")
+        var maxStreams: Int?
+        @Option(
+            help:
+                "Open streams per user (BADGEPIPE_API_MAX_STREAMS_PER_USER, default \(APIConfiguration.defaultMaxStreamsPerUser))."
+        )
         var maxStreamsPerUser: Int?
         @Flag(
             help:
@@ -88,7 +95,7 @@ struct APICommand: AsyncParsableCommand {
 
         func run() async throws {
             let logger = try log.logger("badgepipe.api")
-            let policyText = Settings.value(badgePolicy, "BADGEPIPE_BADGE_POLICY", default: "unseen")
+            let policyText = WorkerSettings.badgePolicy.value(badgePolicy)
             guard let policy = BadgePolicy(rawValue: policyText) else {
                 throw CommandError(
                     code: .invalidPolicy, message: "badge policy must be unseen or unread, not \(policyText)")
@@ -109,7 +116,7 @@ struct APICommand: AsyncParsableCommand {
             let registry = PrometheusCollectorRegistry()
             MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
             let store = try StoreFactory.make(
-                url: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
+                url: WorkerSettings.databaseURL.value(databaseURL),
                 logger: logger)
             guard let reads = store as? any AppReads else {
                 throw CommandError(code: .invalidSetting, message: "this database does not serve the app's reads")

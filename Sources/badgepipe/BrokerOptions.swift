@@ -5,25 +5,11 @@ import BadgeWorker
 /// Where the broker is and which of its names are this deployment's: `--amqp-url` and `--namespace`, taken the same
 /// way by every command that talks to the broker (`worker`, `publish`, `setup`, `dead`).
 struct BrokerOptions: ParsableArguments {
-    @Option(
-        help: """
-            Broker URL (BADGEPIPE_AMQP_URL); for a cluster, one URL per node separated by commas \
-            (amqp://u:p@rabbit-1,amqp://u:p@rabbit-2,amqp://u:p@rabbit-3): clients connect to one and move to the \
-            next when it is lost.
-            """)
-    var amqpURL: String?
-    @Option(
-        help: """
-            Prefix of every broker name (BADGEPIPE_NAMESPACE, default badgepipe); the workers and commands of one \
-            deployment share it.
-            """)
-    var namespace: String?
+    @Option(name: WorkerSettings.amqpURL.optionName, help: WorkerSettings.amqpURL.help) var amqpURL: String?
+    @Option(name: WorkerSettings.namespace.optionName, help: WorkerSettings.namespace.help) var namespace: String?
 
-    /// The broker when neither `--amqp-url` nor `BADGEPIPE_AMQP_URL` says otherwise: the local one.
-    static let defaultURL = "amqp://guest:guest@127.0.0.1:5672/%2F"
-
-    /// The broker URL: the flag, else `BADGEPIPE_AMQP_URL`, else ``defaultURL``.
-    var url: String { Settings.value(amqpURL, "BADGEPIPE_AMQP_URL", default: Self.defaultURL) }
+    /// The broker URL: the flag, else `BADGEPIPE_AMQP_URL`, else the local broker.
+    var url: String { WorkerSettings.amqpURL.value(amqpURL) }
 
     /// The parsed URL (every node of the list).
     func configuration(defaultHeartbeatSeconds: Int = 30) throws -> AMQPConfiguration {
@@ -31,7 +17,7 @@ struct BrokerOptions: ParsableArguments {
     }
 
     /// The prefix of every broker name: the flag, else `BADGEPIPE_NAMESPACE`, else `badgepipe`.
-    var resolvedNamespace: String { Settings.value(namespace, "BADGEPIPE_NAMESPACE", default: "badgepipe") }
+    var resolvedNamespace: String { WorkerSettings.namespace.value(namespace) }
 
     /// The topology's names in this namespace, with `partitions` partition queues.
     func topology(partitions: Int = Topology.defaultPartitions) -> Topology {

@@ -215,8 +215,8 @@ struct DeadReplayCommand: AsyncParsableCommand {
     @Flag(help: "Replay messages older than the idempotency window too (see --retention-days).") var force = false
     @Option(
         help: """
-            The workers' --retention-days (BADGEPIPE_RETENTION_DAYS, default \(Retention.Configuration.defaultDays); \
-            0: they keep everything): a message whose event occurred, or that was parked, longer ago than that is \
+            The workers' --retention-days (\(WorkerSettings.retentionDays.variable), default \
+            \(WorkerSettings.retentionDays.defaultValue); 0: they keep everything): a message whose event occurred, or that was parked, longer ago than that is \
             left unless --force.
             """)
     var retentionDays: Int?
@@ -224,9 +224,7 @@ struct DeadReplayCommand: AsyncParsableCommand {
     func run() async throws {
         let filter = try filters.filter()
         let (limit, dryRun) = (filters.limit, self.dryRun)
-        let days = try Settings.integer(
-            retentionDays, "BADGEPIPE_RETENTION_DAYS", name: "--retention-days",
-            default: Retention.Configuration.defaultDays, range: 0...36_500)
+        let days = try WorkerSettings.retentionDays.value(retentionDays)
         // 0 keeps everything for ever: no window.
         let window = force || days == 0 ? nil : Retention.Configuration.age(days: days)
         let (summary, deadQueue) = try await broker.withDeadQueue { queue in

@@ -3,12 +3,12 @@ import Logging
 
 /// The level of the log a long-running command (`worker`, `sink serve`) writes to stderr.
 struct LogOptions: ParsableArguments {
-    @Option(help: "trace, debug, info, warning, error (BADGEPIPE_LOG_LEVEL).") var logLevel: String?
+    @Option(name: WorkerSettings.logLevel.optionName, help: WorkerSettings.logLevel.help) var logLevel: String?
 
     /// Sets up logging to stderr at the level from `--log-level`, else `BADGEPIPE_LOG_LEVEL`, else info, and returns
     /// a logger labelled `label`; an unknown level is an error.
     func logger(_ label: String) throws -> Logger {
-        let levelText = Settings.value(logLevel, "BADGEPIPE_LOG_LEVEL", default: "info")
+        let levelText = WorkerSettings.logLevel.value(logLevel)
         guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
             throw CommandError(
                 code: .invalidSetting,

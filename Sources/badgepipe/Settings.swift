@@ -1,3 +1,4 @@
+import ArgumentParser
 import BadgeSupport
 import Foundation
 
@@ -39,6 +40,89 @@ enum Settings {
                 code: .invalidSetting, message: "\(name) (\(variable)) must be \(bound), not \(number)")
         }
         return number
+    }
+}
+
+/// An integer setting, written once: its flag, its environment variable, its default, its bounds and what it is for.
+/// The option's help is made from it, and so is its value (the flag, else the variable, else the default); see
+/// ``WorkerSettings``.
+struct IntegerSetting: Sendable {
+    /// The long flag without its dashes (`batch-size`); nil for a setting that is a variable only.
+    var flag: String?
+    /// The environment variable (`BADGEPIPE_BATCH_SIZE`).
+    var variable: String
+    /// The value when neither the flag nor the variable is given.
+    var defaultValue: Int
+    /// The values allowed; any other is refused at start, naming the setting.
+    var range: ClosedRange<Int>
+    /// What it is for: the first words of its help.
+    var summary: String
+    /// What the help says of the default when it is not ``defaultValue`` itself (`off`).
+    var defaultText: String? = nil
+    /// Said after the default in the help: what a special value means, say.
+    var note: String? = nil
+
+    /// How an error names it: the flag, or the variable for a variable-only setting.
+    var name: String { flag.map { "--\($0)" } ?? variable }
+    /// The option's name for ArgumentParser.
+    var optionName: NameSpecification { .customLong(flag ?? variable) }
+    /// `summary (VARIABLE, default N; note).`
+    var help: ArgumentHelp {
+        ArgumentHelp(Settings.help(summary, variable: variable, default: defaultText ?? "\(defaultValue)", note: note))
+    }
+
+    /// The flag's value if given, else the variable's, else the default; out of ``range`` or not an integer is an
+    /// error naming the setting.
+    func value(_ given: Int?) throws -> Int {
+        try Settings.integer(given, variable, name: name, default: defaultValue, range: range)
+    }
+}
+
+/// A text setting, written once: its flag, its environment variable, its default (if any) and what it is for.
+struct TextSetting: Sendable {
+    /// The long flag without its dashes (`database-url`).
+    var flag: String
+    /// The environment variable (`BADGEPIPE_DATABASE_URL`).
+    var variable: String
+    /// The value when neither the flag nor the variable is given; nil when there is none (the setting is optional,
+    /// or its default follows from other settings: see ``defaultText``).
+    var defaultValue: String?
+    /// What the help says of the default when it is not ``defaultValue`` itself (one that follows from other
+    /// settings).
+    var defaultText: String? = nil
+    /// What it is for: the first words of its help.
+    var summary: String
+    /// Said after the default in the help.
+    var note: String? = nil
+    /// The help's longer explanation, shown below its line.
+    var discussion: String = ""
+
+    /// The option's name for ArgumentParser.
+    var optionName: NameSpecification { .customLong(flag) }
+    /// `summary (VARIABLE, default D; note).`, or `summary (VARIABLE).` without a default.
+    var help: ArgumentHelp {
+        ArgumentHelp(
+            Settings.help(summary, variable: variable, default: defaultText ?? defaultValue, note: note),
+            discussion: discussion)
+    }
+
+    /// The flag's value if given, else the variable's when set and not empty, else the default.
+    func value(_ given: String?) -> String {
+        precondition(defaultValue != nil, "\(variable) has no default: read it with optional(_:)")
+        return Settings.optional(given, variable) ?? defaultValue!
+    }
+
+    /// The flag's value if given, else the variable's when set and not empty, else nil (the default not applied).
+    func optional(_ given: String?) -> String? { Settings.optional(given, variable) }
+}
+
+extension Settings {
+    /// A setting's help line: `summary (VARIABLE, default D; note).`
+    static func help(_ summary: String, variable: String, default text: String?, note: String?) -> String {
+        var parenthesis = variable
+        if let text { parenthesis += ", default \(text)" }
+        if let note { parenthesis += "; \(note)" }
+        return "\(summary) (\(parenthesis))."
     }
 }
 

@@ -21,142 +21,51 @@ struct WorkerCommand: AsyncParsableCommand {
 
     @OptionGroup var broker: BrokerOptions
     @OptionGroup var brokerVersion: BrokerVersionOptions
-    @Option(help: "postgres://… or sqlite:PATH (BADGEPIPE_DATABASE_URL, default sqlite:badgepipe.sqlite).")
-    var databaseURL: String?
-    @Option(help: "APNs URL for production devices (BADGEPIPE_APNS_URL, default https://api.push.apple.com).")
-    var apnsURL: String?
-    @Option(
-        help: ArgumentHelp(
-            "APNs URL for sandbox devices (BADGEPIPE_APNS_SANDBOX_URL).",
-            discussion:
-                "Default: https://api.sandbox.push.apple.com, or --apns-url when only that is set to a host other "
-                + "than Apple's (a local sink serves both environments)."))
-    var apnsSandboxURL: String?
-    @Option(help: "APNs token-auth key, a .p8 file (BADGEPIPE_APNS_KEY_FILE).") var apnsKeyFile: String?
-    @Option(help: "The .p8 key's id (BADGEPIPE_APNS_KEY_ID).") var apnsKeyID: String?
-    @Option(help: "Apple developer team id (BADGEPIPE_APNS_TEAM_ID).") var apnsTeamID: String?
-    @Option(help: "APNs client certificate, PEM (BADGEPIPE_APNS_CERT_FILE), instead of a key.") var apnsCertFile:
-        String?
-    @Option(help: "The client certificate's private key, PEM (BADGEPIPE_APNS_CERT_KEY_FILE).")
-    var apnsCertKeyFile: String?
-    @Option(help: "FCM v1 base URL (BADGEPIPE_FCM_URL, default https://fcm.googleapis.com).") var fcmURL: String?
-    @Option(help: "FCM service-account JSON file (BADGEPIPE_FCM_CREDENTIALS_FILE).") var fcmCredentialsFile: String?
-    @Option(
-        help: ArgumentHelp(
-            "The apps this deployment serves, a YAML file (BADGEPIPE_APPS_FILE), instead of the single-app settings.",
-            discussion:
-                "Each app with its APNs key or certificate, team and topics, and/or its FCM service account; see the "
-                + "README's Several apps. The provider URLs still apply to every app."))
-    var appsFile: String?
-    @Option(help: "Extra trusted root certificates, PEM (BADGEPIPE_CA_FILE), e.g. a test sink's.") var caFile: String?
-    @Option(help: "HTTP/2 connections per provider host (BADGEPIPE_PROVIDER_CONNECTIONS, default 1).")
-    var providerConnections: Int?
-    @Option(help: "Milliseconds a provider request may take (BADGEPIPE_PROVIDER_TIMEOUT_MS, default 10000).")
-    var providerTimeout: Int?
-    @Option(help: "unseen or unread (BADGEPIPE_BADGE_POLICY).") var badgePolicy: String?
-    @Option(
-        help: """
-            Default APNs topic, your app's bundle id (BADGEPIPE_APNS_TOPIC, default com.example.app for a local \
-            sink; required with APNs credentials).
-            """)
-    var apnsTopic: String?
-    @Option(help: "FCM project (BADGEPIPE_FCM_PROJECT, default the credentials file's, else badgepipe).")
-    var fcmProject: String?
-    @Option(help: "Partition queues (BADGEPIPE_PARTITIONS, default \(Topology.defaultPartitions)).") var partitions:
-        Int?
-    @Option(
-        help: "Events per database transaction (BADGEPIPE_BATCH_SIZE, default \(WorkerConfiguration.defaultBatchSize))."
-    )
-    var batchSize: Int?
-    @Option(
-        help: """
-            Least milliseconds between two ingestion transactions of the worker while batches are not full \
-            (BADGEPIPE_INGESTION_INTERVAL_MS, default 40; 0: each as soon as a batch is there).
-            """)
-    var ingestionInterval: Int?
-    @Option(
-        help: """
-            Event-loop threads of the worker's network clients (BADGEPIPE_EVENT_LOOPS, default 1; scale out with \
-            more workers).
-            """)
-    var eventLoops: Int?
-    @Option(
-        help: """
-            Active devices a user keeps; a registration beyond it drops the one registered longest ago \
-            (BADGEPIPE_MAX_DEVICES_PER_USER, default 100).
-            """)
-    var maxDevicesPerUser: Int?
-    @Option(
-        help: """
-            Message bytes a worker holds unacked at most, in MiB, shared by its partitions: each partition's \
-            prefetch follows its messages' size (BADGEPIPE_MAX_MIB_IN_FLIGHT, default 64).
-            """)
-    var maxMiBInFlight: Int?
-    @Option(
-        help: """
-            Pushes in flight at once per partition (BADGEPIPE_SEND_CONCURRENCY, default \
-            \(WorkerConfiguration.defaultSendConcurrency)).
-            """)
-    var sendConcurrency: Int?
-    @Option(
-        help: """
-            Most pushes one delivery round claims, and so the most a crash can leave sent but not recorded per \
-            partition (BADGEPIPE_DELIVERY_ROUND_SIZE, default \(WorkerConfiguration.defaultDeliveryRoundSize)).
-            """)
-    var deliveryRoundSize: Int?
-    @Option(
-        help: """
-            Milliseconds between a partition's looks at pushes held back (by an earlier push of their device in \
-            another partition, say); a partition with none held back does not poll \
-            (BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS, default \(WorkerConfiguration.defaultDeliveryHeldBackPollMilliseconds)).
-            """)
-    var deliveryHeldBackPoll: Int?
-    @Option(
-        help: """
-            Milliseconds a delivery round's outcomes may wait to be recorded with the partition's next claim, after \
-            which they are recorded on their own; a crash sends again what went out in that time, with the same \
-            apns-id (BADGEPIPE_DELIVERY_RECORD_DELAY_MS, default \(WorkerConfiguration.defaultDeliveryRecordDelayMilliseconds)).
-            """)
-    var deliveryRecordDelay: Int?
-    @Option(help: "Fleet worker id (BADGEPIPE_WORKER_ID, default host-pid-random).") var workerID: String?
-    @Option(
-        help: """
-            Partition lease TTL in ms, the failover time (BADGEPIPE_LEASE_TTL_MS, default \
-            \(WorkerConfiguration.Fleet.defaultLeaseTTLMilliseconds)).
-            """)
-    var leaseTTL: Int?
+    // Every option's flag, variable, default and help are in the settings table (`WorkerSettings`).
+    @Option(name: S.databaseURL.optionName, help: S.databaseURL.help) var databaseURL: String?
+    @Option(name: S.apnsURL.optionName, help: S.apnsURL.help) var apnsURL: String?
+    @Option(name: S.apnsSandboxURL.optionName, help: S.apnsSandboxURL.help) var apnsSandboxURL: String?
+    @Option(name: S.apnsKeyFile.optionName, help: S.apnsKeyFile.help) var apnsKeyFile: String?
+    @Option(name: S.apnsKeyID.optionName, help: S.apnsKeyID.help) var apnsKeyID: String?
+    @Option(name: S.apnsTeamID.optionName, help: S.apnsTeamID.help) var apnsTeamID: String?
+    @Option(name: S.apnsCertFile.optionName, help: S.apnsCertFile.help) var apnsCertFile: String?
+    @Option(name: S.apnsCertKeyFile.optionName, help: S.apnsCertKeyFile.help) var apnsCertKeyFile: String?
+    @Option(name: S.fcmURL.optionName, help: S.fcmURL.help) var fcmURL: String?
+    @Option(name: S.fcmCredentialsFile.optionName, help: S.fcmCredentialsFile.help) var fcmCredentialsFile: String?
+    @Option(name: S.appsFile.optionName, help: S.appsFile.help) var appsFile: String?
+    @Option(name: S.caFile.optionName, help: S.caFile.help) var caFile: String?
+    @Option(name: S.providerConnections.optionName, help: S.providerConnections.help) var providerConnections: Int?
+    @Option(name: S.providerTimeout.optionName, help: S.providerTimeout.help) var providerTimeout: Int?
+    @Option(name: S.badgePolicy.optionName, help: S.badgePolicy.help) var badgePolicy: String?
+    @Option(name: S.apnsTopic.optionName, help: S.apnsTopic.help) var apnsTopic: String?
+    @Option(name: S.fcmProject.optionName, help: S.fcmProject.help) var fcmProject: String?
+    @Option(name: S.partitions.optionName, help: S.partitions.help) var partitions: Int?
+    @Option(name: S.batchSize.optionName, help: S.batchSize.help) var batchSize: Int?
+    @Option(name: S.ingestionInterval.optionName, help: S.ingestionInterval.help) var ingestionInterval: Int?
+    @Option(name: S.eventLoops.optionName, help: S.eventLoops.help) var eventLoops: Int?
+    @Option(name: S.maxDevicesPerUser.optionName, help: S.maxDevicesPerUser.help) var maxDevicesPerUser: Int?
+    @Option(name: S.maxMiBInFlight.optionName, help: S.maxMiBInFlight.help) var maxMiBInFlight: Int?
+    @Option(name: S.sendConcurrency.optionName, help: S.sendConcurrency.help) var sendConcurrency: Int?
+    @Option(name: S.deliveryRoundSize.optionName, help: S.deliveryRoundSize.help) var deliveryRoundSize: Int?
+    @Option(name: S.deliveryHeldBackPoll.optionName, help: S.deliveryHeldBackPoll.help) var deliveryHeldBackPoll: Int?
+    @Option(name: S.deliveryRecordDelay.optionName, help: S.deliveryRecordDelay.help) var deliveryRecordDelay: Int?
+    @Option(name: S.workerID.optionName, help: S.workerID.help) var workerID: String?
+    @Option(name: S.leaseTTL.optionName, help: S.leaseTTL.help) var leaseTTL: Int?
     @OptionGroup var log: LogOptions
-    @Option(
-        help: """
-            Delete processed event ids, read tombstones, read notifications and read messages older than this many \
-            days (BADGEPIPE_RETENTION_DAYS, default 30; 0 keeps everything).
-            """)
-    var retentionDays: Int?
-    @Option(help: "Seconds between retention passes (BADGEPIPE_RETENTION_INTERVAL, default 600).")
-    var retentionInterval: Int?
-    @Option(
-        help: """
-            Seconds SIGTERM waits for the batch and delivery round in progress before it cancels them \
-            (BADGEPIPE_SHUTDOWN_TIMEOUT, default 30).
-            """)
-    var shutdownTimeout: Int?
-    @Option(help: "Operations listener address (BADGEPIPE_METRICS_HOST, default 127.0.0.1).") var metricsHost: String?
-    @Option(help: "Serve /metrics, /healthz and /readyz on this port (BADGEPIPE_METRICS_PORT, default off).")
-    var metricsPort: Int?
+    @Option(name: S.retentionDays.optionName, help: S.retentionDays.help) var retentionDays: Int?
+    @Option(name: S.retentionInterval.optionName, help: S.retentionInterval.help) var retentionInterval: Int?
+    @Option(name: S.shutdownTimeout.optionName, help: S.shutdownTimeout.help) var shutdownTimeout: Int?
+    @Option(name: S.metricsHost.optionName, help: S.metricsHost.help) var metricsHost: String?
+    @Option(name: S.metricsPort.optionName, help: S.metricsPort.help) var metricsPort: Int?
 
-    /// One event-loop thread per worker by default. A worker's network work (PostgreSQL, the providers, the
-    /// operations listener) is small next to what the machine's other processes do, and a fleet scales by
-    /// processes: with one loop thread instead of one per core, a worker wakes fewer threads per event (the figures
-    /// are in `docs/performance.md`).
-    static let defaultEventLoops = 1
+    /// The settings table, by a short name.
+    private typealias S = WorkerSettings
 
     func run() async throws {
         // Before anything uses SwiftNIO's shared event loops (the database, HTTP and operations clients all do).
-        NIOSingletons.groupLoopCountSuggestion = try Settings.integer(
-            eventLoops, "BADGEPIPE_EVENT_LOOPS", name: "--event-loops", default: WorkerCommand.defaultEventLoops,
-            range: 1...64)
+        NIOSingletons.groupLoopCountSuggestion = try S.eventLoops.value(eventLoops)
         let logger = try log.logger("badgepipe.worker")
-        let policyText = Settings.value(badgePolicy, "BADGEPIPE_BADGE_POLICY", default: "unseen")
+        let policyText = S.badgePolicy.value(badgePolicy)
         guard let policy = BadgePolicy(rawValue: policyText) else {
             throw CommandError(
                 code: .invalidPolicy, message: "badge policy must be unseen or unread, not \(policyText)")
@@ -164,70 +73,40 @@ struct WorkerCommand: AsyncParsableCommand {
         let delivery = try deliveryConfiguration()
         var configuration = WorkerConfiguration(
             amqp: try broker.configuration(defaultHeartbeatSeconds: WorkerConfiguration.defaultHeartbeatSeconds),
-            databaseURL: Settings.value(databaseURL, "BADGEPIPE_DATABASE_URL", default: "sqlite:badgepipe.sqlite"),
+            databaseURL: S.databaseURL.value(databaseURL),
             delivery: delivery,
             badgePolicy: policy,
-            apnsTopic: Settings.value(apnsTopic, "BADGEPIPE_APNS_TOPIC", default: "com.example.app"),
-            fcmProject: Settings.optional(fcmProject, "BADGEPIPE_FCM_PROJECT") ?? delivery.fcmCredentials?.projectID
-                ?? "badgepipe",
-            topology: broker.topology(
-                partitions: try Settings.integer(
-                    partitions, "BADGEPIPE_PARTITIONS", name: "--partitions", default: Topology.defaultPartitions,
-                    range: 1...1024)),
-            batchSize: try Settings.integer(
-                batchSize, "BADGEPIPE_BATCH_SIZE", name: "--batch-size", default: WorkerConfiguration.defaultBatchSize,
-                range: 1...10_000))
+            apnsTopic: S.apnsTopic.value(apnsTopic),
+            fcmProject: S.fcmProject.optional(fcmProject) ?? delivery.fcmCredentials?.projectID
+                ?? WorkerConfiguration.defaultFCMProject,
+            topology: broker.topology(partitions: try S.partitions.value(partitions)),
+            batchSize: try S.batchSize.value(batchSize))
         configuration.allowUnstableRouting = brokerVersion.allowed
-        configuration.sendConcurrency = try Settings.integer(
-            sendConcurrency, "BADGEPIPE_SEND_CONCURRENCY", name: "--send-concurrency",
-            default: WorkerConfiguration.defaultSendConcurrency, range: 1...1024)
-        configuration.deliveryRoundSize = try Settings.integer(
-            deliveryRoundSize, "BADGEPIPE_DELIVERY_ROUND_SIZE", name: "--delivery-round-size",
-            default: WorkerConfiguration.defaultDeliveryRoundSize, range: 1...10_000)
-        configuration.deliveryHeldBackPoll = .milliseconds(
-            try Settings.integer(
-                deliveryHeldBackPoll, "BADGEPIPE_DELIVERY_HELD_BACK_POLL_MS", name: "--delivery-held-back-poll",
-                default: WorkerConfiguration.defaultDeliveryHeldBackPollMilliseconds, range: 10...60_000))
-        configuration.deliveryRecordDelay = .milliseconds(
-            try Settings.integer(
-                deliveryRecordDelay, "BADGEPIPE_DELIVERY_RECORD_DELAY_MS", name: "--delivery-record-delay",
-                default: WorkerConfiguration.defaultDeliveryRecordDelayMilliseconds, range: 0...1000))
-        configuration.ingestionInterval = .milliseconds(
-            try Settings.integer(
-                ingestionInterval, "BADGEPIPE_INGESTION_INTERVAL_MS", name: "--ingestion-interval",
-                default: WorkerConfiguration.defaultIngestionIntervalMilliseconds, range: 0...1000))
-        configuration.maxDevicesPerUser = try Settings.integer(
-            maxDevicesPerUser, "BADGEPIPE_MAX_DEVICES_PER_USER", name: "--max-devices-per-user",
-            default: ApplyContext.defaultMaxDevicesPerUser, range: 1...10_000)
-        configuration.maxBytesInFlight =
-            try Settings.integer(
-                maxMiBInFlight, "BADGEPIPE_MAX_MIB_IN_FLIGHT", name: "--max-mib-in-flight",
-                default: WorkerConfiguration.defaultMaxBytesInFlight >> 20, range: 1...65_536) << 20
+        configuration.sendConcurrency = try S.sendConcurrency.value(sendConcurrency)
+        configuration.deliveryRoundSize = try S.deliveryRoundSize.value(deliveryRoundSize)
+        configuration.deliveryHeldBackPoll = .milliseconds(try S.deliveryHeldBackPoll.value(deliveryHeldBackPoll))
+        configuration.deliveryRecordDelay = .milliseconds(try S.deliveryRecordDelay.value(deliveryRecordDelay))
+        configuration.ingestionInterval = .milliseconds(try S.ingestionInterval.value(ingestionInterval))
+        configuration.maxDevicesPerUser = try S.maxDevicesPerUser.value(maxDevicesPerUser)
+        configuration.maxBytesInFlight = try S.maxMiBInFlight.value(maxMiBInFlight) << 20
         // On PostgreSQL several workers may run: partitions are leased through the database.
         if configuration.databaseURL.lowercased().hasPrefix("postgres") {
             // host-pid-random: a container restarted by its engine keeps its hostname and often its pid, and must
             // still be a new worker, not the heir of its previous life's leases.
-            let id = Settings.value(
-                workerID, "BADGEPIPE_WORKER_ID",
-                default: "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-"
-                    + String(UInt16.random(in: 0...UInt16.max), radix: 16))
-            let ttl = try Settings.integer(
-                leaseTTL, "BADGEPIPE_LEASE_TTL_MS", name: "--lease-ttl",
-                default: Int(WorkerConfiguration.Fleet.defaultLeaseTTLMilliseconds), range: 500...600_000)
+            let id =
+                S.workerID.optional(workerID)
+                ?? "\(ProcessInfo.processInfo.hostName)-\(ProcessInfo.processInfo.processIdentifier)-"
+                + String(UInt16.random(in: 0...UInt16.max), radix: 16)
+            let ttl = try S.leaseTTL.value(leaseTTL)
             configuration.fleet = WorkerConfiguration.Fleet(workerID: id, leaseTTLMilliseconds: Int64(ttl))
         }
-        // Retention: 30 days by default, 0 keeps everything.
-        let retentionDays = try Settings.integer(
-            retentionDays, "BADGEPIPE_RETENTION_DAYS", name: "--retention-days",
-            default: Retention.Configuration.defaultDays, range: 0...36_500)
-        let retentionInterval = try Settings.integer(
-            retentionInterval, "BADGEPIPE_RETENTION_INTERVAL", name: "--retention-interval", default: 600,
-            range: 1...86_400)
+        // Retention: 0 days keeps everything.
+        let retentionDays = try S.retentionDays.value(retentionDays)
+        let retentionInterval = try S.retentionInterval.value(retentionInterval)
         // The operations listener is off unless a port is given.
         var port: Int?
-        if metricsPort != nil || Settings.optional(nil, "BADGEPIPE_METRICS_PORT") != nil {
-            port = try Settings.integer(
-                metricsPort, "BADGEPIPE_METRICS_PORT", name: "--metrics-port", default: 0, range: 1...65535)
+        if metricsPort != nil || Settings.optional(nil, S.metricsPort.variable) != nil {
+            port = try S.metricsPort.value(metricsPort)
         }
         let registry = PrometheusCollectorRegistry()
         if port != nil {
@@ -246,16 +125,13 @@ struct WorkerCommand: AsyncParsableCommand {
         services.append(
             SchemaWatch(
                 store: store,
-                interval: .seconds(
-                    try Settings.integer(
-                        nil, "BADGEPIPE_SCHEMA_CHECK_INTERVAL", name: "BADGEPIPE_SCHEMA_CHECK_INTERVAL",
-                        default: Int(SchemaWatch.defaultInterval.components.seconds), range: 1...3600)),
+                interval: .seconds(try S.schemaCheckInterval.value(nil)),
                 logger: logger))
         if let port {
             let health = worker.health
             services.append(
                 OperationsServer(
-                    host: Settings.value(metricsHost, "BADGEPIPE_METRICS_HOST", default: "127.0.0.1"), port: port,
+                    host: S.metricsHost.value(metricsHost), port: port,
                     registry: registry,
                     live: {
                         let (live, detail) = health.liveness
@@ -280,8 +156,7 @@ struct WorkerCommand: AsyncParsableCommand {
         // past it, everything in progress is cancelled: what was not acked comes back from the broker, and a push
         // that went out but was not recorded is sent again with the same apns-id. A second SIGTERM or SIGINT does
         // that at once (see `ShutdownSignals`).
-        let bound = try Settings.integer(
-            shutdownTimeout, "BADGEPIPE_SHUTDOWN_TIMEOUT", name: "--shutdown-timeout", default: 30, range: 1...3600)
+        let bound = try S.shutdownTimeout.value(shutdownTimeout)
         var groupConfiguration = ServiceGroupConfiguration(
             services: services.map { ServiceGroupConfiguration.ServiceConfiguration(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],
@@ -309,19 +184,15 @@ struct WorkerCommand: AsyncParsableCommand {
     /// `--apns-sandbox-url`; FCM with a service account or `--fcm-url`. A provider given neither is not used: an
     /// iOS-only deployment gives APNs settings only, and pushes to FCM devices are refused unsent.
     private func deliveryConfiguration() throws -> DeliveryConfiguration {
-        let apnsURL = Settings.optional(self.apnsURL, "BADGEPIPE_APNS_URL")
-        let sandboxURL = Settings.optional(apnsSandboxURL, "BADGEPIPE_APNS_SANDBOX_URL")
-        let keyFile = Settings.optional(apnsKeyFile, "BADGEPIPE_APNS_KEY_FILE")
-        let keyID = Settings.optional(apnsKeyID, "BADGEPIPE_APNS_KEY_ID")
-        let teamID = Settings.optional(apnsTeamID, "BADGEPIPE_APNS_TEAM_ID")
-        let certFile = Settings.optional(apnsCertFile, "BADGEPIPE_APNS_CERT_FILE")
-        let certKeyFile = Settings.optional(apnsCertKeyFile, "BADGEPIPE_APNS_CERT_KEY_FILE")
-        let connections = try Settings.integer(
-            providerConnections, "BADGEPIPE_PROVIDER_CONNECTIONS", name: "--provider-connections", default: 1,
-            range: 1...64)
-        let timeout = try Settings.integer(
-            providerTimeout, "BADGEPIPE_PROVIDER_TIMEOUT_MS", name: "--provider-timeout", default: 10_000,
-            range: 100...300_000)
+        let apnsURL = S.apnsURL.optional(self.apnsURL)
+        let sandboxURL = S.apnsSandboxURL.optional(apnsSandboxURL)
+        let keyFile = S.apnsKeyFile.optional(apnsKeyFile)
+        let keyID = S.apnsKeyID.optional(apnsKeyID)
+        let teamID = S.apnsTeamID.optional(apnsTeamID)
+        let certFile = S.apnsCertFile.optional(apnsCertFile)
+        let certKeyFile = S.apnsCertKeyFile.optional(apnsCertKeyFile)
+        let connections = try S.providerConnections.value(providerConnections)
+        let timeout = try S.providerTimeout.value(providerTimeout)
 
         var credentials: DeliveryConfiguration.APNsCredentials?
         func fail(_ message: String) -> CommandError { CommandError(code: .invalidCredentials, message: message) }
@@ -344,31 +215,31 @@ struct WorkerCommand: AsyncParsableCommand {
         }
         // The example default topic is for a local sink only: Apple answers `DeviceTokenNotForTopic` for a topic
         // that is not the app's, and that answer deactivates the device for good.
-        if credentials != nil, Settings.optional(apnsTopic, "BADGEPIPE_APNS_TOPIC") == nil {
+        if credentials != nil, S.apnsTopic.optional(apnsTopic) == nil {
             throw fail(
                 "APNs credentials need --apns-topic (BADGEPIPE_APNS_TOPIC), your app's bundle id: devices registered "
                     + "without a topic are pushed with it, and Apple deactivates a device pushed with another app's")
         }
         var account: ServiceAccount?
-        if let file = Settings.optional(fcmCredentialsFile, "BADGEPIPE_FCM_CREDENTIALS_FILE") {
+        if let file = S.fcmCredentialsFile.optional(fcmCredentialsFile) {
             do {
                 account = try ServiceAccount(file: file)
             } catch {
                 throw fail("--fcm-credentials-file: \(error)")
             }
         }
-        let fcmURL = Settings.optional(self.fcmURL, "BADGEPIPE_FCM_URL")
+        let fcmURL = S.fcmURL.optional(self.fcmURL)
         var providers: Set<PushProvider> = []
         if credentials != nil || apnsURL != nil || sandboxURL != nil { providers.insert(.apns) }
         if account != nil || fcmURL != nil { providers.insert(.fcm) }
         var configuration = DeliveryConfiguration(
             apnsBaseURL: apnsURL ?? DeliveryConfiguration.appleAPNsURL,
             apnsSandboxBaseURL: sandboxURL ?? DeliveryConfiguration.defaultSandboxURL(apnsURL: apnsURL),
-            fcmBaseURL: fcmURL ?? "https://fcm.googleapis.com",
+            fcmBaseURL: fcmURL ?? DeliveryConfiguration.googleFCMURL,
             apnsCredentials: credentials, fcmCredentials: account, providers: providers,
-            trustedRootsFile: Settings.optional(caFile, "BADGEPIPE_CA_FILE"), clientsPerProvider: connections,
+            trustedRootsFile: S.caFile.optional(caFile), clientsPerProvider: connections,
             requestTimeout: .milliseconds(timeout))
-        if let file = Settings.optional(appsFile, "BADGEPIPE_APPS_FILE") {
+        if let file = S.appsFile.optional(appsFile) {
             // One way or the other: an app's credentials are in the file.
             guard credentials == nil, account == nil else {
                 throw fail(

@@ -39,6 +39,8 @@ public struct DeliveryConfiguration: Sendable {
     /// HTTP clients per provider: over HTTP/2 each keeps one connection per host, so this is the number of
     /// connections pushes are spread over.
     public var clientsPerProvider: Int
+    /// See ``clientsPerProvider`` (`--provider-connections`).
+    public static let defaultClientsPerProvider = 1
     /// Speak HTTP/1.1 even over TLS (for measurements, or a proxy that only speaks it; APNs requires HTTP/2).
     public var http1Only: Bool = false
     /// The ceiling of the first retry delay after a 429, a 5xx, a timeout or a network error; it doubles with each
@@ -53,6 +55,8 @@ public struct DeliveryConfiguration: Sendable {
     public var maxRetryAfter: Duration
     /// Per-request timeout.
     public var requestTimeout: Duration
+    /// See ``requestTimeout``, in milliseconds (`--provider-timeout`).
+    public static let defaultRequestTimeoutMilliseconds = 10_000
 
     /// Creates a configuration; the default URLs are a local sink. `apnsSandboxBaseURL` defaults to
     /// `apnsBaseURL`: one stand-in serves both environments unless told otherwise.
@@ -64,12 +68,12 @@ public struct DeliveryConfiguration: Sendable {
         fcmCredentials: ServiceAccount? = nil,
         providers: Set<PushProvider> = Set(PushProvider.allCases),
         trustedRootsFile: String? = nil,
-        clientsPerProvider: Int = 1,
+        clientsPerProvider: Int = DeliveryConfiguration.defaultClientsPerProvider,
         initialBackoff: Duration = Backoff.pushRetry.initial,
         maxBackoff: Duration = Backoff.pushRetry.maximum,
         maxPushAge: Duration = .seconds(24 * 3600),
         maxRetryAfter: Duration = .seconds(60),
-        requestTimeout: Duration = .seconds(10)
+        requestTimeout: Duration = .milliseconds(DeliveryConfiguration.defaultRequestTimeoutMilliseconds)
     ) {
         self.apnsBaseURL = apnsBaseURL
         self.apnsSandboxBaseURL = apnsSandboxBaseURL ?? apnsBaseURL
@@ -226,6 +230,8 @@ public struct DeliveryConfiguration: Sendable {
     public static let appleAPNsURL = "https://api.push.apple.com"
     /// Apple's APNs host for sandbox devices (development builds).
     public static let appleAPNsSandboxURL = "https://api.sandbox.push.apple.com"
+    /// Google's FCM v1 host.
+    public static let googleFCMURL = "https://fcm.googleapis.com"
 
     /// Where sandbox devices go when `--apns-sandbox-url` is not set, given `--apns-url` (nil when that is not set
     /// either): Apple's sandbox host while production devices go to Apple (a sandbox token sent to the production

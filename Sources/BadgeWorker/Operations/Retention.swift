@@ -28,15 +28,18 @@ public struct Retention: Service {
         /// in which a duplicate of an event has no second effect, and within which `badgepipe dead replay`
         /// replays without `--force`.
         public static let defaultDays = 30
+        /// Seconds between two passes by default (`--retention-interval`).
+        public static let defaultIntervalSeconds = 600
         /// ``defaultDays`` as a duration.
         public static let defaultAge = age(days: defaultDays)
 
         /// The age of `days` days (`--retention-days`).
         public static func age(days: Int) -> Duration { .seconds(Int64(days) * 86_400) }
 
-        /// A configuration; ``defaultAge`` by default, checked every 10 minutes.
+        /// A configuration; ``defaultAge`` by default, checked every ``defaultIntervalSeconds``.
         public init(
-            age: Duration = Configuration.defaultAge, interval: Duration = .seconds(600), batchSize: Int = 1000,
+            age: Duration = Configuration.defaultAge,
+            interval: Duration = .seconds(Configuration.defaultIntervalSeconds), batchSize: Int = 1000,
             pause: Duration = .milliseconds(50), fleet: (workerID: String, leaseTTLMilliseconds: Int64)? = nil
         ) {
             self.age = age

@@ -43,9 +43,13 @@ public struct Topology: Sendable, Hashable {
 
     /// The partition queues of a deployment unless it says otherwise (`--partitions`, `BADGEPIPE_PARTITIONS`).
     public static let defaultPartitions = 8
+    /// The prefix of every broker name unless the deployment says otherwise (`--namespace`, `BADGEPIPE_NAMESPACE`).
+    public static let defaultNamespace = "badgepipe"
 
-    public init(namespace: String = "badgepipe", partitions: Int = Topology.defaultPartitions, deliveryLimit: Int = 20)
-    {
+    public init(
+        namespace: String = Topology.defaultNamespace, partitions: Int = Topology.defaultPartitions,
+        deliveryLimit: Int = 20
+    ) {
         self.namespace = namespace
         self.partitions = partitions
         self.deliveryLimit = deliveryLimit
