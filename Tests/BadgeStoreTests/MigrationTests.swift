@@ -207,6 +207,19 @@ struct MigrationTests {
         #expect(Schema.migrations.filter(\.additive).map(\.version).starts(with: [9, 10]))
     }
 
+    /// On PostgreSQL the outbox's pages are filled to `Schema.outboxFillFactor` only (migration 12), so that a
+    /// claim's update of a row stays on its page.
+    @Test func theOutboxKeepsRoomOnItsPagesForTheClaimsUpdatesOnPostgres() async throws {
+        try await withStores(.postgres) { stores in
+            let rows = try await stores[0].sqlBackend.database.transaction { sql in
+                try await sql.query(
+                    "SELECT array_to_string(reloptions, ',') AS options FROM pg_class WHERE oid = 'outbox'::regclass",
+                    [])
+            }
+            #expect(try rows.first?["options"].string == "fillfactor=\(Schema.outboxFillFactor)")
+        }
+    }
+
     /// On PostgreSQL a migration's DDL gives up after the lock timeout when another session holds the table (a
     /// long transaction), instead of queueing every other statement on the table behind it for as long as that
     /// transaction lasts; the failure is transient, nothing of the version is applied, and the migration succeeds

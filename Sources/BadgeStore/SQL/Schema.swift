@@ -311,7 +311,19 @@ enum Schema {
                 .index("notifications_unread_stored", on: "notifications (user_id, stored_at) WHERE NOT read"),
             ]
         },
+        // PostgreSQL: the outbox's pages filled to half (`outboxFillFactor`), so that a claim's update of a row
+        // (its `claimed_epoch`) finds room on the row's own page and is a heap-only tuple: without it, pages filled
+        // by ingestion had none, and each claimed push wrote a new entry into each of the outbox's indexes
+        // (docs/performance.md, *The outbox's pages half full*). Pages already full keep their rows until they
+        // are removed. SQLite has no such setting.
+        Migration(version: 12, additive: true) { dialect, _ in
+            dialect == .postgres ? [.ddl("ALTER TABLE outbox SET (fillfactor = \(outboxFillFactor))")] : []
+        },
     ]
+
+    /// The share of an outbox page (percent) that inserts fill on PostgreSQL; the rest is kept for the claims'
+    /// updates of the same rows (see migration 12).
+    static let outboxFillFactor = 50
 
     /// Applies the missing migrations, up to and including `through` (all by default; tests build older schemas
     /// with it), as the type's comment describes; fails with `schema_too_new` when the database has a version
