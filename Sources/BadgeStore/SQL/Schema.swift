@@ -312,10 +312,10 @@ enum Schema {
             ]
         },
         // PostgreSQL: the outbox's pages filled to half (`outboxFillFactor`), so that a claim's update of a row
-        // (its `claimed_epoch`) finds room on the row's own page and is a heap-only tuple: without it, pages filled
-        // by ingestion had none, and each claimed push wrote a new entry into each of the outbox's indexes
-        // (docs/performance.md, *The outbox's pages half full*). Pages already full keep their rows until they
-        // are removed. SQLite has no such setting.
+        // (its `claimed_epoch`, in no index) finds room on the row's own page and is a heap-only tuple. A page that
+        // ingestion fills to the brim leaves none, and then each claimed push writes a new entry into every index
+        // of the outbox (docs/performance.md, *The outbox's pages half full*). Pages already full keep their rows
+        // until they are removed. SQLite has no such setting.
         Migration(version: 12, additive: true) { dialect, _ in
             dialect == .postgres ? [.ddl("ALTER TABLE outbox SET (fillfactor = \(outboxFillFactor))")] : []
         },
