@@ -21,8 +21,9 @@ struct SinkServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve", abstract: "Run the mock APNs / FCM sink that records every push (the default).")
 
-    @Option(help: "Address to bind (BADGEPIPE_SINK_HOST, default 127.0.0.1).") var host: String?
-    @Option(help: "Port (BADGEPIPE_SINK_PORT, default 8787).") var port: Int?
+    // Every option's flag, variable, default and help are in the settings table (`SinkSettings`).
+    @Option(name: S.host.optionName, help: S.host.help) var host: String?
+    @Option(name: S.port.optionName, help: S.port.help) var port: Int?
     @Option(
         help: ArgumentHelp(
             "A name the sink is reached by, beside loopback and --host (repeatable).",
@@ -32,62 +33,38 @@ struct SinkServeCommand: AsyncParsableCommand {
     var allowedHost: [String] = []
     @Flag(help: "Print one line per push received (BADGEPIPE_SINK_LOG_DELIVERIES=1).") var logDeliveries = false
     @OptionGroup var log: LogOptions
-    @Option(help: "TLS certificate, PEM: serve HTTPS with HTTP/2 and HTTP/1.1 (BADGEPIPE_SINK_TLS_CERT).")
-    var tlsCert: String?
-    @Option(help: "The TLS certificate's private key, PEM (BADGEPIPE_SINK_TLS_KEY).") var tlsKey: String?
-    @Option(help: "Require client certificates vouched for by this PEM file (BADGEPIPE_SINK_TLS_CLIENT_CA).")
-    var tlsClientCA: String?
+    @Option(name: S.tlsCert.optionName, help: S.tlsCert.help) var tlsCert: String?
+    @Option(name: S.tlsKey.optionName, help: S.tlsKey.help) var tlsKey: String?
+    @Option(name: S.tlsClientCA.optionName, help: S.tlsClientCA.help) var tlsClientCA: String?
     @Option(
         help: ArgumentHelp(
             "KID=PUBLIC_KEY.pem: check APNs provider tokens signed by that key (repeatable).",
             discussion: "BADGEPIPE_SINK_APNS_KEYS holds the same, comma separated. Without any, tokens are not checked."
         ))
     var apnsKeyID: [String] = []
-    @Option(help: "The team id APNs tokens must carry as iss (BADGEPIPE_SINK_APNS_TEAM_ID, default any).")
-    var apnsTeamID: String?
+    @Option(name: S.apnsTeamID.optionName, help: S.apnsTeamID.help) var apnsTeamID: String?
+    @Option(name: S.fcmPublicKey.optionName, help: S.fcmPublicKey.help) var fcmPublicKey: String?
+    @Option(name: S.appsFile.optionName, help: S.appsFile.help) var appsFile: String?
+    @Option(name: S.fcmTokenLifetime.optionName, help: S.fcmTokenLifetime.help) var fcmTokenLifetime: Int?
+    @Option(name: S.maxDeliveries.optionName, help: S.maxDeliveries.help) var maxDeliveries: Int?
+    @Option(name: S.maxDeliveryBytes.optionName, help: S.maxDeliveryBytes.help) var maxDeliveryBytes: Int?
+    @Option(name: S.maxRequestBytes.optionName, help: S.maxRequestBytes.help) var maxRequestBytes: Int?
+    @Option(name: S.maxWaiters.optionName, help: S.maxWaiters.help) var maxWaiters: Int?
+    @Option(name: S.maxEventStreams.optionName, help: S.maxEventStreams.help) var maxEventStreams: Int?
     @Option(
-        help: ArgumentHelp(
-            "FCM service account's public key, PEM (BADGEPIPE_SINK_FCM_PUBLIC_KEY).",
-            discussion: "POST /token then issues access tokens for its assertions, and FCM sends need one."))
-    var fcmPublicKey: String?
-    @Option(
-        help: ArgumentHelp(
-            "The worker's apps file, YAML (BADGEPIPE_SINK_APPS_FILE): play every app it declares.",
-            discussion:
-                "APNs tokens are checked per key id and team with the public half of each app's .p8 key, and must "
-                + "carry one of the app's topics (400 TopicDisallowed otherwise); POST /token issues access tokens "
-                + "to each app's service account (its key from the service-account file), and an FCM send to an "
-                + "app's project with another app's account is 403 PERMISSION_DENIED. Adds to --apns-key-id and "
-                + "--fcm-public-key."))
-    var appsFile: String?
-    @Option(help: "Seconds a /token access token lives (BADGEPIPE_SINK_FCM_TOKEN_LIFETIME, default 3600).")
-    var fcmTokenLifetime: Int?
-    @Option(help: "Deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERIES, default 1000000).")
-    var maxDeliveries: Int?
-    @Option(
-        help: "Bytes of deliveries kept, the oldest dropped beyond (BADGEPIPE_SINK_MAX_DELIVERY_BYTES, default 1 GiB).")
-    var maxDeliveryBytes: Int?
-    @Option(help: "Largest request body read (BADGEPIPE_SINK_MAX_REQUEST_BYTES, default 65536).")
-    var maxRequestBytes: Int?
-    @Option(help: "Requests waiting at once with ?wait= (BADGEPIPE_SINK_MAX_WAITERS, default 1024).")
-    var maxWaiters: Int?
-    @Option(
-        help: "GET /events streams open at once, apart from the waits (BADGEPIPE_SINK_MAX_EVENT_STREAMS, default 256).")
-    var maxEventStreams: Int?
-    @Option(help: "Longest ?wait= in seconds; longer ones are cut (BADGEPIPE_SINK_MAX_WAIT, default 300).")
+        help: """
+            Longest ?wait= in seconds; longer ones are cut (BADGEPIPE_SINK_MAX_WAIT, default \
+            \(Int(SinkConfiguration.defaultMaxWaitSeconds))).
+            """)
     var maxWait: Double?
-    @Option(help: "Event-loop threads, where pushes are answered (BADGEPIPE_SINK_EVENT_LOOPS, default 1).")
-    var eventLoops: Int?
+    @Option(name: S.eventLoops.optionName, help: S.eventLoops.help) var eventLoops: Int?
 
-    /// One event loop: the pushes are answered on it, and one thread woken for many connections costs less CPU a
-    /// push than one per core (the figures are in `docs/performance.md`).
-    static let defaultEventLoops = 1
+    /// The settings table, by a short name.
+    private typealias S = SinkSettings
 
     func run() async throws {
         // Before anything uses SwiftNIO's shared event loops (the server does).
-        NIOSingletons.groupLoopCountSuggestion = try Settings.integer(
-            eventLoops, "BADGEPIPE_SINK_EVENT_LOOPS", name: "--event-loops", default: Self.defaultEventLoops,
-            range: 1...64)
+        NIOSingletons.groupLoopCountSuggestion = try S.eventLoops.value(eventLoops)
         let logger = try log.logger("badgepipe.sink")
         var keys: [String: String] = [:]
         let keyList =
@@ -103,33 +80,21 @@ struct SinkServeCommand: AsyncParsableCommand {
             keys[parts[0]] = parts[1]
         }
         var configuration = SinkConfiguration(
-            host: Settings.value(host, "BADGEPIPE_SINK_HOST", default: "127.0.0.1"),
-            port: try Settings.integer(port, "BADGEPIPE_SINK_PORT", name: "--port", default: 8787, range: 0...65535),
+            host: S.host.value(host),
+            port: try S.port.value(port),
             logDeliveries: logDeliveries || Settings.value(nil, "BADGEPIPE_SINK_LOG_DELIVERIES", default: "0") == "1",
-            tlsCertificateFile: Settings.optional(tlsCert, "BADGEPIPE_SINK_TLS_CERT"),
-            tlsKeyFile: Settings.optional(tlsKey, "BADGEPIPE_SINK_TLS_KEY"),
-            tlsClientCAFile: Settings.optional(tlsClientCA, "BADGEPIPE_SINK_TLS_CLIENT_CA"),
+            tlsCertificateFile: S.tlsCert.optional(tlsCert),
+            tlsKeyFile: S.tlsKey.optional(tlsKey),
+            tlsClientCAFile: S.tlsClientCA.optional(tlsClientCA),
             apnsKeyFiles: keys,
-            apnsTeamID: Settings.optional(apnsTeamID, "BADGEPIPE_SINK_APNS_TEAM_ID"),
-            fcmPublicKeyFile: Settings.optional(fcmPublicKey, "BADGEPIPE_SINK_FCM_PUBLIC_KEY"),
-            fcmTokenLifetime: try Settings.integer(
-                fcmTokenLifetime, "BADGEPIPE_SINK_FCM_TOKEN_LIFETIME", name: "--fcm-token-lifetime", default: 3600,
-                range: 1...86_400),
-            maxDeliveries: try Settings.integer(
-                maxDeliveries, "BADGEPIPE_SINK_MAX_DELIVERIES", name: "--max-deliveries", default: 1_000_000,
-                range: 1...100_000_000),
-            maxDeliveryBytes: try Settings.integer(
-                maxDeliveryBytes, "BADGEPIPE_SINK_MAX_DELIVERY_BYTES", name: "--max-delivery-bytes",
-                default: SinkConfiguration.defaultMaxDeliveryBytes, range: 4096...(1 << 40)),
-            maxRequestBytes: try Settings.integer(
-                maxRequestBytes, "BADGEPIPE_SINK_MAX_REQUEST_BYTES", name: "--max-request-bytes",
-                default: SinkConfiguration.defaultMaxRequestBytes, range: 4096...(64 << 20)),
-            maxWaiters: try Settings.integer(
-                maxWaiters, "BADGEPIPE_SINK_MAX_WAITERS", name: "--max-waiters",
-                default: SinkConfiguration.defaultMaxWaiters, range: 1...100_000),
-            maxEventStreams: try Settings.integer(
-                maxEventStreams, "BADGEPIPE_SINK_MAX_EVENT_STREAMS", name: "--max-event-streams",
-                default: SinkConfiguration.defaultMaxEventStreams, range: 1...100_000),
+            apnsTeamID: S.apnsTeamID.optional(apnsTeamID),
+            fcmPublicKeyFile: S.fcmPublicKey.optional(fcmPublicKey),
+            fcmTokenLifetime: try S.fcmTokenLifetime.value(fcmTokenLifetime),
+            maxDeliveries: try S.maxDeliveries.value(maxDeliveries),
+            maxDeliveryBytes: try S.maxDeliveryBytes.value(maxDeliveryBytes),
+            maxRequestBytes: try S.maxRequestBytes.value(maxRequestBytes),
+            maxWaiters: try S.maxWaiters.value(maxWaiters),
+            maxEventStreams: try S.maxEventStreams.value(maxEventStreams),
             maxWaitSeconds: try Self.maxWaitSeconds(maxWait))
         configuration.allowedHosts =
             allowedHost.isEmpty
@@ -137,7 +102,7 @@ struct SinkServeCommand: AsyncParsableCommand {
                 String($0.filter { !$0.isWhitespace })
             } ?? [])
             : allowedHost
-        if let file = Settings.optional(appsFile, "BADGEPIPE_SINK_APPS_FILE") {
+        if let file = S.appsFile.optional(appsFile) {
             configuration.apps = try Self.apps(file: file)
             logger.info(
                 "sink plays the apps of the apps file",
@@ -185,10 +150,11 @@ struct SinkServeCommand: AsyncParsableCommand {
         }
     }
 
-    /// `--max-wait` / `BADGEPIPE_SINK_MAX_WAIT`: 0 to 300 seconds, 300 by default.
+    /// `--max-wait` / `BADGEPIPE_SINK_MAX_WAIT`: 0 to 300 seconds, `SinkConfiguration.defaultMaxWaitSeconds` by
+    /// default.
     private static func maxWaitSeconds(_ flag: Double?) throws -> Double {
         let text = flag.map { String($0) } ?? Settings.optional(nil, "BADGEPIPE_SINK_MAX_WAIT")
-        guard let text else { return 300 }
+        guard let text else { return SinkConfiguration.defaultMaxWaitSeconds }
         guard let seconds = Double(text), seconds >= 0, seconds <= 300 else {
             throw CommandError(
                 code: .invalidSetting, message: "--max-wait (BADGEPIPE_SINK_MAX_WAIT) must be 0 to 300 s, not \(text)"

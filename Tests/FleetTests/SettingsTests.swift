@@ -67,44 +67,53 @@ struct SettingsTests {
         #expect(errors.contains(message), "\(errors)")
     }
 
-    /// docs/configuration.md's table of settings says what `badgepipe worker --help` says (which the settings table,
-    /// `WorkerSettings`, makes): every worker flag has a row, and a row of one flag names its variable and, when it
-    /// gives one as a literal, its default as the help does.
-    @Test func theConfigurationPageSaysWhatTheWorkersHelpSays() throws {
-        let (status, help, errors) = try runBadgepipe(["worker", "--help"])
+    /// docs/configuration.md's table of settings says what `badgepipe worker --help` and `badgepipe sink serve
+    /// --help` say (which the settings tables, `WorkerSettings` and `SinkSettings`, make): every flag of the command
+    /// has a row, and a row of one flag names its variable and, when it gives one as a literal, its default as the
+    /// help does. The worker's rows start with the flag, the sink's with "sink"; the log level, which both take,
+    /// has the worker's row.
+    @Test(
+        arguments: [
+            ("| `--", ["worker", "--help"], []),
+            ("| sink `--", ["sink", "serve", "--help"], ["--log-level"]),
+        ] as [(String, [String], [String])])
+    func theConfigurationPageSaysWhatTheHelpSays(rowPrefix: String, command: [String], sharedFlags: [String]) throws {
+        let (status, help, errors) = try runBadgepipe(command)
         #expect(status == 0, "\(errors)")
         let flat = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         let page = try String(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("docs/configuration.md"), encoding: .utf8)
-        // The worker's rows: those whose first cell is a flag (the sink's start with "sink").
-        let rows = page.split(separator: "\n").filter { $0.hasPrefix("| `--") }.map {
+        let rows = page.split(separator: "\n").filter { $0.hasPrefix(rowPrefix) }.map {
             $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
         }
-        let documented = Set(
-            rows.flatMap { $0[0].split(separator: "`").filter { $0.hasPrefix("--") }.map(String.init) })
-        let flags = help.split(separator: "\n").compactMap { line -> String? in
+        /// The flags a cell names: its code spans that start with `--`, without their arguments.
+        func flags(in cell: String) -> [String] {
+            cell.split(separator: "`").filter { $0.hasPrefix("--") }.map { String($0.prefix { $0 != " " }) }
+        }
+        let documented = Set(rows.flatMap { flags(in: $0[0]) } + sharedFlags)
+        let offered = help.split(separator: "\n").compactMap { line -> String? in
             guard line.hasPrefix("  --") else { return nil }
             return String(line.dropFirst(2).prefix { $0 != " " })
         }
-        #expect(flags.count > 30, "\(help)")
-        for flag in flags { #expect(documented.contains(flag), "\(flag) has no row in docs/configuration.md") }
+        #expect(offered.count > 10, "\(help)")
+        for flag in offered where !documented.contains(flag) {
+            Issue.record("\(command[0]) \(flag) has no row in docs/configuration.md")
+        }
         var checked = 0
-        for row in rows where !row[0].contains("/") {
-            let flag = row[0].trimmingCharacters(in: ["`"])
-            let variable = row[1].trimmingCharacters(in: ["`"])
-            #expect(flags.contains(flag), "docs/configuration.md has a row for \(flag), which the worker does not take")
-            guard row[2].hasPrefix("`") else {
-                #expect(flat.contains("(\(variable)"), "the help of \(flag) does not name \(variable)")
-                continue
-            }
+        for row in rows where !row[0].contains(" / ") {
+            let flag = try #require(flags(in: row[0]).first)
+            let variable = try #require(row[1].split(separator: "`").first)
+            #expect(offered.contains(flag), "docs/configuration.md has a row for \(flag), which \(command[0]) lacks")
+            #expect(flat.contains(variable), "the help of \(command[0]) does not name \(variable)")
+            guard row[2].hasPrefix("`") else { continue }
             let value = row[2].split(separator: "`")[0]
             #expect(
                 flat.contains("(\(variable), default \(value)"),
                 "docs/configuration.md says \(flag) (\(variable)) is \(value) by default; the help does not")
             checked += 1
         }
-        #expect(checked > 20)
+        #expect(checked >= 5)
     }
 
     @Test func theWorkerRefusesARealProviderWithoutCredentials() throws {

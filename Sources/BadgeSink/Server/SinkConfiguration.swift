@@ -105,7 +105,7 @@ public struct SinkConfiguration: Sendable, Equatable {
     /// `Host` (and their pages in `Origin`): a name this sink is reached by, such as a reverse proxy's. See
     /// `LocalWebGuard`.
     public var allowedHosts: [String] = []
-    /// The longest a request waits, in seconds: a longer `?wait=` (up to 300) is cut to it. 300 by default; a
+    /// The longest a request waits, in seconds: a longer `?wait=` (up to 300) is cut to it. ``defaultMaxWaitSeconds`` by default; a
     /// fuzzer's sink sets less, so that no request hangs.
     public var maxWaitSeconds: Double
 
@@ -118,6 +118,16 @@ public struct SinkConfiguration: Sendable, Equatable {
     public static let defaultMaxWaiters = 1024
     /// 256 open event streams: a developer's browser tabs, many times over.
     public static let defaultMaxEventStreams = 256
+    /// The address a sink binds unless told otherwise: loopback.
+    public static let defaultHost = "127.0.0.1"
+    /// The port a sink binds unless told otherwise.
+    public static let defaultPort = 8787
+    /// An hour, as Google's access tokens live.
+    public static let defaultFCMTokenLifetime = 3600
+    /// A million deliveries.
+    public static let defaultMaxDeliveries = 1_000_000
+    /// Five minutes, the longest `?wait=` a request may ask for.
+    public static let defaultMaxWaitSeconds: Double = 300
 
     /// Creates a configuration.
     /// - Parameters:
@@ -125,15 +135,17 @@ public struct SinkConfiguration: Sendable, Equatable {
     ///   - port: The TCP port to bind; 0 for an ephemeral port.
     ///   - logDeliveries: Whether to print one line per recorded push to standard output.
     public init(
-        host: String = "127.0.0.1", port: Int = 8787, logDeliveries: Bool = false, tlsCertificateFile: String? = nil,
+        host: String = SinkConfiguration.defaultHost, port: Int = SinkConfiguration.defaultPort,
+        logDeliveries: Bool = false, tlsCertificateFile: String? = nil,
         tlsKeyFile: String? = nil, tlsClientCAFile: String? = nil, apnsKeyFiles: [String: String] = [:],
         apnsTeamID: String? = nil,
-        fcmPublicKeyFile: String? = nil, fcmTokenLifetime: Int = 3600, maxDeliveries: Int = 1_000_000,
+        fcmPublicKeyFile: String? = nil, fcmTokenLifetime: Int = SinkConfiguration.defaultFCMTokenLifetime,
+        maxDeliveries: Int = SinkConfiguration.defaultMaxDeliveries,
         maxDeliveryBytes: Int = SinkConfiguration.defaultMaxDeliveryBytes,
         maxRequestBytes: Int = SinkConfiguration.defaultMaxRequestBytes,
         maxWaiters: Int = SinkConfiguration.defaultMaxWaiters,
         maxEventStreams: Int = SinkConfiguration.defaultMaxEventStreams,
-        maxWaitSeconds: Double = 300
+        maxWaitSeconds: Double = SinkConfiguration.defaultMaxWaitSeconds
     ) {
         self.host = host
         self.port = port
