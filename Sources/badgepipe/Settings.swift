@@ -64,7 +64,7 @@ struct IntegerSetting: Sendable {
 
     /// How an error names it: the flag, or the variable for a variable-only setting.
     var name: String { flag.map { "--\($0)" } ?? variable }
-    /// The option's name for ArgumentParser.
+    /// The option's name for ArgumentParser (only a setting with a flag is declared as an option).
     var optionName: NameSpecification { .customLong(flag ?? variable) }
     /// `summary (VARIABLE, default N; note).`
     var help: ArgumentHelp {
@@ -108,8 +108,10 @@ struct TextSetting: Sendable {
 
     /// The flag's value if given, else the variable's when set and not empty, else the default.
     func value(_ given: String?) -> String {
-        precondition(defaultValue != nil, "\(variable) has no default: read it with optional(_:)")
-        return Settings.optional(given, variable) ?? defaultValue!
+        guard let fallback = defaultValue else {
+            preconditionFailure("\(variable) has no default: read it with optional(_:)")
+        }
+        return Settings.optional(given, variable) ?? fallback
     }
 
     /// The flag's value if given, else the variable's when set and not empty, else nil (the default not applied).
