@@ -51,13 +51,14 @@ struct IntegerSetting: Sendable {
     var flag: String?
     /// The environment variable (`BADGEPIPE_BATCH_SIZE`).
     var variable: String
-    /// The value when neither the flag nor the variable is given.
-    var defaultValue: Int
+    /// The value when neither the flag nor the variable is given; nil when there is none (the setting is optional:
+    /// read it with ``optional(_:)``).
+    var defaultValue: Int?
     /// The values allowed; any other is refused at start, naming the setting.
     var range: ClosedRange<Int>
     /// What it is for: the first words of its help.
     var summary: String
-    /// What the help says of the default when it is not ``defaultValue`` itself (`off`).
+    /// What the help says of the default when it is not ``defaultValue`` itself, or when there is none (`off`).
     var defaultText: String? = nil
     /// Said after the default in the help: what a special value means, say.
     var note: String? = nil
@@ -68,13 +69,25 @@ struct IntegerSetting: Sendable {
     var optionName: NameSpecification { .customLong(flag ?? variable) }
     /// `summary (VARIABLE, default N; note).`
     var help: ArgumentHelp {
-        ArgumentHelp(Settings.help(summary, variable: variable, default: defaultText ?? "\(defaultValue)", note: note))
+        ArgumentHelp(
+            Settings.help(summary, variable: variable, default: defaultText ?? defaultValue.map { "\($0)" }, note: note)
+        )
     }
 
     /// The flag's value if given, else the variable's, else the default; out of ``range`` or not an integer is an
     /// error naming the setting.
     func value(_ given: Int?) throws -> Int {
-        try Settings.integer(given, variable, name: name, default: defaultValue, range: range)
+        guard let fallback = defaultValue else {
+            preconditionFailure("\(variable) has no default: read it with optional(_:)")
+        }
+        return try Settings.integer(given, variable, name: name, default: fallback, range: range)
+    }
+
+    /// The flag's value if given, else the variable's when set and not empty, else nil; a value given that is out
+    /// of ``range`` or not an integer is an error naming the setting.
+    func optional(_ given: Int?) throws -> Int? {
+        guard given != nil || Settings.optional(nil, variable) != nil else { return nil }
+        return try Settings.integer(given, variable, name: name, default: range.lowerBound, range: range)
     }
 }
 

@@ -104,10 +104,7 @@ struct WorkerCommand: AsyncParsableCommand {
         let retentionDays = try S.retentionDays.value(retentionDays)
         let retentionInterval = try S.retentionInterval.value(retentionInterval)
         // The operations listener is off unless a port is given.
-        var port: Int?
-        if metricsPort != nil || Settings.optional(nil, S.metricsPort.variable) != nil {
-            port = try S.metricsPort.value(metricsPort)
-        }
+        let port = try S.metricsPort.optional(metricsPort)
         let registry = PrometheusCollectorRegistry()
         if port != nil {
             var factory = PrometheusMetricsFactory(registry: registry)

@@ -214,6 +214,6 @@ enum WorkerSettings {
         summary: "Operations listener address")
     /// `--metrics-port`: off unless given.
     static let metricsPort = IntegerSetting(
-        flag: "metrics-port", variable: "BADGEPIPE_METRICS_PORT", defaultValue: 0, range: 1...65535,
+        flag: "metrics-port", variable: "BADGEPIPE_METRICS_PORT", defaultValue: nil, range: 1...65535,
         summary: "Serve /metrics, /healthz and /readyz on this port", defaultText: "off")
 }
