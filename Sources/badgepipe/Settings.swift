@@ -87,6 +87,7 @@ struct IntegerSetting: Sendable {
     /// of ``range`` or not an integer is an error naming the setting.
     func optional(_ given: Int?) throws -> Int? {
         guard given != nil || Settings.optional(nil, variable) != nil else { return nil }
+        // Something is given, so the fallback below is never read; any value in range stands in for it.
         return try Settings.integer(given, variable, name: name, default: range.lowerBound, range: range)
     }
 }
