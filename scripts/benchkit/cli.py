@@ -4,8 +4,8 @@ Figures are printed, never asserted. Every figure comes with a baseline from the
 kind differ by 2x in speed and drift by the hour:
 
   scripts/bench --cpu [--workers 3 --database postgres]
-      The efficiency figures: a backlog drain (50,000 events over 5,000 users published while no worker runs, then
-      timed from the workers' start to the last push) with the CPU each part spent per event (workers, PostgreSQL,
+      The efficiency figures: a backlog drain (50,000 events over 5,000 users published while no worker runs, on a
+      schema a worker of its own created before, then timed from the fleet's start to the last push) with the CPU each part spent per event (workers, PostgreSQL,
       RabbitMQ, the sink, the publisher, the whole machine, from /proc); the broker alone (`ceiling.c`: 100,000
       persistent 512-byte messages through a quorum queue from a confirming publisher to an acking consumer, 256 in
       flight, no work; median of 3) with its machine CPU per message;

@@ -23,6 +23,7 @@ class Setup:
         self.amqp_bench = os.path.join(binaries, "amqp-bench")
         self.sink = None
         self.fleet = None
+        self.migrated = False  # see migrate()
 
     def prepare_broker(self):
         run(self.binary, "setup", "--partitions", str(self.options.partitions), env=self.env)
@@ -102,22 +103,36 @@ class Setup:
                 return
             time.sleep(poll)
 
-    def prestore(self, count, users):
-        """`count` read and seen notifications over the load's users, so that tables and indexes are large while
-        every user's counters stay consistent (zero)."""
-        print(f"bench: migrating the schema, then storing {count:,} read notifications", flush=True)
+    def migrate(self):
+        """Creates the run's schema with a worker of its own, stopped once ready, so that no measured run counts
+        the schema's creation (tables, indexes, the migration lock): a deployment's drain starts on a schema it has.
+        The worker's leases are then set free and its fleet row removed, so the measured fleet starts as a new
+        deployment's would."""
+        if self.migrated:
+            return
         fleet = Fleet(self.binary, self.env, self.database.url, self.sink.port, self.options.partitions, self.work,
                       self.run_id)
         fleet.start("migrate")
         fleet.await_ready()
         fleet.stop()
+        if self.database.kind == "postgres":
+            self.database.execute_script(f"""
+SET search_path TO {self.database.schema};
+UPDATE partition_leases SET owner = NULL, expires_at = 0;
+DELETE FROM fleet_workers;
+""")
+        self.migrated = True
+
+    def prestore(self, count, users):
+        """`count` read and seen notifications over the load's users, so that tables and indexes are large while
+        every user's counters stay consistent (zero)."""
+        print(f"bench: migrating the schema, then storing {count:,} read notifications", flush=True)
+        self.migrate()
         started = time.monotonic()
         if self.database.kind == "postgres":
             schema = self.database.schema
             self.database.execute_script(f"""
 SET search_path TO {schema};
-UPDATE partition_leases SET owner = NULL, expires_at = 0;
-DELETE FROM fleet_workers;
 INSERT INTO users (user_id) SELECT 'load-u' || u FROM generate_series(0, {users} - 1) AS u
     ON CONFLICT (user_id) DO NOTHING;
 INSERT INTO notifications (user_id, id, occurred_at, read, seen)
@@ -163,7 +178,9 @@ class CpuReport:
 
 def backlog(setup, count, users, seed, workers):
     """Publishes `count` events while no worker runs, then times the workers' drain from their start to the last push
-    the sink received. Returns (events/s, CpuReport over the drain)."""
+    the sink received, on a schema created before (see Setup.migrate). Returns (events/s, CpuReport over the
+    drain)."""
+    setup.migrate()
     summary, publisher_cpu = setup.publish_load(count, users, seed, "publish.log")
     print(f"  {summary} (publisher CPU {publisher_cpu / count * 1e6:.0f} µs per event)", flush=True)
     with cpu.Sampler(setup.cpu_parts) as sampler:
