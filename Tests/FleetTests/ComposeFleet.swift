@@ -88,6 +88,20 @@ struct ComposeFleet {
         return owners
     }
 
+    /// How many times the running workers logged leaving a partition whose lease they lost ("lease lost, leaving the
+    /// partition", `PartitionLauncher`): a worker whose lease rounds missed the database for a TTL (its container, or
+    /// the whole machine, stalled). The partition's new owner then sends again what the worker had sent but not
+    /// recorded, with the same `apns-id` (contract guarantee 2).
+    func leasesLost() async throws -> Int {
+        var total = 0
+        let script = "docker logs \"$0\" 2>&1 | grep -c 'lease lost, leaving the partition' || true"
+        for container in try await containers(of: "worker") {
+            let count = try await run("sh", ["-c", script, container])
+            total += Int(count.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+        return total
+    }
+
     /// A running broker container (on the cluster, any node's).
     func anyBroker() async throws -> String {
         for service in brokerServices {

@@ -35,7 +35,15 @@ struct ComposeFleetTests {
         before.partitionsPerWorker = try await fleet.leases().values.map(\.count).sorted()
         print("compose[fleet of 3]: \(before); pushes \(deliveries.count); published and quiet in \(clock.now - start)")
         expectNothingLost(before)
-        #expect(before.duplicateAlerts == 0)
+        // Every alert once, unless a worker stalled past its lease before the kill (seen when the rest of CI loaded
+        // the machine: lease rounds 5.6 s apart): then the partition's new owner sends again what was sent but not
+        // recorded, with the same `apns-id` (checked above for every re-send), as the contract allows.
+        let lostBeforeKill = try await fleet.leasesLost()
+        if lostBeforeKill == 0 {
+            #expect(before.duplicateAlerts == 0)
+        } else {
+            print("compose[fleet of 3]: \(lostBeforeKill) lease(s) lost to a stall, so re-sends are allowed")
+        }
 
         // 2. Kill one worker container; its partitions go to the two survivors while more events arrive.
         let workers = try await fleet.containers(of: "worker")
