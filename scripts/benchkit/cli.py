@@ -5,10 +5,11 @@ kind differ by 2x in speed and drift by the hour:
 
   scripts/bench --cpu [--workers 3 --database postgres]
       The efficiency figures: a backlog drain (50,000 events over 5,000 users published while no worker runs, on a
-      schema a worker of its own created before, then timed from the fleet's start to the last push) with the CPU each part spent per event (workers, PostgreSQL,
-      RabbitMQ, the sink, the publisher, the whole machine, from /proc); the broker alone (`ceiling.c`: 100,000
-      persistent 512-byte messages through a quorum queue from a confirming publisher to an acking consumer, 256 in
-      flight, no work; median of 3) with its machine CPU per message;
+      schema a worker of its own created before, then timed from the fleet's start to the last push) with the CPU
+      each part spent per event (workers, PostgreSQL, RabbitMQ, the sink, the publisher, the whole machine, from
+      /proc); the broker alone (`ceiling.c`: 100,000 persistent 512-byte messages through a quorum queue from a
+      confirming publisher to an acking consumer, 256 in flight, no work; median of 3) with its machine CPU per
+      message;
       their ratio ("broker-messages per event"); the drain's rate against the broker's consume-and-ack rate (what a
       drain does); a live run at half the measured capacity C for 60 s with its latency (p50, p99); and the same
       rate published alone for 20 s into queues nothing consumes (the broker's and the publisher's share of the
